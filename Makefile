@@ -1,0 +1,35 @@
+# The same commands locally and in CI.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+.PHONY: run test lint bench openapi clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)  ## start the daemon on 127.0.0.1:4627 with the default data home
+	$(BIN)/aster-persist serve
+
+test: $(STAMP)  ## the whole suite
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check service tests bench
+	$(BIN)/ruff check service tests bench
+	$(BIN)/mypy
+
+openapi: $(STAMP)  ## regenerate openapi/openapi.json from the app
+	$(BIN)/aster-persist openapi --output openapi/openapi.json
+
+bench: $(STAMP)  ## benchmarks against baselines measured in the same run
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

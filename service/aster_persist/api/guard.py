@@ -1,0 +1,146 @@
+"""The front door: Host allowlist, Origin check, bearer token and body size, before any work.
+
+A pure ASGI middleware (no per-request task or body copy), outermost in the stack, so a
+refused request never reaches a route. Order of checks: Host (403), Origin (403),
+token (401), declared body size (413); an undeclared (chunked) body is counted as it is
+read and refused with 413 once it passes the limit.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from ..errors import PROBLEM_MEDIA_TYPE, PayloadTooLarge, problem_body
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def host_name(value: str) -> str:
+    """The host part of a Host header, lower-cased, without the port."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        return value[: end + 1] if end > 0 else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class Guard:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: list[str],
+        allowed_origins: list[str],
+        token: str | None,
+        max_body_bytes: int,
+        warning: str | None = None,
+    ) -> None:
+        self.app = app
+        self.hosts = LOCAL_HOSTS | {h.lower() for h in allowed_hosts}
+        self.wildcard_hosts = "*" in allowed_hosts
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
+        self.token = token.encode() if token else None
+        self.max_body = max_body_bytes
+        self.warning = warning
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k: v for k, v in scope["headers"]} if scope["headers"] else {}
+        if self.warning is not None:
+            send = self._warn(send)
+        host = headers.get(b"host", b"").decode("latin-1")
+        if not self.wildcard_hosts and host_name(host) not in self.hosts:
+            await _problem(send, 403, "host_not_allowed", "Forbidden",
+                           f"Host {host[:100]!r} is not on the allowlist (ASTER_ALLOWED_HOSTS)")
+            return
+        origin = headers.get(b"origin")
+        if origin is not None:
+            value = origin.decode("latin-1").rstrip("/").lower()
+            if value == "null" or value not in self.origins:
+                await _problem(send, 403, "origin_not_allowed", "Forbidden",
+                               f"Origin {value[:100]!r} is not allowed (ASTER_CORS_ORIGINS)")
+                return
+        if self.token is not None and scope["path"] not in OPEN_PATHS and scope.get("method") != "OPTIONS":
+            given = headers.get(b"authorization", b"")
+            scheme, _, credential = given.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), self.token):
+                await _problem(send, 401, "unauthorized", "Unauthorized",
+                               "a valid bearer token is required (ASTER_TOKEN or <home>/token)",
+                               extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')])
+                return
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                size = -1
+            if size > self.max_body:
+                await _problem(send, 413, "payload_too_large", "Payload too large",
+                               f"the body is {size} bytes; the limit is {self.max_body} (ASTER_MAX_BODY_BYTES)")
+                return
+            await self.app(scope, receive, send)
+            return
+        await self.app(scope, self._counting(receive), send)
+
+    def _counting(self, receive: Receive) -> Receive:
+        seen = 0
+        limit = self.max_body
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise PayloadTooLarge(
+                        f"the body is over the limit of {limit} bytes (ASTER_MAX_BODY_BYTES)"
+                    )
+            return message
+
+        return counted
+
+    def _warn(self, send: Send) -> Send:
+        value = f'199 aster-persist "{self.warning}"'.encode("latin-1", "replace")
+
+        async def warned(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"warning", value)]
+            await send(message)
+
+        return warned
+
+
+async def _problem(
+    send: Send,
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = orjson.dumps(problem_body(status, code, title, detail))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()),
+                *(extra or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

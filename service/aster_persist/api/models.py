@@ -1,0 +1,137 @@
+"""Request and response bodies of the HTTP API (they are also its OpenAPI schemas)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..storage.events import Event, SessionHeader
+from ..storage.summary import SessionInfo
+
+
+class SessionIn(BaseModel):
+    """A new session; fields beyond these are kept in the header verbatim."""
+
+    model_config = ConfigDict(extra="allow")
+
+    repo_root: str = Field(description="Absolute path of the repository the session runs in.")
+    cwd: str | None = None
+    model: str | None = None
+    aster_version: str | None = None
+    title: str | None = Field(default=None, max_length=500)
+    id: str | None = Field(default=None, description="A ULID, for imports; made by the server when absent.")
+
+
+class EventsIn(BaseModel):
+    events: list[Event]
+    idempotency_key: str | None = None
+
+
+AppendBody = Event | list[Event] | EventsIn
+
+
+class AppendOut(BaseModel):
+    first_seq: int
+    last_seq: int
+    count: int
+
+
+class SessionSummary(BaseModel):
+    id: str
+    project: str
+    repo_root: str
+    title: str | None
+    title_source: Literal["event", "header", "first_message"] | None
+    created_at: str
+    updated_at: str
+    events: int
+    last_seq: int
+    bytes: int
+    state: Literal["ok", "damaged", "read_only"]
+
+    @classmethod
+    def of(cls, info: SessionInfo) -> SessionSummary:
+        return cls(
+            id=info.id,
+            project=info.slug,
+            repo_root=info.repo_root,
+            title=info.title,
+            title_source=info.title_source,  # type: ignore[arg-type]
+            created_at=info.created_at,
+            updated_at=info.updated_at,
+            events=info.events,
+            last_seq=info.last_seq,
+            bytes=info.offset,
+            state=info.state,  # type: ignore[arg-type]
+        )
+
+
+class SessionDetail(SessionSummary):
+    header: dict[str, Any]
+    bad_lines: list[int] = Field(default_factory=list)
+
+
+class SessionPage(BaseModel):
+    items: list[SessionSummary]
+    next_cursor: str | None
+
+
+class EventPage(BaseModel):
+    events: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+class ChatMessages(BaseModel):
+    session_id: str
+    view: Literal["history", "context"]
+    messages: list[dict[str, Any]]
+
+
+class RenameIn(BaseModel):
+    title: str = Field(min_length=1, max_length=500)
+
+
+class PruneIn(BaseModel):
+    older_than_days: float | None = Field(default=None, ge=0)
+    keep_latest: int | None = Field(default=None, ge=0)
+    dry_run: bool = True
+    purge_trash_older_than_days: float | None = Field(default=None, ge=0)
+
+
+class PrunedSession(BaseModel):
+    id: str
+    repo_root: str
+    title: str | None
+    updated_at: str
+    reason: str
+
+
+class PruneOut(BaseModel):
+    dry_run: bool
+    trashed: list[PrunedSession]
+    purged: list[str]
+
+
+class Project(BaseModel):
+    slug: str
+    repo_root: str
+    sessions: int
+    events: int
+    last_activity: str
+
+
+class ProjectList(BaseModel):
+    items: list[Project]
+
+
+class Problem(BaseModel):
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: list[dict[str, Any]] | None = None
+
+
+__all__ = ["AppendBody", "SessionHeader"]

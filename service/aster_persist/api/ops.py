@@ -1,0 +1,86 @@
+"""Operations: liveness, readiness and what this daemon is."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from .. import __version__
+from .sessions import json_response
+
+router = APIRouter(tags=["operations"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    index: dict[str, Any]
+    writable: bool
+    degraded: str | None = None
+
+
+@router.get("/healthz", operation_id="ops-health", response_model=Health)
+async def healthz() -> Response:
+    """Alive: the process answers."""
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz", operation_id="ops-ready", response_model=Readiness,
+            responses={503: {"model": Readiness, "description": "Not ready yet, or degraded"}})
+async def readyz(request: Request) -> Response:
+    """Ready: the catalog has caught up with the files and the data home is writable."""
+    state = request.app.state
+    sessions = state.sessions
+    writable = os.access(state.home.root, os.W_OK)
+    caught_up = sessions.ready.is_set()
+    status = "ready" if caught_up and writable else "starting" if writable else "unwritable"
+    if state.home.degraded:
+        status = "degraded"
+    body = {
+        "status": status,
+        "index": {"caught_up": caught_up, **sessions.progress},
+        "writable": writable,
+        "degraded": state.home.degraded,
+    }
+    return json_response(body, 200 if status == "ready" else 503)
+
+
+@router.get("/v1/info", operation_id="ops-info", response_model=dict[str, Any])
+async def info(request: Request) -> Response:
+    """Version, data home, settings in force and counts."""
+    state = request.app.state
+    settings = state.settings
+    sessions = state.sessions
+    count = 0
+    if sessions.ready.is_set():
+        count = await _count(sessions)
+    return json_response({
+        "name": "aster-persist",
+        "version": __version__,
+        "pid": os.getpid(),
+        "home": str(state.home.root),
+        "degraded": state.home.degraded,
+        "durability": settings.durability,
+        "auth": "token" if state.token else "off",
+        "token_file": str(state.home.root / "token") if state.token and not settings.token else None,
+        "limits": {
+            "max_body_bytes": settings.max_body_bytes,
+            "max_event_bytes": settings.max_event_bytes,
+        },
+        "counts": {"sessions": count},
+        "catalog": sessions.catch_up_stats,
+        "appends": {"requests": sessions.committer.appends, "batches": sessions.committer.batches},
+    })
+
+
+async def _count(sessions: Any) -> int:
+    import asyncio
+
+    return int(await asyncio.wrap_future(sessions.catalog.submit(lambda c: c.count())))

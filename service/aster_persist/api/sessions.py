@@ -1,0 +1,303 @@
+"""/v1/sessions: create, list, read, append, rename, delete, restore, prune, export."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Body, Header, Query, Request
+from starlette.responses import Response
+
+from ..errors import Invalid, PreconditionFailed
+from ..sessions import Sessions
+from ..storage.chat import to_chat_messages, to_context_messages
+from ..storage.events import validate_events
+from ..storage.home import check_session_id
+from .models import (
+    AppendOut,
+    ChatMessages,
+    EventPage,
+    Problem,
+    ProjectList,
+    PruneIn,
+    PruneOut,
+    RenameIn,
+    SessionDetail,
+    SessionIn,
+    SessionPage,
+    SessionSummary,
+)
+
+router = APIRouter(prefix="/v1", tags=["sessions"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {"application/problem+json": {}}}
+    for code in (404, 409, 412, 413, 422, 500, 507)
+}
+NDJSON = "application/x-ndjson"
+MAX_KEY = 200
+
+
+def _sessions(request: Request) -> Sessions:
+    sessions: Sessions = request.app.state.sessions
+    return sessions
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+def etag(seq: int) -> str:
+    return f'"{seq}"'
+
+
+def parse_if_match(value: str | None) -> int | None:
+    if value is None:
+        return None
+    text = value.strip()
+    if text.startswith("W/"):
+        text = text[2:]
+    text = text.strip('"')
+    if not text.isdigit():
+        raise Invalid(f'If-Match must be a quoted seq like "12", got {value[:40]!r}')
+    return int(text)
+
+
+def _summary(info: Any) -> dict[str, Any]:
+    return SessionSummary.of(info).model_dump()
+
+
+@router.post("/sessions", status_code=201, operation_id="sessions-create",
+             response_model=dict[str, Any], responses=ERRORS)
+async def create_session(request: Request, body: SessionIn) -> Response:
+    """Create a session: a new transcript file holding its header."""
+    fields = body.model_dump(exclude_unset=True)
+    extra = {k: v for k, v in fields.items() if k not in SessionIn.model_fields}
+    header = await _sessions(request).create(
+        repo_root=body.repo_root, session_id=body.id, cwd=body.cwd, model=body.model,
+        aster_version=body.aster_version, title=body.title, extra=extra,
+    )
+    return json_response(header, 201, {"Location": f"/v1/sessions/{header['id']}", "ETag": etag(0)})
+
+
+@router.get("/sessions", operation_id="sessions-list", response_model=SessionPage, responses=ERRORS)
+async def list_sessions(
+    request: Request,
+    repo_root: str | None = None,
+    state: Literal["ok", "damaged", "read_only"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: str | None = None,
+) -> Response:
+    """Sessions, newest activity first, served from the catalog (no transcript is read)."""
+    page = await _sessions(request).list(repo_root=repo_root, state=state, limit=limit, cursor=cursor)
+    return json_response({"items": [_summary(i) for i in page.items], "next_cursor": page.next_cursor})
+
+
+@router.get("/sessions/latest", operation_id="sessions-latest", response_model=SessionSummary,
+            responses=ERRORS)
+async def latest_session(request: Request, repo_root: str) -> Response:
+    """The session of a repository with the most recent activity (`--continue`)."""
+    info = await _sessions(request).latest(repo_root)
+    return json_response(_summary(info))
+
+
+@router.get("/projects", operation_id="projects-list", response_model=ProjectList, tags=["projects"])
+async def list_projects(request: Request) -> Response:
+    """Projects with their session counts and last activity."""
+    return json_response({"items": await _sessions(request).projects()})
+
+
+@router.get("/sessions/{session_id}", operation_id="sessions-get", response_model=SessionDetail,
+            responses={**ERRORS, 304: {"description": "Not modified"}})
+async def get_session(
+    request: Request,
+    session_id: str,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """One session's summary and header. ETag is its last seq."""
+    check_session_id(session_id)
+    lines, _raw, info = await _sessions(request).read(session_id)
+    tag = etag(info.last_seq)
+    if if_none_match is not None and tag in [t.strip() for t in if_none_match.split(",")]:
+        return Response(status_code=304, headers={"ETag": tag})
+    header = lines[0] if lines and lines[0].get("type") == "session" else {}
+    body = _summary(info) | {"header": header, "bad_lines": info.bad_lines}
+    return json_response(body, headers={"ETag": tag})
+
+
+@router.patch("/sessions/{session_id}", operation_id="sessions-rename",
+              response_model=SessionSummary, responses=ERRORS)
+async def rename_session(request: Request, session_id: str, body: RenameIn) -> Response:
+    """Rename: appends a `title` event with `source: user`."""
+    check_session_id(session_id)
+    sessions = _sessions(request)
+    await sessions.rename(session_id, body.title)
+    _lines, _raw, info = await sessions.read(session_id)
+    return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
+
+
+@router.delete("/sessions/{session_id}", status_code=204, operation_id="sessions-delete",
+               responses=ERRORS)
+async def delete_session(request: Request, session_id: str, purge: bool = False) -> Response:
+    """Move to the project's trash, or delete for good with `purge=true`."""
+    check_session_id(session_id)
+    await _sessions(request).delete(session_id, purge=purge)
+    return Response(status_code=204)
+
+
+@router.post("/sessions/{session_id}/restore", operation_id="sessions-restore",
+             response_model=SessionSummary, responses=ERRORS)
+async def restore_session(request: Request, session_id: str) -> Response:
+    """Bring a session back from the trash."""
+    check_session_id(session_id)
+    sessions = _sessions(request)
+    await sessions.restore(session_id)
+    _lines, _raw, info = await sessions.read(session_id)
+    return json_response(_summary(info))
+
+
+@router.post("/sessions/prune", operation_id="sessions-prune", response_model=PruneOut,
+             responses=ERRORS)
+async def prune_sessions(request: Request, body: PruneIn) -> Response:
+    """Move old sessions to trash (dry run by default) and purge old trash."""
+    if (body.older_than_days is None and body.keep_latest is None
+            and body.purge_trash_older_than_days is None):
+        raise Invalid("say what to prune: older_than_days, keep_latest or purge_trash_older_than_days")
+    result = await _sessions(request).prune(
+        older_than_days=body.older_than_days, keep_latest=body.keep_latest,
+        dry_run=body.dry_run, purge_trash_older_than_days=body.purge_trash_older_than_days,
+    )
+    return json_response(result)
+
+
+_APPEND_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AppendBody"}}},
+    }
+}
+
+
+@router.post("/sessions/{session_id}/events", status_code=201, operation_id="sessions-append",
+             response_model=AppendOut, responses=ERRORS, openapi_extra=_APPEND_DOC)
+async def append_events(request: Request, session_id: str) -> Response:
+    """Append one event, a JSON array, or `{"events": [...]}`; all or nothing; 2xx means durable.
+
+    `Idempotency-Key` makes a retry safe; `If-Match: "<seq>"` applies only at that last seq.
+    """
+    check_session_id(session_id)
+    headers = request.headers
+    content_type = headers.get("content-type")
+    if content_type is not None and "json" not in content_type:
+        raise Invalid(f"send the events as application/json, not {content_type[:60]}")
+    try:
+        data = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise Invalid(f"the body is not valid JSON: {exc}") from None
+    key = headers.get("idempotency-key")
+    if isinstance(data, list):
+        events = data
+    elif isinstance(data, dict) and "type" not in data and "events" in data:
+        events = data["events"]
+        key = key or data.get("idempotency_key")
+        if not isinstance(events, list):
+            raise Invalid("events must be a JSON array")
+    elif isinstance(data, dict):
+        body_key = data.pop("idempotency_key", None)
+        key = key or body_key
+        events = [data]
+    else:
+        raise Invalid("send an event object, an array of events, or {\"events\": [...]}")
+    if not events:
+        raise Invalid("the batch holds no events")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
+        raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
+    validate_events(events)
+    if_match = parse_if_match(headers.get("if-match"))
+    result = await _sessions(request).append(session_id, events, key=key, if_match=if_match)
+    return Response(
+        orjson.dumps(result.body()),
+        status_code=200 if result.replayed else 201,
+        media_type="application/json",
+        headers={"ETag": etag(result.last_seq), **({"Idempotent-Replayed": "true"} if result.replayed else {})},
+    )
+
+
+@router.get("/sessions/{session_id}/events", operation_id="sessions-events",
+            response_model=EventPage,
+            responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}})
+async def read_events(
+    request: Request,
+    session_id: str,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+    type: Annotated[list[str] | None, Query()] = None,
+    cursor: str | None = None,
+) -> Response:
+    """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`)."""
+    check_session_id(session_id)
+    if cursor is not None:
+        if not cursor.isdigit():
+            raise Invalid("cursor is not one this service handed out")
+        after = int(cursor)
+    lines, raw, info = await _sessions(request).read(session_id)
+    picked: list[int] = []
+    more = False
+    for i, line in enumerate(lines):
+        seq = line.get("seq")
+        if line.get("type") == "session" or not isinstance(seq, int) or seq <= after:
+            continue
+        if type and line.get("type") not in type:
+            continue
+        if len(picked) == limit:
+            more = True
+            break
+        picked.append(i)
+    next_cursor = str(lines[picked[-1]]["seq"]) if more and picked else None
+    headers = {"ETag": etag(info.last_seq)}
+    if next_cursor is not None:
+        headers["Link"] = f'</v1/sessions/{session_id}/events?cursor={next_cursor}&limit={limit}>; rel="next"'
+    if NDJSON in request.headers.get("accept", ""):
+        body = b"".join(raw[i] + b"\n" for i in picked)
+        return Response(body, media_type=NDJSON, headers=headers)
+    return json_response({"events": [lines[i] for i in picked], "next_cursor": next_cursor},
+                         headers=headers)
+
+
+@router.get("/sessions/{session_id}/messages", operation_id="sessions-messages",
+            response_model=ChatMessages, responses=ERRORS)
+async def chat_messages(
+    request: Request,
+    session_id: str,
+    view: Literal["history", "context"] = "history",
+) -> Response:
+    """The session as a chat-completions `messages` list: `history` or `context` view."""
+    check_session_id(session_id)
+    lines, _raw, info = await _sessions(request).read(session_id)
+    messages = to_chat_messages(lines) if view == "history" else to_context_messages(lines)
+    return json_response({"session_id": session_id, "view": view, "messages": messages},
+                         headers={"ETag": etag(info.last_seq)})
+
+
+@router.get("/sessions/{session_id}/export", operation_id="sessions-export",
+            responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}})
+async def export_session(
+    request: Request,
+    session_id: str,
+    format: Literal["native", "openai"] = "native",
+) -> Response:
+    """The raw JSONL, byte for byte; or `format=openai` for a chat-completions messages array."""
+    check_session_id(session_id)
+    sessions = _sessions(request)
+    disposition = {"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'}
+    if format == "openai":
+        lines, _raw, _info = await sessions.read(session_id)
+        return json_response(to_context_messages(lines))
+    return Response(await sessions.export(session_id), media_type=NDJSON, headers=disposition)
+
+
+def _precondition(msg: str) -> PreconditionFailed:
+    return PreconditionFailed(msg)
+
+
+__all__ = ["Body", "router"]

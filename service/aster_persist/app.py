@@ -1,0 +1,138 @@
+"""The composition root: ``create_app(settings)`` wires the stores into a FastAPI app.
+
+Nothing is built at import time. The lifespan opens (or is handed) the data home, starts
+the stores, and on shutdown finishes queued appends and closes everything in order.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import TypeAdapter
+from starlette.middleware.cors import CORSMiddleware
+
+from . import __version__
+from .api import ops, problems, sessions
+from .api.guard import Guard
+from .api.models import AppendBody
+from .sessions import Sessions
+from .settings import Settings
+from .storage.home import FILE_MODE, Home
+from .storage.transcripts import Clock, utc_now
+
+log = logging.getLogger("aster_persist")
+
+
+def load_token(settings: Settings, home: Home) -> str | None:
+    """The bearer token when auth is on: ASTER_TOKEN, else <home>/token (made if missing)."""
+    if not settings.auth_enabled:
+        return None
+    if settings.token:
+        return settings.token
+    path = home.root / "token"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        token = path.read_text(encoding="utf-8").strip()
+        if len(token) < 32:
+            raise ValueError(f"the token in {path} is shorter than 32 characters") from None
+        log.info("auth is on; the token is in %s", path)
+        return token
+    token = secrets.token_urlsafe(32)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    log.info("auth is on; a new token was written to %s", path)
+    return token
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    home: Home | None = None,
+    clock: Clock = utc_now,
+) -> FastAPI:
+    """Build the app. Pass ``home`` when the caller has already opened and locked it."""
+    settings = settings or Settings()
+    settings.check()
+    if home is None:
+        home = Home.open(settings.home, fallback=settings.fallback)
+    token = load_token(settings, home)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = Sessions(
+            home,
+            durability=settings.durability,
+            clock=clock,
+            max_event_bytes=settings.max_event_bytes,
+            open_files=settings.open_files,
+            sync_interval=settings.sync_interval_ms / 1000,
+        )
+        app.state.sessions = store
+        await store.start()
+        try:
+            yield
+        finally:
+            await store.close()
+            home.close()
+
+    app = FastAPI(
+        title="aster-persist",
+        version=__version__,
+        summary="One durable store of transcripts, memory and a live journal for AI coding agents.",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.home = home
+    app.state.token = token
+    problems.install(app)
+    app.include_router(sessions.router)
+    app.include_router(ops.router)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origins or settings.own_origins,
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match",
+                       "Idempotency-Key", "Last-Event-ID"],
+        expose_headers=["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"],
+    )
+    app.add_middleware(
+        Guard,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.cors_origins or settings.own_origins,
+        token=token,
+        max_body_bytes=settings.max_body_bytes,
+        warning=home.degraded,
+    )
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
+    return app
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with the schemas of bodies that routes read raw."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+    schema = TypeAdapter(AppendBody).json_schema(ref_template="#/components/schemas/{model}")
+    components = doc.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in schema.pop("$defs", {}).items():
+        components.setdefault(name, definition)
+    components["AppendBody"] = schema
+    app.openapi_schema = doc
+    return doc
+
+
+def default_home(settings: Settings) -> Path | None:
+    return settings.home

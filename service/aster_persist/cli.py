@@ -1,0 +1,112 @@
+"""The command line: ``aster-persist serve`` runs the daemon; more commands come as clients."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from pydantic import ValidationError
+
+from .errors import HomeUnavailable
+from .settings import Settings
+
+app = typer.Typer(
+    name="aster-persist",
+    help="A local daemon that keeps AI coding agents' transcripts, memory and journal.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    typer.echo(f"aster-persist: {message}", err=True)
+    return typer.Exit(code)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with command-line flags taking precedence."""
+    try:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+        settings.check()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = "ASTER_" + str(err["loc"][0]).upper() if err.get("loc") else "a setting"
+        raise _fail(f"invalid setting {name}={err.get('input')!r}: {err['msg']}", 2) from None
+    except ValueError as exc:
+        raise _fail(str(exc), 2) from None
+    return settings
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Address to bind (ASTER_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (ASTER_PORT).")] = None,
+    home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+) -> None:
+    """Run the daemon in the foreground until interrupted."""
+    import uvicorn
+
+    from .app import create_app
+    from .storage.home import Home
+
+    settings = load_settings(host=host, port=port, home=home)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        opened = Home.open(settings.home, fallback=settings.fallback)
+    except HomeUnavailable as exc:
+        raise _fail(str(exc)) from None
+    try:
+        application = create_app(settings, home=opened)
+    except (OSError, ValueError) as exc:
+        opened.close()
+        raise _fail(str(exc)) from None
+    logging.getLogger("aster_persist").info(
+        "serving %s on http://%s:%d (durability %s)", opened.root, settings.host, settings.port,
+        settings.durability,
+    )
+    config = uvicorn.Config(
+        application,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        raise typer.Exit(3)
+
+
+@app.command()
+def openapi(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Print the OpenAPI document of the HTTP API."""
+    text = openapi_text()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+def openapi_text() -> str:
+    """The OpenAPI document as checked in at openapi/openapi.json."""
+    import tempfile
+
+    from .app import create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        application = create_app(Settings(home=Path(tmp)))
+        document = application.openapi()
+        application.state.home.close()
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    app(args=argv, prog_name="aster-persist")

@@ -1,0 +1,153 @@
+"""The exception tree and its rendering as RFC 9457 problem details.
+
+Stores raise these; one handler renders every one of them, and every other source of
+errors (unknown route, wrong method, bad body, crash) is rendered the same way::
+
+    AsterError (500)
+      NotFound (404): SessionNotFound
+      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists
+      PreconditionFailed (412)
+      Invalid (422): InvalidName, InvalidEvent
+      Forbidden (403), Unauthorized (401)
+      PayloadTooLarge (413), InsufficientStorage (507)
+      StorageFailed (500)
+
+A problem body never carries a traceback or the bytes of a rejected secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+PROBLEM_TYPE = "urn:aster-persist:problem:"
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+
+class AsterError(Exception):
+    """Base of every error the service reports on purpose."""
+
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+    title: ClassVar[str] = "Internal error"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        errors: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers or {}
+
+    def problem(self) -> dict[str, Any]:
+        return problem_body(self.status, self.code, self.title, self.detail, self.errors)
+
+
+class NotFound(AsterError):
+    status = 404
+    code = "not_found"
+    title = "Not found"
+
+
+class SessionNotFound(NotFound):
+    code = "session_not_found"
+    title = "Session not found"
+
+
+class Conflict(AsterError):
+    status = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class SessionExists(Conflict):
+    code = "session_exists"
+    title = "Session already exists"
+
+
+class SessionDamaged(Conflict):
+    code = "session_damaged"
+    title = "Session is damaged"
+
+
+class SessionReadOnly(Conflict):
+    code = "session_read_only"
+    title = "Session is read-only"
+
+
+class PreconditionFailed(AsterError):
+    status = 412
+    code = "precondition_failed"
+    title = "Precondition failed"
+
+
+class Invalid(AsterError):
+    status = 422
+    code = "invalid"
+    title = "Invalid request"
+
+
+class InvalidName(Invalid):
+    code = "invalid_name"
+    title = "Invalid name"
+
+
+class InvalidEvent(Invalid):
+    code = "invalid_event"
+    title = "Invalid event"
+
+
+class Unauthorized(AsterError):
+    status = 401
+    code = "unauthorized"
+    title = "Unauthorized"
+
+
+class Forbidden(AsterError):
+    status = 403
+    code = "forbidden"
+    title = "Forbidden"
+
+
+class PayloadTooLarge(AsterError):
+    status = 413
+    code = "payload_too_large"
+    title = "Payload too large"
+
+
+class InsufficientStorage(AsterError):
+    status = 507
+    code = "insufficient_storage"
+    title = "Insufficient storage"
+
+
+class StorageFailed(AsterError):
+    status = 500
+    code = "storage_failed"
+    title = "Storage failed"
+
+
+class HomeUnavailable(Exception):
+    """The data home cannot be used; raised at start, never over HTTP."""
+
+
+def problem_body(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE + code,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if errors is not None:
+        body["errors"] = errors
+    return body

@@ -1,0 +1,349 @@
+"""The session catalog: what listing needs, in a disposable SQLite database.
+
+Derived data only. It is kept current on every append (rows are upserted in batches,
+by absolute value, so replaying one is harmless), caught up at start from each file's
+last folded offset, and rebuilt from the files when missing, corrupt or of an older
+schema. One thread owns the connection; callers go through ``CatalogWorker``.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..storage.jsonl import parse, read_bytes
+from ..storage.summary import SessionInfo
+
+log = logging.getLogger("aster_persist")
+
+SCHEMA_VERSION = 1
+_COLUMNS = (
+    "id",
+    "slug",
+    "repo_root",
+    "created_at",
+    "updated_at",
+    "events",
+    "last_seq",
+    "header_title",
+    "title_event",
+    "first_user",
+    "state",
+    "bad_lines",
+    "offset",
+    "lines",
+    "file_size",
+    "file_mtime_ns",
+)
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    slug TEXT NOT NULL,
+    repo_root TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    events INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    header_title TEXT,
+    title_event TEXT,
+    first_user TEXT,
+    state TEXT NOT NULL,
+    bad_lines TEXT NOT NULL,
+    offset INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    file_size INTEGER NOT NULL,
+    file_mtime_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+_UPSERT = (
+    f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
+)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """A live transcript file found on disk."""
+
+    id: str
+    slug: str
+    path: Path
+    size: int
+    mtime_ns: int
+
+
+def _row(info: SessionInfo) -> tuple[Any, ...]:
+    return (
+        info.id,
+        info.slug,
+        info.repo_root,
+        info.created_at,
+        info.updated_at,
+        info.events,
+        info.last_seq,
+        info.header_title,
+        info.title_event,
+        info.first_user,
+        info.state,
+        orjson.dumps(info.bad_lines).decode(),
+        info.offset,
+        info.lines,
+        info.file_size,
+        info.file_mtime_ns,
+    )
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    values["bad_lines"] = orjson.loads(values["bad_lines"])
+    return SessionInfo(**values)
+
+
+def summarize_file(entry: FileEntry, previous: SessionInfo | None = None) -> SessionInfo:
+    """Fold a transcript into a summary, from ``previous``'s offset when it still holds."""
+    info = previous
+    if info is None or entry.size < info.offset:
+        info = SessionInfo(id=entry.id, slug=entry.slug)
+    data = read_bytes(entry.path, info.offset, entry.size)
+    parsed = parse(data, base=info.offset, first_line=info.lines + 1)
+    info.absorb(parsed.lines, parsed.bad)
+    info.offset = parsed.good_end
+    info.lines += parsed.line_count
+    info.file_size = entry.size
+    info.file_mtime_ns = entry.mtime_ns
+    if info.lines > 0 and not info.created_at:
+        info.state = "damaged"  # no readable header
+    return info
+
+
+def encode_cursor(updated_at: str, session_id: str) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, session_id])).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str] | None:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = orjson.loads(raw)
+    except (ValueError, orjson.JSONDecodeError):
+        return None
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, str) for v in value)
+    ):
+        return value[0], value[1]
+    return None
+
+
+class Catalog:
+    """The SQLite side; used from one thread only."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "catalog.sqlite3"
+        self.db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        for attempt in range(2):
+            try:
+                db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=OFF")  # derived data: rebuilt if lost
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+                if version not in (0, SCHEMA_VERSION):
+                    raise sqlite3.DatabaseError(f"schema version {version}")
+                db.executescript(_SCHEMA)
+                db.execute("SELECT count(*) FROM sessions").fetchone()
+                os.chmod(self.path, 0o600)
+                return db
+            except sqlite3.DatabaseError as exc:
+                if attempt:
+                    raise
+                log.warning("catalog %s is unusable (%s); rebuilding it from the files", self.path, exc)
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def upsert(self, infos: Iterable[SessionInfo]) -> None:
+        rows = [_row(info) for info in infos]
+        if rows:
+            with self._tx():
+                self.db.executemany(_UPSERT, rows)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        with self._tx():
+            self.db.executemany("DELETE FROM sessions WHERE id = ?", [(i,) for i in ids])
+
+    def _tx(self) -> _Tx:
+        return _Tx(self.db)
+
+    def catch_up(
+        self, files: list[FileEntry], progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, int]:
+        """Bring rows in line with the files; read only what changed since last time."""
+        known = {info.id: info for info in self.all()}
+        seen = set()
+        changed: list[SessionInfo] = []
+        stats = {"files": len(files), "unchanged": 0, "incremental": 0, "full": 0, "removed": 0}
+        for n, entry in enumerate(files, 1):
+            seen.add(entry.id)
+            previous = known.get(entry.id)
+            if previous is not None and previous.state == "read_only":
+                previous.state = "damaged" if previous.bad_lines else "ok"
+                changed.append(previous)
+            if (
+                previous is not None
+                and previous.file_size == entry.size
+                and previous.file_mtime_ns == entry.mtime_ns
+                and previous.slug == entry.slug
+            ):
+                stats["unchanged"] += 1
+            else:
+                grown = (
+                    previous is not None
+                    and previous.slug == entry.slug
+                    and entry.size >= previous.file_size
+                )
+                stats["incremental" if grown else "full"] += 1
+                try:
+                    changed.append(summarize_file(entry, previous if grown else None))
+                except FileNotFoundError:
+                    seen.discard(entry.id)
+            if len(changed) >= 500:
+                self.upsert(changed)
+                changed = []
+            if progress is not None and n % 256 == 0:
+                progress(n, len(files))
+        self.upsert(changed)
+        gone = [i for i in known if i not in seen]
+        stats["removed"] = len(gone)
+        self.remove(gone)
+        if progress is not None:
+            progress(len(files), len(files))
+        return stats
+
+    def all(self) -> list[SessionInfo]:
+        return [_info(r) for r in self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM sessions")]
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        row = self.db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        return _info(row) if row else None
+
+    def page(
+        self,
+        *,
+        repo_root: str | None,
+        state: str | None,
+        limit: int,
+        after: tuple[str, str] | None,
+    ) -> list[SessionInfo]:
+        where = []
+        args: list[Any] = []
+        if repo_root is not None:
+            where.append("repo_root = ?")
+            args.append(repo_root)
+        if state is not None:
+            where.append("state = ?")
+            args.append(state)
+        if after is not None:
+            where.append("(updated_at, id) < (?, ?)")
+            args.extend(after)
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        args.append(limit)
+        return [_info(r) for r in self.db.execute(sql, args)]
+
+    def projects(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT slug, repo_root, count(*), sum(events), max(updated_at) FROM sessions "
+            "GROUP BY slug ORDER BY max(updated_at) DESC"
+        )
+        return [
+            {"slug": s, "repo_root": r, "sessions": c, "events": e, "last_activity": u}
+            for s, r, c, e, u in rows
+        ]
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+class _Tx:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN")
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+class CatalogWorker:
+    """Owns the catalog on one thread; appends hand it summaries to upsert later."""
+
+    def __init__(self, folder: Path) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
+        self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
+        self._dirty: dict[str, SessionInfo] = {}
+        self._removed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def mark(self, info: SessionInfo) -> None:
+        """Record a session's new summary; written before the next read (any thread)."""
+        with self._lock:
+            self._dirty[info.id] = info
+            self._removed.discard(info.id)
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._dirty.pop(session_id, None)
+            self._removed.add(session_id)
+
+    def flush(self) -> None:
+        """Write pending summaries; runs on the catalog thread."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, {}
+            removed, self._removed = self._removed, set()
+        if dirty:
+            self.catalog.upsert(dirty.values())
+        if removed:
+            self.catalog.remove(removed)
+
+    def run(self, fn: Callable[[Catalog], Any]) -> Any:
+        """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
+        return self.executor.submit(self._call, fn).result()
+
+    def _call(self, fn: Callable[[Catalog], Any]) -> Any:
+        self.flush()
+        return fn(self.catalog)
+
+    def submit(self, fn: Callable[[Catalog], Any]) -> Any:
+        """Like ``run`` but returns a concurrent future."""
+        return self.executor.submit(self._call, fn)
+
+    def close(self) -> None:
+        try:
+            self.executor.submit(self.flush).result()
+            self.executor.submit(self.catalog.close).result()
+        finally:
+            self.executor.shutdown(wait=True)

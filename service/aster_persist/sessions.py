@@ -1,0 +1,235 @@
+"""Sessions: the transcript store, its group committer and its catalog behind one async API.
+
+Mutations go to the writer thread (through the committer); listings go to the catalog
+thread; reads of one transcript go to a worker thread. The event loop never touches
+the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import Invalid, SessionNotFound
+from .index.catalog import CatalogWorker, FileEntry, decode_cursor, encode_cursor
+from .storage.commit import GroupCommitter
+from .storage.home import Home, normalize_repo_root
+from .storage.jsonl import remove_leftover_temps
+from .storage.summary import SessionInfo
+from .storage.transcripts import AppendRequest, AppendResult, Clock, TranscriptStore, utc_now
+
+log = logging.getLogger("aster_persist")
+
+
+@dataclass
+class Page:
+    items: list[SessionInfo]
+    next_cursor: str | None
+
+
+class Sessions:
+    def __init__(
+        self,
+        home: Home,
+        *,
+        durability: str = "fsync",
+        clock: Clock = utc_now,
+        max_event_bytes: int = 4 * 1024 * 1024,
+        open_files: int = 256,
+        sync_interval: float = 0.2,
+        on_lifecycle: Callable[[str, str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.home = home
+        self.catalog = CatalogWorker(home.index)
+        self.store = TranscriptStore(
+            home,
+            durability=durability,
+            clock=clock,
+            max_event_bytes=max_event_bytes,
+            open_files=open_files,
+            on_change=self.catalog.mark,
+            on_remove=self.catalog.forget,
+        )
+        self.committer = GroupCommitter(self.store, sync_interval=sync_interval)
+        self.on_lifecycle = on_lifecycle or (lambda op, sid, detail: None)
+        self.ready = asyncio.Event()
+        self.progress = {"done": 0, "total": 0}
+        self.catch_up_stats: dict[str, Any] = {}
+        self._catch_up: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Find every session, then catch the catalog up in the background."""
+        started = time.perf_counter()
+        removed = await asyncio.to_thread(remove_leftover_temps, self.home.root)
+        if removed:
+            log.warning("removed %d temporary files left by an interrupted rewrite", removed)
+        found = await self.committer.call(self.store.scan)
+        files = [
+            FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
+            for sid, slug, path, stat in found
+        ]
+        self.progress["total"] = len(files)
+        self.committer.start()
+
+        def report(done: int, total: int) -> None:
+            self.progress["done"] = done
+
+        async def catch_up() -> None:
+            try:
+                future = self.catalog.submit(lambda catalog: catalog.catch_up(files, report))
+                stats = await asyncio.wrap_future(future)
+                stats["seconds"] = round(time.perf_counter() - started, 3)
+                self.catch_up_stats = stats
+                log.info("catalog caught up: %s", stats)
+            finally:
+                self.ready.set()
+
+        self._catch_up = asyncio.get_running_loop().create_task(catch_up())
+
+    async def close(self) -> None:
+        if self._catch_up is not None:
+            await self._catch_up
+        await self.committer.close()
+        await asyncio.to_thread(self.catalog.close)
+
+    # -- writes ----------------------------------------------------------------
+
+    async def create(self, **fields: Any) -> dict[str, Any]:
+        header = await self.committer.call(self.store.create, **fields)
+        self.on_lifecycle("session.created", header["id"], {"repo_root": header["repo_root"]})
+        return header
+
+    async def append(
+        self,
+        session_id: str,
+        events: list[dict[str, Any]],
+        *,
+        key: str | None = None,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        return await self.committer.append(AppendRequest(session_id, events, key, if_match))
+
+    async def rename(self, session_id: str, title: str) -> AppendResult:
+        result = await self.append(
+            session_id, [{"type": "title", "title": title, "source": "user"}]
+        )
+        self.on_lifecycle("session.renamed", session_id, {"title": title})
+        return result
+
+    async def delete(self, session_id: str, *, purge: bool = False) -> None:
+        if purge:
+            await self.committer.call(self.store.purge, session_id)
+            self.on_lifecycle("session.purged", session_id, {})
+        else:
+            await self.committer.call(self.store.trash, session_id)
+            self.on_lifecycle("session.deleted", session_id, {})
+
+    async def restore(self, session_id: str) -> None:
+        await self.committer.call(self.store.restore, session_id)
+        self.on_lifecycle("session.restored", session_id, {})
+
+    # -- reads -------------------------------------------------------------------
+
+    async def read(self, session_id: str) -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
+        parsed, info = await asyncio.to_thread(self.store.read, session_id)
+        return parsed.lines, parsed.raw, info
+
+    async def export(self, session_id: str) -> bytes:
+        return await asyncio.to_thread(self.store.export_bytes, session_id)
+
+    async def list(
+        self,
+        *,
+        repo_root: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = None
+        if cursor:
+            after = decode_cursor(cursor)
+            if after is None:
+                raise Invalid("cursor is not one this service handed out")
+        root = normalize_repo_root(repo_root) if repo_root is not None else None
+        await self.ready.wait()
+        items = await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: c.page(repo_root=root, state=state, limit=limit + 1, after=after)
+            )
+        )
+        next_cursor = None
+        if len(items) > limit:
+            items = items[:limit]
+            last = items[-1]
+            next_cursor = encode_cursor(last.updated_at, last.id)
+        return Page(items, next_cursor)
+
+    async def latest(self, repo_root: str) -> SessionInfo:
+        page = await self.list(repo_root=repo_root, limit=1)
+        if not page.items:
+            raise SessionNotFound(f"no session for {repo_root}")
+        return page.items[0]
+
+    async def projects(self) -> list[dict[str, Any]]:
+        await self.ready.wait()
+        return await asyncio.wrap_future(self.catalog.submit(lambda c: c.projects()))  # type: ignore[no-any-return]
+
+    async def prune(
+        self,
+        *,
+        older_than_days: float | None,
+        keep_latest: int | None,
+        dry_run: bool,
+        purge_trash_older_than_days: float | None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Trash old sessions (by activity, or beyond the newest N per project); purge old trash."""
+        await self.ready.wait()
+        infos: list[SessionInfo] = await asyncio.wrap_future(
+            self.catalog.submit(lambda c: c.all())
+        )
+        moment = self.store.clock().timestamp() if now is None else now
+        chosen: dict[str, dict[str, Any]] = {}
+        if older_than_days is not None:
+            from datetime import UTC, datetime, timedelta
+
+            cutoff = (datetime.fromtimestamp(moment, UTC) - timedelta(days=older_than_days)).isoformat()
+            cutoff = cutoff.replace("+00:00", "Z")
+            for info in infos:
+                if info.updated_at < cutoff:
+                    chosen[info.id] = _pruned(info, f"no activity since {info.updated_at}")
+        if keep_latest is not None:
+            by_project: dict[str, list[SessionInfo]] = {}
+            for info in infos:
+                by_project.setdefault(info.slug, []).append(info)
+            for group in by_project.values():
+                group.sort(key=lambda i: (i.updated_at, i.id), reverse=True)
+                for info in group[keep_latest:]:
+                    chosen.setdefault(info.id, _pruned(info, f"beyond the newest {keep_latest}"))
+        purge: list[str] = []
+        if purge_trash_older_than_days is not None:
+            cutoff_s = moment - purge_trash_older_than_days * 86400
+            purge = await self.committer.call(self.store.trashed_before, cutoff_s)
+        trashed = sorted(chosen.values(), key=lambda item: item["updated_at"])
+        if not dry_run:
+            for item in trashed:
+                await self.committer.call(self.store.trash, item["id"], "pruned: " + item["reason"])
+                self.on_lifecycle("session.pruned", item["id"], {"reason": item["reason"]})
+            for sid in purge:
+                await self.committer.call(self.store.purge, sid)
+                self.on_lifecycle("session.purged", sid, {"reason": "trash older than limit"})
+        return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
+
+
+def _pruned(info: SessionInfo, reason: str) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "repo_root": info.repo_root,
+        "title": info.title,
+        "updated_at": info.updated_at,
+        "reason": reason,
+    }

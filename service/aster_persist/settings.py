@@ -1,0 +1,127 @@
+"""Every ASTER_* setting, validated once at start.
+
+Settings come from the environment (``ASTER_HOME``, ``ASTER_PORT``…). Lists accept a
+comma-separated value or a JSON array. A bad value stops the daemon with a message that
+names the setting and the value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 4627
+
+
+def _split_list(value: object) -> object:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            import json
+
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """The daemon's configuration; see the README for the table of settings."""
+
+    model_config = SettingsConfigDict(env_prefix="ASTER_", extra="ignore", frozen=True)
+
+    home: Path | None = Field(
+        default=None,
+        description="Data home. Default: $XDG_DATA_HOME/aster, else ~/.local/share/aster.",
+    )
+    host: str = Field(default=DEFAULT_HOST, description="Address to bind.")
+    port: int = Field(default=DEFAULT_PORT, ge=0, le=65535, description="Port to bind.")
+    durability: Literal["fsync", "interval", "none"] = Field(
+        default="fsync",
+        description="fsync: synced before the reply (group commit); interval: every 200 ms; none: the OS decides.",
+    )
+    fallback: Literal["none", "memory"] = Field(
+        default="none",
+        description="memory: serve from a temporary store when the data home is unusable.",
+    )
+    auth: Literal["auto", "token", "off"] = Field(
+        default="auto", description="auto: token required unless bound to loopback."
+    )
+    token: str | None = Field(
+        default=None, description="Bearer token; default: <home>/token, generated."
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra Host names accepted besides localhost, 127.0.0.1 and [::1].",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins allowed to call the API; default: the daemon's own origin.",
+    )
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body (413 past it)."
+    )
+    max_event_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=256, description="Largest single stored event line."
+    )
+    blob_threshold: int = Field(
+        default=64 * 1024, ge=1024, description="Content larger than this is stored as a blob."
+    )
+    sync_interval_ms: int = Field(
+        default=200, ge=10, le=10_000, description="Sync period in interval mode."
+    )
+    open_files: int = Field(
+        default=256, ge=8, description="Transcript files kept open for appends at once."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Log level."
+    )
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _lists(cls, value: object) -> object:
+        return _split_list(value)
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _no_wildcard(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if origin in ("*", "null"):
+                raise ValueError(f"origin {origin!r} is never allowed")
+        return value
+
+    @property
+    def loopback(self) -> bool:
+        """True when the bind address only accepts local connections."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def auth_enabled(self) -> bool:
+        if self.auth == "auto":
+            return not self.loopback
+        return self.auth == "token"
+
+    def check(self) -> None:
+        """Refuse combinations that are unsafe to start with."""
+        if self.auth == "off" and not self.loopback:
+            raise ValueError(
+                f"ASTER_AUTH=off with ASTER_HOST={self.host} would expose the store to the "
+                "network without a token; bind to 127.0.0.1 or use ASTER_AUTH=token"
+            )
+
+    @property
+    def own_origins(self) -> list[str]:
+        """The daemon's own origins, allowed by default (the dashboard)."""
+        names = ["127.0.0.1", "localhost", "[::1]"]
+        if self.host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+            names.append(self.host)
+        return [f"http://{name}:{self.port}" for name in names]

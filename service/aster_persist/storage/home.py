@@ -1,0 +1,246 @@
+"""The data home: where it is, its layout, its lock, and the names allowed inside it.
+
+Every path built from a request goes through this module: names are checked against
+strict patterns and joined under the home, so nothing a client sends can reach outside
+it. Folders are created 0700 and files 0600.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import HomeUnavailable, InvalidName
+
+log = logging.getLogger("aster_persist")
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+SLUG_RE = re.compile(r"^[A-Za-z0-9._-]{0,80}-[0-9a-f]{8}$")
+_SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
+TRASH = ".trash"
+
+
+def resolve_home(explicit: Path | None, environ: dict[str, str] | None = None) -> Path:
+    """ASTER_HOME, else $XDG_DATA_HOME/aster, else ~/.local/share/aster."""
+    env = os.environ if environ is None else environ
+    if explicit is not None:
+        return Path(explicit).expanduser().absolute()
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg).expanduser().absolute() / "aster"
+    return Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "aster"
+
+
+def main_worktree_root(root: str) -> str:
+    """Resolve a linked git worktree to its main repository root, when visible.
+
+    A linked worktree has a `.git` *file* reading ``gitdir: <main>/.git/worktrees/<name>``.
+    """
+    dot_git = os.path.join(root, ".git")
+    try:
+        if not os.path.isfile(dot_git) or os.path.islink(dot_git):
+            return root
+        with open(dot_git, encoding="utf-8") as handle:
+            first = handle.readline(4096).strip()
+    except OSError:
+        return root
+    if not first.startswith("gitdir:"):
+        return root
+    gitdir = first[len("gitdir:") :].strip()
+    if not os.path.isabs(gitdir):
+        gitdir = os.path.normpath(os.path.join(root, gitdir))
+    parts = Path(gitdir).parts
+    if len(parts) >= 3 and parts[-2] == "worktrees" and parts[-3] == ".git":
+        main = str(Path(*parts[:-3]))
+        if os.path.isdir(os.path.join(main, ".git")):
+            return main
+    return root
+
+
+def normalize_repo_root(repo_root: str) -> str:
+    """An absolute, normalized repository root; worktrees resolve to their main root."""
+    if not isinstance(repo_root, str) or not repo_root or "\x00" in repo_root:
+        raise InvalidName("repo_root must be a non-empty absolute path")
+    if len(repo_root) > 4096:
+        raise InvalidName("repo_root is longer than 4096 characters")
+    if not os.path.isabs(repo_root):
+        raise InvalidName(f"repo_root must be an absolute path, got {repo_root!r}")
+    root = os.path.normpath(repo_root)
+    if root.startswith("//"):
+        root = "/" + root.lstrip("/")
+    return main_worktree_root(root)
+
+
+def project_slug(repo_root: str) -> str:
+    """Readable, collision-free folder name for a repository root (SPEC §2)."""
+    readable = _SLUG_RUN.sub("-", repo_root).strip("-")[:80]
+    digest = hashlib.sha256(repo_root.encode("utf-8")).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not ULID_RE.match(session_id):
+        raise InvalidName(
+            "session id must be a ULID: 26 characters of Crockford base32 in upper case"
+        )
+    return session_id
+
+
+def check_slug(slug: str) -> str:
+    if not SLUG_RE.match(slug) or slug in (".", ".."):
+        raise InvalidName(f"not a project slug: {slug[:100]!r}")
+    return slug
+
+
+def ensure_dir(path: Path) -> None:
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class Home:
+    """An opened, locked data home."""
+
+    root: Path
+    degraded: str | None = None
+    _lock_fd: int | None = field(default=None, repr=False)
+    _cleanup: bool = field(default=False, repr=False)
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index"
+
+    def project_dir(self, slug: str) -> Path:
+        return self.sessions / check_slug(slug)
+
+    def session_path(self, slug: str, session_id: str) -> Path:
+        return self.project_dir(slug) / f"{check_session_id(session_id)}.jsonl"
+
+    def trash_path(self, slug: str, session_id: str) -> Path:
+        return self.project_dir(slug) / TRASH / f"{check_session_id(session_id)}.jsonl"
+
+    @classmethod
+    def open(cls, explicit: Path | None, *, fallback: str = "none") -> Home:
+        """Resolve, create, check and lock the data home, or say why it cannot be used."""
+        root = resolve_home(explicit)
+        if explicit is None:
+            migrate_legacy(root)
+        try:
+            prepare(root)
+        except OSError as exc:
+            reason = f"data home {root} is not usable: {exc.strerror or exc}"
+            if fallback != "memory":
+                raise HomeUnavailable(reason) from exc
+            return cls._fallback(reason)
+        home = cls(root=root)
+        home._lock()
+        return home
+
+    @classmethod
+    def _fallback(cls, reason: str) -> Home:
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        root = Path(tempfile.mkdtemp(prefix="aster-fallback-", dir=base))
+        prepare(root)
+        message = f"{reason}; serving from a temporary in-memory store at {root} (nothing is kept)"
+        log.warning("DEGRADED: %s", message)
+        home = cls(root=root, degraded=message, _cleanup=True)
+        home._lock()
+        return home
+
+    def _lock(self) -> None:
+        path = self.root / ".lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise HomeUnavailable(
+                    f"data home {self.root} is in use by another aster-persist daemon (pid {holder})"
+                ) from exc
+            raise HomeUnavailable(f"cannot lock {path}: {exc.strerror}") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def close(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        if self._cleanup:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def prepare(root: Path) -> None:
+    """Create the layout and prove the home is writable (raises OSError)."""
+    for sub in (root, root / "sessions", root / "memory", root / "index", root / "blobs"):
+        ensure_dir(sub)
+    probe = root / f".probe-{os.getpid()}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        os.write(fd, b"ok")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
+def _has_data(root: Path) -> bool:
+    for sub in ("sessions", "memory", "journal.jsonl", "blobs"):
+        path = root / sub
+        if path.is_file():
+            return True
+        if path.is_dir() and any(path.iterdir()):
+            return True
+    return False
+
+
+def migrate_legacy(root: Path) -> None:
+    """Move ~/.aster into a new, empty home once; nothing is deleted (SPEC §2)."""
+    legacy = Path(os.environ.get("HOME", str(Path.home()))) / ".aster"
+    try:
+        if not legacy.is_dir() or legacy.resolve() == root.resolve():
+            return
+        if (legacy / "MOVED.txt").exists() or _has_data(root):
+            return
+        entries = [entry for entry in legacy.iterdir() if entry.name != "MOVED.txt"]
+        if not entries:
+            return
+        ensure_dir(root)
+        for entry in entries:
+            target = root / entry.name
+            if target.exists() and target.is_dir() and not any(target.iterdir()):
+                target.rmdir()
+            if target.exists():
+                continue
+            shutil.move(str(entry), str(target))
+        (legacy / "MOVED.txt").write_text(
+            f"The contents of this folder were moved to {root} by aster-persist.\n"
+            "Nothing was deleted. The new location is the data home from now on.\n",
+            encoding="utf-8",
+        )
+        log.warning("moved the legacy data home %s to %s", legacy, root)
+    except OSError as exc:
+        log.error("could not move the legacy data home %s: %s", legacy, exc)

@@ -1,0 +1,160 @@
+"""Reading JSONL that a crash may have torn, and whole-file atomic writes.
+
+What reading promises (SPEC §3.3):
+
+- the last line, when it has no final newline or is not a JSON object, is *torn*: it is
+  left out and its byte range reported so the writer can quarantine it;
+- any other line that is not a JSON object is *bad*: it is left out, reported, and the
+  file counts as damaged; nothing is ever truncated away because of it;
+- blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .home import FILE_MODE, fsync_dir
+
+
+@dataclass
+class Parsed:
+    """The readable lines of a byte range, and what was wrong with the rest."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)
+    good_end: int = 0  # offset just past the last complete, readable or bad, line
+    torn: tuple[int, int] | None = None  # byte range of a torn tail
+    bad: list[int] = field(default_factory=list)  # 1-based line numbers of bad lines
+    line_count: int = 0  # complete lines seen, readable or not
+
+
+def parse(data: bytes, *, base: int = 0, first_line: int = 1) -> Parsed:
+    """Split ``data`` (starting at file offset ``base``) into lines and judge each one."""
+    out = Parsed(good_end=base)
+    if not data:
+        return out
+    pieces = data.split(b"\n")
+    tail = pieces.pop()  # bytes after the last newline: empty when the data ends whole
+    offset = base
+    last_index = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        start = offset
+        offset += len(piece) + 1
+        number = first_line + i
+        if not piece.strip():
+            out.good_end = offset
+            continue
+        try:
+            value = orjson.loads(piece)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            out.lines.append(value)
+            out.raw.append(piece)
+            out.good_end = offset
+            out.line_count += 1
+        elif i == last_index and not tail:
+            out.torn = (start, offset)
+        else:
+            out.bad.append(number)
+            out.good_end = offset
+            out.line_count += 1
+    if tail:
+        start = offset
+        end = offset + len(tail)
+        if out.torn is None:
+            out.torn = (start, end)
+        else:
+            out.torn = (out.torn[0], end)
+    return out
+
+
+def read_bytes(path: Path, start: int = 0, end: int | None = None) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        if end is None:
+            end = os.fstat(fd).st_size
+        chunks = []
+        pos = start
+        while pos < end:
+            chunk = os.pread(fd, min(end - pos, 1 << 22), pos)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            pos += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def write_new(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Create ``path`` with ``data``; fail if it exists. Durable when ``sync``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        _write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    if sync:
+        fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` whole: unique temp file beside it, fsync, rename, fsync the folder."""
+    fd, tmp = _temp_beside(path)
+    try:
+        _write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if sync:
+        fsync_dir(path.parent)
+
+
+TEMP_MARK = ".aster-tmp-"
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    import secrets
+
+    for _ in range(16):
+        tmp = str(path.parent / f"{TEMP_MARK}{path.name}.{secrets.token_hex(6)}")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+def remove_leftover_temps(folder: Path) -> int:
+    """Delete temporary files an interrupted rewrite left behind; return how many."""
+    removed = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            if name.startswith(TEMP_MARK):
+                os.unlink(os.path.join(dirpath, name))
+                removed += 1
+    return removed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

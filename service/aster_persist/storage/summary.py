@@ -1,0 +1,91 @@
+"""What a listing shows of a session, folded from its lines without keeping them.
+
+``SessionInfo`` can absorb lines incrementally, so the catalog can catch up from a
+file's last known offset instead of reading the whole transcript again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TITLE_CUT = 80
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    slug: str
+    repo_root: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    events: int = 0
+    last_seq: int = 0
+    header_title: str | None = None
+    title_event: str | None = None
+    first_user: str | None = None
+    state: str = "ok"  # ok | damaged | read_only
+    bad_lines: list[int] = field(default_factory=list)
+    offset: int = 0  # bytes folded in so far (end of the last complete line)
+    lines: int = 0  # complete lines folded in so far
+    file_size: int = 0
+    file_mtime_ns: int = 0
+
+    def absorb(self, lines: list[dict[str, Any]], bad: list[int]) -> None:
+        """Fold readable lines (and the numbers of bad ones) into the summary."""
+        for line in lines:
+            kind = line.get("type")
+            if kind == "session":
+                if self.lines == 0 or not self.created_at:
+                    self.repo_root = str(line.get("repo_root") or "")
+                    self.created_at = str(line.get("created_at") or "")
+                    title = line.get("title")
+                    self.header_title = title if isinstance(title, str) and title else None
+                    if not self.updated_at:
+                        self.updated_at = self.created_at
+                continue
+            self.events += 1
+            seq = line.get("seq")
+            if isinstance(seq, int) and seq > self.last_seq:
+                self.last_seq = seq
+            ts = line.get("ts")
+            if isinstance(ts, str) and ts > self.updated_at:
+                self.updated_at = ts
+            if kind == "title":
+                title = line.get("title")
+                if isinstance(title, str) and title:
+                    self.title_event = title
+            elif kind == "message" and self.first_user is None and line.get("role") == "user":
+                self.first_user = first_text(line.get("content"))
+        if bad:
+            self.bad_lines.extend(bad)
+            self.state = "damaged"
+
+    @property
+    def title(self) -> str | None:
+        return self.title_event or self.header_title or self.first_user
+
+    @property
+    def title_source(self) -> str | None:
+        if self.title_event:
+            return "event"
+        if self.header_title:
+            return "header"
+        if self.first_user:
+            return "first_message"
+        return None
+
+
+def first_text(content: Any) -> str | None:
+    """The first 80 characters of a message's text, whatever its content shape."""
+    text = ""
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text":
+                text = str(part.get("text") or "")
+                if text.strip():
+                    break
+    text = " ".join(text.split())
+    return text[:TITLE_CUT] or None

@@ -1,0 +1,580 @@
+"""Transcripts: one append-only JSONL file per session, and the one writer for all of them.
+
+Guarantees:
+
+- lines are whole and never interleaved: every write runs on the single writer thread;
+- ``seq`` is gapless and assigned here; a batch is all or nothing;
+- an append is reported durable only after the durability mode says so; a failed write
+  or sync is rolled back to the file's previous length, and after a failed sync the
+  session is read-only until restart (a failed fsync is never retried and reported ok);
+- a torn tail is moved to ``<ulid>.jsonl.torn-<ts>`` before the next append, never
+  deleted; a bad middle line makes the session ``damaged`` and refuses appends.
+
+Nothing here knows about HTTP; ``GroupCommitter`` (commit.py) batches concurrent appends
+into one call of ``apply_batch`` and one sync per file.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from ulid import ULID
+
+from .. import __version__
+from ..errors import (
+    AsterError,
+    InsufficientStorage,
+    PayloadTooLarge,
+    PreconditionFailed,
+    SessionDamaged,
+    SessionExists,
+    SessionNotFound,
+    SessionReadOnly,
+    StorageFailed,
+)
+from .events import FORMAT_VERSION, validate_header
+from .home import TRASH, Home, check_session_id, ensure_dir, fsync_dir, normalize_repo_root, project_slug
+from .jsonl import Parsed, parse, read_bytes, write_new
+from .summary import SessionInfo
+
+log = logging.getLogger("aster_persist")
+
+Clock = Callable[[], datetime]
+KEYS_KEPT = 10_000
+_NL = orjson.OPT_APPEND_NEWLINE
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_ts(moment: datetime) -> str:
+    """RFC 3339 UTC with millisecond precision: 2026-01-02T03:04:05.678Z."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class AppendRequest:
+    session_id: str
+    events: list[dict[str, Any]]
+    key: str | None = None
+    if_match: int | None = None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int
+    last_seq: int
+    count: int
+    replayed: bool = False
+
+    def body(self) -> dict[str, int]:
+        return {"first_seq": self.first_seq, "last_seq": self.last_seq, "count": self.count}
+
+
+@dataclass
+class Location:
+    slug: str
+    trashed: bool = False
+
+
+@dataclass
+class _Writer:
+    """An open session file and what appending to it needs to know."""
+
+    path: Path
+    fd: int
+    size: int
+    info: SessionInfo
+    keys: OrderedDict[str, AppendResult] = field(default_factory=OrderedDict)
+    acked_size: int = 0
+
+
+@dataclass
+class _Touched:
+    writer: _Writer
+    start_size: int
+    start_info: SessionInfo
+    keys: list[str] = field(default_factory=list)
+    indexes: list[int] = field(default_factory=list)
+
+
+class TranscriptStore:
+    """All session files of one data home. Mutating methods run on the writer thread."""
+
+    def __init__(
+        self,
+        home: Home,
+        *,
+        durability: str = "fsync",
+        clock: Clock = utc_now,
+        max_event_bytes: int = 4 * 1024 * 1024,
+        open_files: int = 256,
+        on_change: Callable[[SessionInfo], None] | None = None,
+        on_remove: Callable[[str], None] | None = None,
+    ) -> None:
+        self.home = home
+        self.durability = durability
+        self.clock = clock
+        self.max_event_bytes = max_event_bytes
+        self.open_files = open_files
+        self.on_change = on_change or (lambda info: None)
+        self.on_remove = on_remove or (lambda session_id: None)
+        self.locations: dict[str, Location] = {}
+        self._writers: OrderedDict[str, _Writer] = OrderedDict()
+        self._read_only: set[str] = set()
+        self._unsynced: set[str] = set()
+
+    # -- discovery ---------------------------------------------------------------
+
+    def scan(self) -> list[tuple[str, str, Path, os.stat_result]]:
+        """List every live transcript and remember where every session (or its trash) is."""
+        found: list[tuple[str, str, Path, os.stat_result]] = []
+        self.locations.clear()
+        root = self.home.sessions
+        ensure_dir(root)
+        with os.scandir(root) as projects:
+            for project in projects:
+                if not project.is_dir(follow_symlinks=False) or project.name.startswith("."):
+                    continue
+                slug = project.name
+                for entry in _jsonl_entries(Path(project.path)):
+                    sid = entry.name[:-6]
+                    found.append((sid, slug, Path(entry.path), entry.stat(follow_symlinks=False)))
+                    self.locations[sid] = Location(slug)
+                trash = Path(project.path) / TRASH
+                if trash.is_dir():
+                    for entry in _jsonl_entries(trash):
+                        self.locations.setdefault(entry.name[:-6], Location(slug, trashed=True))
+        return found
+
+    def _live_path(self, session_id: str) -> Path:
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None or where.trashed:
+            raise SessionNotFound(f"no session {session_id}")
+        return self.home.session_path(where.slug, session_id)
+
+    # -- creation ----------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        repo_root: str,
+        session_id: str | None = None,
+        cwd: str | None = None,
+        model: str | None = None,
+        aster_version: str | None = None,
+        title: str | None = None,
+        created_at: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Write a new session file holding only its header (durable before return)."""
+        root = normalize_repo_root(repo_root)
+        sid = check_session_id(session_id) if session_id else str(ULID())
+        if sid in self.locations:
+            where = "in the trash" if self.locations[sid].trashed else "already"
+            raise SessionExists(f"session {sid} exists {where}")
+        header: dict[str, Any] = {
+            "type": "session",
+            "seq": 0,
+            "id": sid,
+            "v": FORMAT_VERSION,
+            "created_at": created_at or format_ts(self.clock()),
+            "cwd": cwd if cwd is not None else repo_root,
+            "repo_root": root,
+            "model": model,
+            "aster_version": aster_version or __version__,
+            "title": title,
+        }
+        for key, value in (extra or {}).items():
+            header.setdefault(key, value)
+        validate_header(header)
+        slug = project_slug(root)
+        folder = self.home.project_dir(slug)
+        new_folder = not folder.exists()
+        ensure_dir(folder)
+        if new_folder:
+            fsync_dir(folder.parent)
+        path = folder / f"{sid}.jsonl"
+        data = orjson.dumps(header, option=_NL)
+        try:
+            write_new(path, data, sync=self.durability != "none")
+        except FileExistsError:
+            raise SessionExists(f"session {sid} exists") from None
+        except OSError as exc:
+            raise _storage_error(exc, f"could not create session {sid}") from exc
+        self.locations[sid] = Location(slug)
+        info = SessionInfo(id=sid, slug=slug)
+        info.absorb([header], [])
+        info.offset = info.file_size = len(data)
+        info.lines = 1
+        info.file_mtime_ns = os.stat(path).st_mtime_ns
+        self.on_change(replace(info))
+        return header
+
+    # -- appends -----------------------------------------------------------------
+
+    def _writer(self, session_id: str) -> _Writer:
+        writer = self._writers.get(session_id)
+        if writer is not None:
+            self._writers.move_to_end(session_id)
+            return writer
+        path = self._live_path(session_id)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        try:
+            data = read_bytes(path)
+            parsed = parse(data)
+            if parsed.torn is not None:
+                self._quarantine(path, fd, data, parsed)
+            where = self.locations[session_id]
+            info = SessionInfo(id=session_id, slug=where.slug)
+            info.absorb(parsed.lines, parsed.bad)
+            if not parsed.lines or parsed.lines[0].get("type") != "session":
+                info.state = "damaged"
+            info.offset = parsed.good_end
+            info.lines = parsed.line_count
+            stat = os.fstat(fd)
+            info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+            if session_id in self._read_only:
+                info.state = "read_only"
+            writer = _Writer(path=path, fd=fd, size=parsed.good_end, info=info)
+            writer.acked_size = writer.size
+            _load_keys(writer.keys, parsed.lines)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._writers[session_id] = writer
+        while len(self._writers) > self.open_files:
+            old_id, old = next(iter(self._writers.items()))
+            if old_id in self._unsynced:
+                break
+            self._writers.pop(old_id)
+            os.close(old.fd)
+        return writer
+
+    def _quarantine(self, path: Path, fd: int, data: bytes, parsed: Parsed) -> None:
+        """Move a torn tail aside, then cut the file back to its last whole line."""
+        assert parsed.torn is not None
+        start, end = parsed.torn
+        stamp = format_ts(self.clock()).replace(":", "").replace("-", "")
+        aside = path.with_name(f"{path.name}.torn-{stamp}")
+        n = 0
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.torn-{stamp}-{n}")
+        write_new(aside, data[start:end])
+        os.ftruncate(fd, start)
+        os.fsync(fd)
+        log.warning("moved a torn tail of %d bytes from %s to %s", end - start, path, aside.name)
+
+    def apply_batch(self, requests: list[AppendRequest]) -> list[AppendResult | AsterError]:
+        """Write every request whole or not at all, then sync each touched file once."""
+        results: list[AppendResult | AsterError] = []
+        touched: dict[str, _Touched] = {}
+        for index, request in enumerate(requests):
+            try:
+                results.append(self._write_one(request, touched, index))
+            except AsterError as exc:
+                results.append(exc)
+            except OSError as exc:
+                results.append(_storage_error(exc, f"could not read session {request.session_id}"))
+        for sid, touch in touched.items():
+            writer = touch.writer
+            try:
+                if self.durability == "fsync":
+                    os.fdatasync(writer.fd)
+                elif self.durability == "interval":
+                    self._unsynced.add(sid)
+            except OSError as exc:
+                self._fail_sync(sid, touch, exc)
+                for i in touch.indexes:
+                    results[i] = StorageFailed(
+                        f"the transcript could not be synced ({exc.strerror}); nothing was kept "
+                        "and the session is read-only until restart"
+                    )
+                continue
+            writer.acked_size = writer.size
+            writer.info.offset = writer.size
+            try:
+                stat = os.fstat(writer.fd)
+                writer.info.file_size, writer.info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+            except OSError:
+                pass
+            self.on_change(replace(writer.info, bad_lines=list(writer.info.bad_lines)))
+        return results
+
+    def _write_one(
+        self, request: AppendRequest, touched: dict[str, _Touched], index: int
+    ) -> AppendResult:
+        sid = request.session_id
+        writer = self._writer(sid)
+        if sid in self._read_only:
+            raise SessionReadOnly(
+                f"session {sid} is read-only after a failed sync; restart the daemon to retry"
+            )
+        if writer.info.state == "damaged":
+            lines = ", ".join(str(n) for n in writer.info.bad_lines[:5]) or "1 (header)"
+            raise SessionDamaged(
+                f"session {sid} has unreadable lines ({lines}); appends are refused until "
+                "`aster-persist doctor --repair` quarantines them"
+            )
+        if request.key is not None and request.key in writer.keys:
+            return replace(writer.keys[request.key], replayed=True)
+        if request.if_match is not None and request.if_match != writer.info.last_seq:
+            raise PreconditionFailed(
+                f"If-Match expected last seq {request.if_match}, but session {sid} is at "
+                f"{writer.info.last_seq}",
+                headers={"ETag": f'"{writer.info.last_seq}"'},
+            )
+        first = writer.info.last_seq + 1
+        now = format_ts(self.clock())
+        chunks = []
+        lines = []
+        for n, event in enumerate(request.events):
+            line = {"type": event["type"], "seq": first + n}
+            line.update(event)
+            line["seq"] = first + n
+            if "ts" not in line or line["ts"] is None:
+                line["ts"] = now
+            if request.key is not None:
+                line["idempotency_key"] = request.key
+            chunk = orjson.dumps(line, option=_NL)
+            if len(chunk) > self.max_event_bytes:
+                raise PayloadTooLarge(
+                    f"events[{n}] is {len(chunk)} bytes stored; the limit is {self.max_event_bytes}"
+                )
+            chunks.append(chunk)
+            lines.append(line)
+        data = b"".join(chunks)
+        touch = touched.get(sid)
+        if touch is None:
+            touch = _Touched(writer, writer.size, replace(writer.info))
+            touched[sid] = touch
+        self._write_all(writer, data, sid)
+        writer.size += len(data)
+        writer.info.absorb(lines, [])
+        writer.info.lines += len(lines)
+        result = AppendResult(first, first + len(lines) - 1, len(lines))
+        if request.key is not None:
+            writer.keys[request.key] = result
+            touch.keys.append(request.key)
+            while len(writer.keys) > KEYS_KEPT:
+                writer.keys.popitem(last=False)
+        touch.indexes.append(index)
+        return result
+
+    def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(writer.fd, view[done:])
+        except OSError as exc:
+            try:
+                os.ftruncate(writer.fd, writer.size)
+            except OSError:
+                self._read_only.add(sid)
+                writer.info.state = "read_only"
+            raise _storage_error(exc, f"could not append to session {sid}") from exc
+
+    def _fail_sync(self, sid: str, touch: _Touched, exc: OSError) -> None:
+        writer = touch.writer
+        log.error("fsync of %s failed (%s); the session is read-only until restart", writer.path, exc)
+        self._read_only.add(sid)
+        try:
+            os.ftruncate(writer.fd, touch.start_size)
+        except OSError:
+            pass
+        writer.size = touch.start_size
+        writer.info = touch.start_info
+        writer.info.state = "read_only"
+        for key in touch.keys:
+            writer.keys.pop(key, None)
+        self.on_change(replace(writer.info))
+
+    def sync_unsynced(self) -> None:
+        """Interval mode: sync every file written since the last call."""
+        pending, self._unsynced = self._unsynced, set()
+        for sid in pending:
+            writer = self._writers.get(sid)
+            if writer is None:
+                continue
+            try:
+                os.fdatasync(writer.fd)
+            except OSError as exc:
+                log.error("fsync of %s failed (%s); the session is read-only", writer.path, exc)
+                self._read_only.add(sid)
+                writer.info.state = "read_only"
+                self.on_change(replace(writer.info))
+
+    # -- reads ------------------------------------------------------------------
+
+    def read(self, session_id: str) -> tuple[Parsed, SessionInfo]:
+        """The readable lines of a session (what was acknowledged), and its summary."""
+        path = self._live_path(session_id)
+        writer = self._writers.get(session_id)
+        end = writer.acked_size if writer is not None else None
+        try:
+            data = read_bytes(path, 0, end)
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None
+        parsed = parse(data)
+        info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
+        info.absorb(parsed.lines, parsed.bad)
+        if not parsed.lines or parsed.lines[0].get("type") != "session":
+            info.state = "damaged"
+        if session_id in self._read_only:
+            info.state = "read_only"
+        info.offset = parsed.good_end
+        info.lines = parsed.line_count
+        info.file_size = len(data)
+        return parsed, info
+
+    def export_bytes(self, session_id: str) -> bytes:
+        path = self._live_path(session_id)
+        writer = self._writers.get(session_id)
+        return read_bytes(path, 0, writer.acked_size if writer is not None else None)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def _close_writer(self, session_id: str) -> None:
+        writer = self._writers.pop(session_id, None)
+        self._unsynced.discard(session_id)
+        if writer is not None:
+            if self.durability != "none":
+                try:
+                    os.fdatasync(writer.fd)
+                except OSError:
+                    pass
+            os.close(writer.fd)
+
+    def trash(self, session_id: str, reason: str = "deleted") -> None:
+        """Move a session to its project's trash; it leaves every listing."""
+        path = self._live_path(session_id)
+        slug = self.locations[session_id].slug
+        self._close_writer(session_id)
+        target = self.home.trash_path(slug, session_id)
+        ensure_dir(target.parent)
+        if target.exists():
+            raise SessionExists(f"a trashed copy of {session_id} is in the way")
+        os.rename(path, target)
+        stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
+        _marker(target).write_bytes(stamp)
+        fsync_dir(path.parent)
+        fsync_dir(target.parent)
+        self.locations[session_id] = Location(slug, trashed=True)
+        self.on_remove(session_id)
+
+    def restore(self, session_id: str) -> None:
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None:
+            raise SessionNotFound(f"no session {session_id}")
+        if not where.trashed:
+            raise SessionExists(f"session {session_id} is not in the trash")
+        source = self.home.trash_path(where.slug, session_id)
+        target = self.home.session_path(where.slug, session_id)
+        if target.exists():
+            raise SessionExists(f"session {session_id} exists outside the trash")
+        os.rename(source, target)
+        _marker(source).unlink(missing_ok=True)
+        fsync_dir(source.parent)
+        fsync_dir(target.parent)
+        self.locations[session_id] = Location(where.slug)
+        self._read_only.discard(session_id)
+        self.on_change(self.summarize(session_id))
+
+    def purge(self, session_id: str) -> None:
+        """Delete a session for good, live or trashed."""
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None:
+            raise SessionNotFound(f"no session {session_id}")
+        self._close_writer(session_id)
+        path = (
+            self.home.trash_path(where.slug, session_id)
+            if where.trashed
+            else self.home.session_path(where.slug, session_id)
+        )
+        path.unlink(missing_ok=True)
+        _marker(path).unlink(missing_ok=True)
+        fsync_dir(path.parent)
+        del self.locations[session_id]
+        self.on_remove(session_id)
+
+    def summarize(self, session_id: str) -> SessionInfo:
+        parsed, info = self.read(session_id)
+        path = self._live_path(session_id)
+        stat = os.stat(path)
+        info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+        return info
+
+    def trashed_before(self, cutoff: float) -> list[str]:
+        """Trashed sessions moved to the trash before ``cutoff`` (epoch seconds)."""
+        old = []
+        for sid, where in self.locations.items():
+            if where.trashed:
+                path = self.home.trash_path(where.slug, sid)
+                try:
+                    when = float(orjson.loads(_marker(path).read_bytes())["trashed_at"])
+                except (OSError, ValueError, KeyError, TypeError):
+                    try:
+                        when = path.stat().st_ctime
+                    except FileNotFoundError:
+                        continue
+                if when < cutoff:
+                    old.append(sid)
+        return sorted(old)
+
+    def close(self) -> None:
+        for sid in list(self._writers):
+            self._close_writer(sid)
+
+
+def _jsonl_entries(folder: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as entries:
+        return [
+            e
+            for e in entries
+            if e.name.endswith(".jsonl") and len(e.name) == 32 and e.is_file(follow_symlinks=False)
+        ]
+
+
+def _marker(trashed: Path) -> Path:
+    """The file beside a trashed transcript that says when and why it went there."""
+    return trashed.with_name(trashed.name + ".trashed")
+
+
+def _load_keys(keys: OrderedDict[str, AppendResult], lines: list[dict[str, Any]]) -> None:
+    """Rebuild idempotency results from the keys stored on the lines themselves."""
+    spans: dict[str, list[int]] = {}
+    for line in lines:
+        key = line.get("idempotency_key")
+        seq = line.get("seq")
+        if isinstance(key, str) and isinstance(seq, int):
+            span = spans.get(key)
+            if span is None:
+                spans[key] = [seq, seq, 1]
+            else:
+                span[1] = seq
+                span[2] += 1
+    for key, (first, last, count) in list(spans.items())[-KEYS_KEPT:]:
+        keys[key] = AppendResult(first, last, count)
+
+
+def _storage_error(exc: OSError, what: str) -> AsterError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return InsufficientStorage(f"{what}: {exc.strerror}; the file is unchanged")
+    return StorageFailed(f"{what}: {exc.strerror or 'I/O error'}; the file is unchanged")
+
+

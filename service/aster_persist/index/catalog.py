@@ -324,10 +324,18 @@ class CatalogWorker:
         with self._lock:
             dirty, self._dirty = self._dirty, {}
             removed, self._removed = self._removed, set()
-        if dirty:
-            self.catalog.upsert(dirty.values())
-        if removed:
-            self.catalog.remove(removed)
+        try:
+            if dirty:
+                self.catalog.upsert(dirty.values())
+            if removed:
+                self.catalog.remove(removed)
+        except sqlite3.Error as exc:
+            # Derived data: keep the summaries in memory and try again on the next flush.
+            log.warning("catalog write failed (%s); will retry", exc)
+            with self._lock:
+                for sid, info in dirty.items():
+                    self._dirty.setdefault(sid, info)
+                self._removed |= removed - self._dirty.keys()
 
     def run(self, fn: Callable[[Catalog], Any]) -> Any:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""

@@ -105,13 +105,17 @@ _EVENTS = TypeAdapter(list[Event])
 
 def _field_path(prefix: str, loc: tuple[Any, ...]) -> str:
     path = prefix
+    after_index = False
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
-        elif part in EVENT_TYPES:
-            continue  # the discriminator tag pydantic puts in the location
-        else:
-            path += f".{part}" if path else str(part)
+            after_index = True
+            continue
+        if after_index and part in EVENT_TYPES:
+            after_index = False
+            continue  # the discriminator tag pydantic puts after the item's index
+        after_index = False
+        path += f".{part}" if path else str(part)
     return path
 
 

@@ -143,6 +143,7 @@ class Home:
     @classmethod
     def open(cls, explicit: Path | None, *, fallback: str = "none") -> Home:
         """Resolve, create, check and lock the data home, or say why it cannot be used."""
+        os.umask(0o077)  # every file the daemon makes, SQLite's included, is private
         root = resolve_home(explicit)
         if explicit is None:
             migrate_legacy(root)

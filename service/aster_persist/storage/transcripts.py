@@ -532,7 +532,7 @@ class TranscriptStore:
                         when = path.stat().st_ctime
                     except FileNotFoundError:
                         continue
-                if when < cutoff:
+                if when <= cutoff:
                     old.append(sid)
         return sorted(old)
 

@@ -1,0 +1,126 @@
+"""Every source of errors answers with the same problem+json shape, and bad input changes no file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ..conftest import REPO, make_client, new_session, snapshot, user
+
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+
+
+def assert_problem(response, status: int, code: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert PROBLEM_KEYS <= body.keys()
+    assert body["status"] == status and body["type"].endswith(body["code"])
+    assert "Traceback" not in response.text
+    if code is not None:
+        assert body["code"] == code
+    return body
+
+
+def test_unknown_route_and_wrong_method(client: TestClient) -> None:
+    assert_problem(client.get("/v1/nothing"), 404, "not_found")
+    assert_problem(client.put("/v1/sessions"), 405, "method_not_allowed")
+
+
+def test_bad_body_and_domain_error(client: TestClient) -> None:
+    body = assert_problem(client.post("/v1/sessions", json={"nope": 1}), 422, "validation_failed")
+    assert body["errors"][0]["loc"] == "body.repo_root"
+    assert_problem(client.get("/v1/sessions/01J0000000000000000000ABCD"), 404, "session_not_found")
+
+
+def test_crash_is_a_problem_without_traceback(home: Path) -> None:
+    with make_client(home) as client:
+        def boom(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("secret internals")
+        client.app.state.sessions.list = boom
+        r = client.get("/v1/sessions")
+        body = assert_problem(r, 500, "internal_error")
+        assert "secret internals" not in r.text and body["detail"]
+
+
+BAD_APPENDS = [
+    ({"type": "nonsense", "content": "x"}, "events[0].type", "unknown event type"),
+    ({"type": "message", "role": "tool", "content": "x"}, "events[0].tool_call_id", "tool_call_id"),
+    ({"type": "session", "id": "x", "v": 1, "created_at": "2026-01-01T00:00:00Z", "repo_root": "/r"},
+     "events[0].type", "session header"),
+    ({"type": "message", "role": "wizard", "content": "x"}, "events[0].role", "Input should be"),
+    ({"type": "message", "role": "user"}, "events[0].content", "needs content"),
+    ({"type": "summary", "content": "s"}, "events[0].through_seq", "Field required"),
+    ({"type": "eviction"}, "events[0].tool_call_id", "eviction needs"),
+    ({"type": "title", "title": ""}, "events[0].title", "at least 1"),
+    ({"type": "message", "role": "user", "content": "x", "seq": 9}, "events[0].seq", "assigned by the server"),
+    ({"type": "message", "role": "user", "content": "x", "ts": "yesterday"}, "events[0].ts", "datetime"),
+    ({"role": "user", "content": "x"}, "events[0].type", "type is required"),
+]
+
+
+@pytest.mark.parametrize(("event", "loc", "words"), BAD_APPENDS)
+def test_bad_events_named_and_nothing_written(client: TestClient, home: Path, event: dict, loc: str, words: str) -> None:
+    sid = new_session(client)
+    client.post(f"/v1/sessions/{sid}/events", json=user("before"))
+    before = snapshot(home)
+    body = assert_problem(client.post(f"/v1/sessions/{sid}/events", json=[user("ok"), event] if False else event), 422)
+    assert body["errors"][0]["loc"] == loc
+    assert words in body["detail"]
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status"),
+    [
+        (b"{not json", {"content-type": "application/json"}, 422),
+        (b"[]", {"content-type": "application/json"}, 422),
+        (b"42", {"content-type": "application/json"}, 422),
+        (b'{"events": "x"}', {"content-type": "application/json"}, 422),
+        (b'{"type":"message","role":"user","content":"x"}', {"content-type": "text/plain"}, 422),
+        (b'{"type":"message","role":"user","content":"x"}', {"content-type": "application/json", "idempotency-key": "k" * 201}, 422),
+    ],
+)
+def test_malformed_bodies(client: TestClient, home: Path, content: bytes, headers: dict, status: int) -> None:
+    sid = new_session(client)
+    before = snapshot(home)
+    assert_problem(client.post(f"/v1/sessions/{sid}/events", content=content, headers=headers), status)
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("bad_id", ["..", "../x", "01J0000000000000000000abcd", "x" * 26, "01J000000000000000000%2F..", "%00"])
+def test_bad_session_ids(client: TestClient, home: Path, bad_id: str) -> None:
+    new_session(client)
+    before = snapshot(home)
+    for method, suffix in (("GET", ""), ("POST", "/events"), ("DELETE", ""), ("GET", "/export"), ("POST", "/restore")):
+        r = client.request(method, f"/v1/sessions/{bad_id}{suffix}", json=user("x"))
+        assert r.status_code in (404, 422), (method, suffix, r.status_code)
+        assert r.headers["content-type"] == "application/problem+json"
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("root", ["relative/path", "", "/a\x00b", "../etc"])
+def test_bad_repo_roots(client: TestClient, home: Path, root: str) -> None:
+    before = snapshot(home)
+    assert_problem(client.post("/v1/sessions", json={"repo_root": root}), 422, "invalid_name")
+    assert snapshot(home) == before
+
+
+def test_oversized_event_is_413(home: Path) -> None:
+    with make_client(home, max_event_bytes=1024) as client:
+        sid = new_session(client)
+        before = snapshot(home)
+        body = assert_problem(client.post(f"/v1/sessions/{sid}/events", json=user("x" * 2000)), 413)
+        assert "limit is 1024" in body["detail"]
+        assert snapshot(home) == before
+
+
+def test_repo_root_traversal_stays_inside_home(client: TestClient, home: Path) -> None:
+    sid = new_session(client, "/srv/../../../../etc")
+    files = [p for p in home.rglob("*.jsonl")]
+    assert len(files) == 1 and files[0].name == f"{sid}.jsonl"
+    assert files[0].resolve().is_relative_to(home.resolve())
+    assert client.get(f"/v1/sessions/{sid}").json()["repo_root"] == "/etc"
+    assert REPO

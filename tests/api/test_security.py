@@ -1,0 +1,116 @@
+"""Host allowlist, Origin checks, bearer tokens and body limits: refused before any work."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from aster_persist.settings import Settings
+
+from ..conftest import REPO, make_client, new_session, snapshot, user
+
+
+@pytest.mark.parametrize("host", ["evil.example", "127.0.0.1.evil.example", "localhost.evil", "10.0.0.1:4627"])
+def test_foreign_host_is_403_before_any_work(client: TestClient, home: Path, host: str) -> None:
+    before = snapshot(home)
+    r = client.post("/v1/sessions", json={"repo_root": REPO}, headers={"Host": host})
+    assert r.status_code == 403 and r.json()["code"] == "host_not_allowed"
+    assert snapshot(home) == before
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"])
+def test_local_hosts_pass(client: TestClient, host: str) -> None:
+    assert client.get("/healthz", headers={"Host": host}).status_code == 200
+
+
+def test_extra_allowed_hosts(home: Path) -> None:
+    with make_client(home, allowed_hosts="aster.internal, other") as client:
+        assert client.get("/healthz", headers={"Host": "aster.internal:4627"}).status_code == 200
+        assert client.get("/healthz", headers={"Host": "nope"}).status_code == 403
+
+
+@pytest.mark.parametrize("origin", ["null", "http://evil.example", "http://127.0.0.1:9999"])
+def test_bad_origins_refused(client: TestClient, home: Path, origin: str) -> None:
+    before = snapshot(home)
+    r = client.post("/v1/sessions", json={"repo_root": REPO}, headers={"Origin": origin})
+    assert r.status_code == 403 and r.json()["code"] == "origin_not_allowed"
+    assert snapshot(home) == before
+
+
+def test_own_origin_allowed_and_cors_never_star(client: TestClient) -> None:
+    r = client.get("/v1/sessions", headers={"Origin": "http://127.0.0.1:4627"})
+    assert r.status_code == 200
+    assert r.headers["access-control-allow-origin"] == "http://127.0.0.1:4627"
+    pre = client.options("/v1/sessions", headers={"Origin": "http://localhost:4627", "Access-Control-Request-Method": "POST"})
+    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "http://localhost:4627"
+
+
+def test_wildcard_cors_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match="never allowed"):
+        Settings(cors_origins="*")
+
+
+def test_token_mode_generates_a_private_token_file(home: Path) -> None:
+    with make_client(home, auth="token") as client:
+        token_file = home / "token"
+        token = token_file.read_text().strip()
+        assert len(token) >= 32 and stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert client.get("/v1/sessions").status_code == 401
+        assert client.get("/v1/sessions", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        r = client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"})
+        assert r.status_code == 200
+        assert client.get("/healthz").status_code == 200
+    with make_client(home, auth="token") as client:
+        assert client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+
+
+def test_token_from_environment(home: Path) -> None:
+    with make_client(home, auth="token", token="t" * 40) as client:
+        assert client.get("/v1/info", headers={"Authorization": "Bearer " + "t" * 40}).json()["auth"] == "token"
+        assert not (home / "token").exists()
+
+
+def test_auto_auth_is_on_for_non_loopback(home: Path) -> None:
+    with make_client(home, host="0.0.0.0") as client:
+        assert client.get("/v1/sessions").status_code == 401
+
+
+def test_auth_off_with_public_bind_is_refused() -> None:
+    with pytest.raises(ValueError, match="without a token"):
+        Settings(host="0.0.0.0", auth="off").check()
+
+
+def test_declared_oversized_body_is_413(home: Path) -> None:
+    with make_client(home, max_body_bytes=2048) as client:
+        sid = new_session(client)
+        before = snapshot(home)
+        r = client.post(f"/v1/sessions/{sid}/events", json=user("x" * 5000))
+        assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
+        assert snapshot(home) == before
+
+
+def test_chunked_oversized_body_is_413(home: Path) -> None:
+    with make_client(home, max_body_bytes=2048) as client:
+        sid = new_session(client)
+        before = snapshot(home)
+
+        def chunks():
+            yield b'{"type":"message","role":"user","content":"'
+            for _ in range(10):
+                yield b"x" * 1000
+            yield b'"}'
+
+        r = client.post(f"/v1/sessions/{sid}/events", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        assert snapshot(home) == before
+
+
+def test_files_and_folders_are_private(client: TestClient, home: Path) -> None:
+    sid = new_session(client)
+    client.post(f"/v1/sessions/{sid}/events", json=user("x"))
+    for path in home.rglob("*"):
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))

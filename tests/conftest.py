@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -109,6 +110,7 @@ class Daemon:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    logs: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="aster-logs-")))
 
     @property
     def url(self) -> str:
@@ -116,7 +118,7 @@ class Daemon:
 
     def start(self, wait: bool = True) -> Daemon:
         env = {**os.environ, "ASTER_HOME": str(self.home), "ASTER_PORT": str(self.port), **self.env}
-        self.log = self.home.parent / f"daemon-{self.port}.log"
+        self.log = self.logs / f"daemon-{self.port}.log"
         handle = open(self.log, "ab")  # noqa: SIM115 - kept open for the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "aster_persist", "serve"],

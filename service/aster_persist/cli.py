@@ -77,10 +77,31 @@ def serve(
         timeout_graceful_shutdown=10,
         server_header=False,
     )
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
     server.run()
     if not server.started:
         raise typer.Exit(3)
+
+
+def _server_class() -> type:
+    import contextlib
+    from collections.abc import Iterator
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """A SIGTERM or Ctrl-C that led to a clean shutdown exits 0, not by the signal."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    if self.started:
+                        self._captured_signals.clear()
+
+    return Server
 
 
 @app.command()

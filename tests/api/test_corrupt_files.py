@@ -1,0 +1,72 @@
+"""Truncated and bit-flipped real transcripts never make a read fail or hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ..conftest import FakeClock, assistant, call, make_client, new_session, tool, user
+from .test_sessions import session_file
+
+READS = ("", "/events", "/messages", "/messages?view=context", "/export", "/events?type=message")
+
+
+def build(home: Path) -> tuple[str, bytes]:
+    with make_client(home, FakeClock()) as client:
+        sid = new_session(client, title="corruption target")
+        client.post(f"/v1/sessions/{sid}/events", json=[
+            user("read main.rs"), assistant(None, [call("c1")]), tool("c1", "fn main() {}\n" * 5),
+            assistant("done ✓"), {"type": "summary", "content": "s", "through_seq": 2},
+            {"type": "title", "title": "t"}, user([{"type": "text", "text": "more"}]), assistant("ok"),
+        ])
+    return sid, session_file(home, sid).read_bytes()
+
+
+def test_truncations_and_flips(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    sid, original = build(home)
+    path = session_file(home, sid)
+    with make_client(home, FakeClock()) as client:
+
+        def read_all() -> dict:
+            got = {}
+            for suffix in READS:
+                r = client.get(f"/v1/sessions/{sid}{suffix}")
+                assert r.status_code == 200, (suffix, r.status_code, r.text)
+                got[suffix] = r
+            return got
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.integers(min_value=1, max_value=len(original)))
+        def truncated(cut: int) -> None:
+            path.write_bytes(original[:cut])
+            got = read_all()
+            whole = original[:cut].count(b"\n")
+            detail = got[""].json()
+            assert detail["events"] == max(whole - 1, 0)
+            assert detail["state"] == ("ok" if whole else "damaged")
+            assert got["/export"].content == original[:cut]
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(st.integers(min_value=0, max_value=len(original) - 1), st.integers(min_value=0, max_value=255))
+        def flipped(position: int, value: int) -> None:
+            data = bytearray(original)
+            data[position] = value
+            path.write_bytes(bytes(data))
+            got = read_all()
+            detail = got[""].json()
+            line_no = original[:position].count(b"\n") + 1
+            total = original.count(b"\n")
+            try:
+                line = orjson.loads(bytes(data).split(b"\n")[line_no - 1])
+                broken = not isinstance(line, dict)
+            except orjson.JSONDecodeError:
+                broken = True
+            if broken and 1 < line_no < total and value != ord("\n"):
+                assert detail["state"] == "damaged" and line_no in detail["bad_lines"]
+
+        truncated()
+        flipped()

@@ -21,6 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
 from .api import ops, problems, sessions
+from .api.fastpath import AppendFastPath
 from .api.guard import Guard
 from .api.models import AppendBody
 from .sessions import Sessions
@@ -100,6 +101,7 @@ def create_app(
     problems.install(app)
     app.include_router(sessions.router)
     app.include_router(ops.router)
+    app.add_middleware(AppendFastPath)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origins or settings.own_origins,

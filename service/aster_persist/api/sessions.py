@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from ..errors import Invalid, PreconditionFailed
+from ..errors import Invalid
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import validate_events
@@ -184,14 +185,22 @@ async def append_events(request: Request, session_id: str) -> Response:
     """Append one event, a JSON array, or `{"events": [...]}`; all or nothing; 2xx means durable.
 
     `Idempotency-Key` makes a retry safe; `If-Match: "<seq>"` applies only at that last seq.
+    The daemon serves this route through `fastpath.AppendFastPath`; this handler is the same
+    code behind the documented route.
     """
+    return await handle_append(_sessions(request), session_id, request.headers, await request.body())
+
+
+async def handle_append(
+    sessions: Sessions, session_id: str, headers: Mapping[str, str], raw: bytes
+) -> Response:
+    """Parse, validate and append one request body; the whole append path."""
     check_session_id(session_id)
-    headers = request.headers
     content_type = headers.get("content-type")
     if content_type is not None and "json" not in content_type:
         raise Invalid(f"send the events as application/json, not {content_type[:60]}")
     try:
-        data = orjson.loads(await request.body())
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise Invalid(f"the body is not valid JSON: {exc}") from None
     key = headers.get("idempotency-key")
@@ -214,12 +223,13 @@ async def append_events(request: Request, session_id: str) -> Response:
         raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
     validate_events(events)
     if_match = parse_if_match(headers.get("if-match"))
-    result = await _sessions(request).append(session_id, events, key=key, if_match=if_match)
+    result = await sessions.append(session_id, events, key=key, if_match=if_match)
+    extra = {"Idempotent-Replayed": "true"} if result.replayed else {}
     return Response(
         orjson.dumps(result.body()),
         status_code=200 if result.replayed else 201,
         media_type="application/json",
-        headers={"ETag": etag(result.last_seq), **({"Idempotent-Replayed": "true"} if result.replayed else {})},
+        headers={"ETag": etag(result.last_seq), **extra},
     )
 
 
@@ -296,8 +306,3 @@ async def export_session(
     return Response(await sessions.export(session_id), media_type=NDJSON, headers=disposition)
 
 
-def _precondition(msg: str) -> PreconditionFailed:
-    return PreconditionFailed(msg)
-
-
-__all__ = ["Body", "router"]

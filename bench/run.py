@@ -1,0 +1,262 @@
+"""make bench: the daemon against baselines measured in the same run, printed as a table.
+
+Baselines: a no-op FastAPI POST endpoint on the same uvicorn settings (appends), a raw
+in-process append loop with one fdatasync per 100 lines (batches), and the same listing
+on a small store (listing). Load comes from wrk, which does not measure itself. Runs
+that are compared are interleaved, and an fsync probe is printed beside durable figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+from ulid import ULID
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENT = {"type": "message", "role": "user", "content": "please read src/main.rs and explain the entrypoint"}
+rows: list[tuple[str, str, str, str]] = []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fsync_probe(folder: Path, n: int = 200) -> float:
+    """Median ms of a 200-byte append plus fdatasync on this disk, right now."""
+    path = folder / "probe"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        os.write(fd, b"x" * 200)
+        os.fdatasync(fd)
+        times.append(time.perf_counter() - t)
+    os.close(fd)
+    path.unlink()
+    return statistics.median(times) * 1000
+
+
+class Server:
+    def __init__(self, args: list[str], env: dict[str, str], port: int, ready: str) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        self.started = time.perf_counter()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + ready, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.01)
+        else:
+            raise RuntimeError(f"{args} did not start")
+        self.ready_after = time.perf_counter() - self.started
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+
+def daemon(home: Path, **env: str) -> Server:
+    port = free_port()
+    return Server([sys.executable, "-m", "aster_persist", "serve"],
+                  {"ASTER_HOME": str(home), "ASTER_PORT": str(port), "ASTER_LOG_LEVEL": "warning", **env},
+                  port, "/readyz")
+
+
+def noop() -> Server:
+    port = free_port()
+    return Server([sys.executable, "-m", "uvicorn", "bench.noop_app:app", "--port", str(port),
+                   "--no-access-log", "--log-level", "warning", "--no-server-header"],
+                  {"PYTHONPATH": str(ROOT)}, port, "/docs")
+
+
+def wrk(url: str, paths: list[str], body: bytes, connections: int, seconds: int, folder: Path) -> float:
+    """Requests per second wrk reached posting ``body`` round-robin over ``paths``."""
+    script = folder / "post.lua"
+    lua_paths = ", ".join(f'"{p}"' for p in paths)
+    script.write_text(
+        'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+        f"wrk.body = [==[{body.decode()}]==]\nlocal paths = {{{lua_paths}}}\nlocal i = 0\n"
+        "request = function() i = i + 1; return wrk.format(nil, paths[(i % #paths) + 1]) end\n"
+        "response = function(status) if status >= 300 then error('status ' .. status) end end\n"
+    )
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+                         capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "error" in out.lower().replace("socket errors: connect 0, read 0, write 0, timeout 0", ""):
+        if "Non-2xx" in out:
+            raise RuntimeError(f"wrk saw errors:\n{out}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+def raw_batches(folder: Path, lines: list[bytes], batches: int) -> float:
+    """Events/s of a bare loop appending the same lines, one fdatasync per batch."""
+    fd = os.open(folder / "raw.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    data = b"".join(lines)
+    t = time.perf_counter()
+    for _ in range(batches):
+        os.write(fd, data)
+        os.fdatasync(fd)
+    elapsed = time.perf_counter() - t
+    os.close(fd)
+    return batches * len(lines) / elapsed
+
+
+def make_store(home: Path, sessions: int, events: int) -> None:
+    """Write a store of ``sessions`` transcripts holding ``events`` events in all."""
+    per = events // sessions
+    base = int(time.time() * 1000) - sessions * 1000
+    for i in range(sessions):
+        root = f"/srv/project-{i % 50}"
+        from aster_persist.storage.home import project_slug
+
+        folder = home / "sessions" / project_slug(root)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        sid = str(ULID.from_timestamp((base + i * 1000) / 1000))
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((base + i * 1000) / 1000))
+        out = [orjson.dumps({"type": "session", "seq": 0, "id": sid, "v": 1, "created_at": ts + ".000Z",
+                             "cwd": root, "repo_root": root, "model": "m", "aster_version": "0", "title": None})]
+        for n in range(1, per + 1):
+            role = "user" if n % 2 else "assistant"
+            out.append(orjson.dumps({"type": "message", "seq": n, "role": role,
+                                     "content": f"turn {n} of session {i}: reading files and explaining",
+                                     "ts": f"{ts}.{n % 1000:03d}Z"}))
+        (folder / f"{sid}.jsonl").write_bytes(b"\n".join(out) + b"\n")
+
+
+def list_latency(url: str, n: int = 300) -> float:
+    """p50 ms of GET /v1/sessions?limit=50 over one keep-alive connection."""
+    times = []
+    with httpx.Client(base_url=url) as http:
+        for _ in range(20):
+            http.get("/v1/sessions", params={"limit": 50})
+        for _ in range(n):
+            t = time.perf_counter()
+            r = http.get("/v1/sessions", params={"limit": 50})
+            times.append(time.perf_counter() - t)
+            assert r.status_code == 200 and len(r.json()["items"]) == 50
+    return statistics.median(times) * 1000
+
+
+def add(name: str, ours: str, baseline: str, result: str) -> None:
+    rows.append((name, ours, baseline, result))
+    print(f"  {name}: {ours} vs {baseline} -> {result}", flush=True)
+
+
+def bench_appends(work: Path, seconds: int, reps: int) -> None:
+    home = work / "append-home"
+    d = daemon(home)
+    base = noop()
+    try:
+        sids = [httpx.post(d.url + "/v1/sessions", json={"repo_root": f"/srv/bench{i}"}).json()["id"] for i in range(8)]
+        paths = [f"/v1/sessions/{s}/events" for s in sids]
+        body = orjson.dumps(EVENT)
+        for conns in (8, 64):
+            ratios, ours_all, base_all = [], [], []
+            for _ in range(reps):
+                b = wrk(base.url, ["/noop"], body, conns, seconds, work)
+                o = wrk(d.url, paths, body, conns, seconds, work)
+                ratios.append(o / b)
+                ours_all.append(o)
+                base_all.append(b)
+            add(f"durable append, 1 event, c={conns} (fsync {fsync_probe(work):.2f} ms)",
+                f"{statistics.median(ours_all):,.0f} req/s", f"{statistics.median(base_all):,.0f} req/s no-op",
+                f"{statistics.median(ratios):.2f}x (target >= 0.8x)")
+        batch = orjson.dumps([EVENT] * 100)
+        lines = [orjson.dumps({**EVENT, "seq": i, "ts": "2026-01-01T00:00:00.000Z"}) + b"\n" for i in range(100)]
+        ratios, ours_all, base_all = [], [], []
+        for _ in range(reps):
+            raw = raw_batches(work, lines, 300)
+            o = wrk(d.url, paths, batch, 8, seconds, work) * 100
+            ratios.append(o / raw)
+            ours_all.append(o)
+            base_all.append(raw)
+        add(f"durable append, batches of 100, c=8 (fsync {fsync_probe(work):.2f} ms)",
+            f"{statistics.median(ours_all):,.0f} events/s", f"{statistics.median(base_all):,.0f} events/s raw loop",
+            f"{statistics.median(ratios):.2f}x (target >= 0.3x)")
+    finally:
+        d.stop()
+        base.stop()
+
+
+def bench_listing(work: Path, sessions: int, events: int) -> None:
+    small = work / "small-home"
+    big = work / "big-home"
+    t = time.perf_counter()
+    make_store(small, sessions, sessions)
+    make_store(big, sessions, events)
+    print(f"  (wrote test stores in {time.perf_counter() - t:.1f} s)", flush=True)
+    big_bytes = sum(p.stat().st_size for p in (big / "sessions").rglob("*.jsonl"))
+    cold = daemon(big)
+    cold_s = cold.ready_after
+    cold.stop()
+    d_small = daemon(small)
+    warm = daemon(big)
+    try:
+        p_small, p_big = [], []
+        for _ in range(3):
+            p_small.append(list_latency(d_small.url))
+            p_big.append(list_latency(warm.url))
+        ps, pb = statistics.median(p_small), statistics.median(p_big)
+        add(f"list 50 of {sessions:,} sessions, {events:,} events", f"p50 {pb:.2f} ms",
+            f"p50 {ps:.2f} ms with {sessions:,} events", f"{pb / ps:.2f}x (target < 5 ms, within 1.2x)")
+        add(f"start with {sessions:,} sessions, catalog present", f"{warm.ready_after:.2f} s to /readyz",
+            f"cold rebuild {cold_s:.2f} s ({big_bytes / 1e6:.0f} MB)", "target < 2 s")
+        add("resident memory after start and listing", f"{warm.rss_mb():.0f} MB", "-", "target < 200 MB")
+    finally:
+        warm.stop()
+        d_small.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--only", choices=["appends", "listing"], default=None)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: apt-get install wrk (make bench does it)")
+    work = Path(tempfile.mkdtemp(prefix="aster-bench-", dir=os.environ.get("BENCH_DIR")))
+    try:
+        print(f"fsync probe at start: {fsync_probe(work):.2f} ms", flush=True)
+        if args.only in (None, "appends"):
+            bench_appends(work, args.seconds, args.reps)
+        if args.only in (None, "listing"):
+            bench_listing(work, args.sessions, args.events)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    widths = [max(len(r[i]) for r in [("benchmark", "aster-persist", "baseline", "ratio / target"), *rows]) for i in range(4)]
+    header = ("benchmark", "aster-persist", "baseline", "ratio / target")
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |")
+
+
+if __name__ == "__main__":
+    main()

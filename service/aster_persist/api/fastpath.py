@@ -34,16 +34,16 @@ class AppendFastPath:
         if match is None:
             await self.app(scope, receive, send)
             return
-        chunks = []
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
         sessions: Any = scope["app"].state.sessions
         try:
+            chunks = []
+            more = True
+            while more:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
             response = await handle_append(sessions, match.group(1), Headers(scope=scope), b"".join(chunks))
         except AsterError as exc:
             response = problem_response(exc.problem(), exc.headers)

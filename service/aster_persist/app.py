@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
 from .api import ops, problems, sessions
@@ -87,7 +88,8 @@ def create_app(
             await store.close()
             home.close()
 
-    app = FastAPI(
+    origins = settings.cors_origins or settings.own_origins
+    app = AsterApp(
         title="aster-persist",
         version=__version__,
         summary="One durable store of transcripts, memory and a live journal for AI coding agents.",
@@ -101,25 +103,48 @@ def create_app(
     problems.install(app)
     app.include_router(sessions.router)
     app.include_router(ops.router)
-    app.add_middleware(AppendFastPath)
     app.add_middleware(
         CORSMiddleware,
-        allow_origins=settings.cors_origins or settings.own_origins,
+        allow_origins=origins,
         allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match",
                        "Idempotency-Key", "Last-Event-ID"],
-        expose_headers=["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"],
+        expose_headers=EXPOSED_HEADERS,
     )
-    app.add_middleware(
-        Guard,
+    app.front = lambda inner: Guard(
+        AppendFastPath(inner, app),
         allowed_hosts=settings.allowed_hosts,
-        allowed_origins=settings.cors_origins or settings.own_origins,
+        allowed_origins=origins,
         token=token,
         max_body_bytes=settings.max_body_bytes,
         warning=home.degraded,
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app
+
+
+EXPOSED_HEADERS = ["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"]
+
+
+class AsterApp(FastAPI):
+    """FastAPI with a front door outside all of the framework's own layers.
+
+    ``front`` wraps the whole application: the Guard refuses foreign hosts, origins,
+    missing tokens and oversized bodies before any framework code runs, and the append
+    fast path answers the hottest route without routing, dependency solving or the
+    framework's per-request bookkeeping. Lifespan events go straight to FastAPI.
+    """
+
+    front: Any = None
+    _front_app: ASGIApp | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or self.front is None:
+            await super().__call__(scope, receive, send)
+            return
+        if self._front_app is None:
+            self._front_app = self.front(super().__call__)
+        await self._front_app(scope, receive, send)
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:

@@ -2,29 +2,32 @@
 
 Appends are the one request agents send all the time. Routing through FastAPI's router
 and dependency solver costs several times what the append itself does, so this small
-ASGI middleware (inside the Guard, so Host, Origin, token and size checks still apply)
+ASGI app (behind the Guard, so Host, Origin, token and size checks still apply)
 answers ``POST /v1/sessions/{id}/events`` with the very handler behind the documented
 route. Every other request passes through untouched.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from starlette.datastructures import Headers
 
-from ..errors import AsterError
+from ..errors import AsterError, problem_body
 from .guard import ASGIApp, Receive, Scope, Send
 from .problems import problem_response
 from .sessions import handle_append
 
+log = logging.getLogger("aster_persist")
 _APPEND = re.compile(r"^/v1/sessions/([^/]+)/events$")
 
 
 class AppendFastPath:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, owner: Any) -> None:
         self.app = app
+        self.owner = owner  # the FastAPI app whose state holds the stores
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -34,7 +37,8 @@ class AppendFastPath:
         if match is None:
             await self.app(scope, receive, send)
             return
-        sessions: Any = scope["app"].state.sessions
+        sessions: Any = self.owner.state.sessions
+        headers = Headers(scope=scope)
         try:
             chunks = []
             more = True
@@ -44,7 +48,17 @@ class AppendFastPath:
                     return
                 chunks.append(message.get("body", b""))
                 more = message.get("more_body", False)
-            response = await handle_append(sessions, match.group(1), Headers(scope=scope), b"".join(chunks))
+            response = await handle_append(sessions, match.group(1), headers, b"".join(chunks))
         except AsterError as exc:
             response = problem_response(exc.problem(), exc.headers)
+        except Exception:
+            log.exception("unhandled error in POST %s", scope["path"])
+            response = problem_response(problem_body(
+                500, "internal_error", "Internal error",
+                "the service failed to handle this request; the log has the details"))
+        origin = headers.get("origin")
+        if origin is not None:  # the Guard has already checked it against the allowlist
+            response.headers["Access-Control-Allow-Origin"] = origin
+            response.headers["Access-Control-Expose-Headers"] = "ETag, Idempotent-Replayed, Warning"
+            response.headers["Vary"] = "Origin"
         await response(scope, receive, send)

@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY service ./service
+RUN python -m venv /opt/aster \
+ && /opt/aster/bin/pip install --no-cache-dir --upgrade pip==24.2 \
+ && /opt/aster/bin/pip install --no-cache-dir .
+
+FROM python:3.11-slim
+RUN groupadd --system --gid 10001 aster \
+ && useradd --system --uid 10001 --gid aster --home-dir /data --shell /usr/sbin/nologin aster \
+ && mkdir -p /data \
+ && chown aster:aster /data \
+ && chmod 0700 /data
+COPY --from=build /opt/aster /opt/aster
+ENV PATH=/opt/aster/bin:$PATH \
+    ASTER_HOME=/data \
+    ASTER_HOST=0.0.0.0 \
+    ASTER_PORT=4627 \
+    ASTER_AUTH=token \
+    ASTER_ALLOWED_HOSTS=aster-persist
+USER aster
+VOLUME ["/data"]
+EXPOSE 4627
+HEALTHCHECK --interval=30s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:4627/healthz', timeout=2)"]
+ENTRYPOINT ["aster-persist"]
+CMD ["serve"]

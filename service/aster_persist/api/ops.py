@@ -76,7 +76,8 @@ async def info(request: Request) -> Response:
         },
         "counts": {"sessions": count},
         "catalog": sessions.catch_up_stats,
-        "appends": {"requests": sessions.committer.appends, "batches": sessions.committer.batches},
+        "appends": {"requests": sessions.committer.appends, "batches": sessions.committer.batches,
+                    "syncs": sessions.committer.syncs},
     })
 
 

@@ -11,7 +11,7 @@ Guarantees:
   deleted; a bad middle line makes the session ``damaged`` and refuses appends.
 
 Nothing here knows about HTTP; ``GroupCommitter`` (commit.py) batches concurrent appends
-into one call of ``apply_batch`` and one sync per file.
+into one call of ``write_batch`` and one ``sync_groups`` per file.
 """
 
 from __future__ import annotations
@@ -101,11 +101,24 @@ class _Writer:
 
 @dataclass
 class _Touched:
+    """What one write group did to one session."""
+
     writer: _Writer
     start_size: int
     start_info: SessionInfo
     keys: list[str] = field(default_factory=list)
     indexes: list[int] = field(default_factory=list)
+    end_size: int = 0
+    end_info: SessionInfo | None = None
+    sync_fd: int = -1
+
+
+@dataclass
+class WriteGroup:
+    """One batch as written: each request's result, and the sessions it touched."""
+
+    results: list[AppendResult | AsterError]
+    touched: dict[str, _Touched]
 
 
 class TranscriptStore:
@@ -277,41 +290,104 @@ class TranscriptStore:
         os.fsync(fd)
         log.warning("moved a torn tail of %d bytes from %s to %s", end - start, path, aside.name)
 
-    def apply_batch(self, requests: list[AppendRequest]) -> list[AppendResult | AsterError]:
-        """Write every request whole or not at all, then sync each touched file once."""
-        results: list[AppendResult | AsterError] = []
-        touched: dict[str, _Touched] = {}
+    def write_batch(self, requests: list[AppendRequest]) -> WriteGroup:
+        """Write every request whole or not at all; the sync is ``sync_groups``' job.
+
+        In ``fsync`` mode nothing is acknowledged here: each touched file gets a duplicate
+        descriptor that the syncer thread syncs (and closes) while this thread goes on
+        writing the next batch. In the other modes the group is acknowledged at once.
+        """
+        group = WriteGroup(results=[], touched={})
         for index, request in enumerate(requests):
             try:
-                results.append(self._write_one(request, touched, index))
+                group.results.append(self._write_one(request, group.touched, index))
             except AsterError as exc:
-                results.append(exc)
+                group.results.append(exc)
             except OSError as exc:
-                results.append(_storage_error(exc, f"could not read session {request.session_id}"))
-        for sid, touch in touched.items():
+                group.results.append(
+                    _storage_error(exc, f"could not read session {request.session_id}")
+                )
+        for sid, touch in group.touched.items():
             writer = touch.writer
-            try:
-                if self.durability == "fsync":
-                    os.fdatasync(writer.fd)
-                elif self.durability == "interval":
-                    self._unsynced.add(sid)
-            except OSError as exc:
-                self._fail_sync(sid, touch, exc)
-                for i in touch.indexes:
-                    results[i] = StorageFailed(
-                        f"the transcript could not be synced ({exc.strerror}); nothing was kept "
-                        "and the session is read-only until restart"
-                    )
-                continue
-            writer.acked_size = writer.size
+            touch.end_size = writer.size
             writer.info.offset = writer.size
             try:
                 stat = os.fstat(writer.fd)
                 writer.info.file_size, writer.info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
             except OSError:
                 pass
-            self.on_change(replace(writer.info, bad_lines=list(writer.info.bad_lines)))
-        return results
+            touch.end_info = replace(writer.info, bad_lines=list(writer.info.bad_lines))
+            if self.durability == "fsync":
+                touch.sync_fd = os.dup(writer.fd)
+            else:
+                if self.durability == "interval":
+                    self._unsynced.add(sid)
+                self._acknowledge(touch)
+        return group
+
+    def sync_groups(self, groups: list[WriteGroup]) -> dict[str, tuple[int, SessionInfo]]:
+        """Sync every file the groups touched, once each; settle each group's results.
+
+        Runs on the syncer thread. Returns, for each session whose sync failed, the size
+        and summary to roll back to (the writer thread does the rollback).
+        """
+        last: dict[str, _Touched] = {}
+        first: dict[str, _Touched] = {}
+        for group in groups:
+            for sid, touch in group.touched.items():
+                last[sid] = touch
+                first.setdefault(sid, touch)
+        failed: dict[str, str] = {}
+        for sid, touch in last.items():
+            if sid in self._read_only:
+                failed[sid] = "an earlier sync of this session failed"
+                continue
+            try:
+                os.fdatasync(touch.sync_fd)
+            except OSError as exc:
+                self._read_only.add(sid)  # before anything else: no later write may pass
+                failed[sid] = exc.strerror or "I/O error"
+                log.error("fsync of %s failed (%s); the session is read-only until restart",
+                          touch.writer.path, exc)
+        for group in groups:
+            for sid, touch in group.touched.items():
+                if touch.sync_fd >= 0:
+                    os.close(touch.sync_fd)
+                    touch.sync_fd = -1
+                if sid in failed:
+                    for i in touch.indexes:
+                        group.results[i] = StorageFailed(
+                            f"the transcript could not be synced ({failed[sid]}); nothing was "
+                            "kept and the session is read-only until restart"
+                        )
+                else:
+                    self._acknowledge(touch)
+        return {sid: (first[sid].start_size, first[sid].start_info) for sid in failed}
+
+    def _acknowledge(self, touch: _Touched) -> None:
+        writer = touch.writer
+        if touch.end_size > writer.acked_size:
+            writer.acked_size = touch.end_size
+        if touch.end_info is not None:
+            self.on_change(touch.end_info)
+
+    def rollback(self, sid: str, size: int, info: SessionInfo) -> None:
+        """Cut a session back to before a failed sync; it stays read-only until restart."""
+        self._read_only.add(sid)
+        writer = self._writers.get(sid)
+        try:
+            if writer is not None:
+                os.ftruncate(writer.fd, size)
+            else:
+                os.truncate(self._live_path(sid), size)
+        except (OSError, AsterError):
+            pass
+        info = replace(info, state="read_only")
+        if writer is not None:
+            writer.size = min(writer.size, size)
+            writer.acked_size = min(writer.acked_size, size)
+            writer.info = info
+        self.on_change(replace(info))
 
     def _write_one(
         self, request: AppendRequest, touched: dict[str, _Touched], index: int
@@ -328,7 +404,13 @@ class TranscriptStore:
                 f"session {sid} has unreadable lines ({lines}); appends are refused until "
                 "`aster-persist doctor --repair` quarantines them"
             )
+        touch = touched.get(sid)
         if request.key is not None and request.key in writer.keys:
+            # A replay is answered with this group, so it waits for the sync that covers
+            # the original write even when that write is still being synced.
+            if touch is None:
+                touch = touched[sid] = _Touched(writer, writer.size, replace(writer.info))
+            touch.indexes.append(index)
             return replace(writer.keys[request.key], replayed=True)
         if request.if_match is not None and request.if_match != writer.info.last_seq:
             raise PreconditionFailed(
@@ -340,14 +422,13 @@ class TranscriptStore:
         now = format_ts(self.clock())
         chunks = []
         lines = []
+        key = request.key
         for n, event in enumerate(request.events):
-            line = {"type": event["type"], "seq": first + n}
-            line.update(event)
-            line["seq"] = first + n
-            if "ts" not in line or line["ts"] is None:
+            line = {"type": event["type"], "seq": first + n, **event}
+            if line.get("ts") is None:
                 line["ts"] = now
-            if request.key is not None:
-                line["idempotency_key"] = request.key
+            if key is not None:
+                line["idempotency_key"] = key
             chunk = orjson.dumps(line, option=_NL)
             if len(chunk) > self.max_event_bytes:
                 raise PayloadTooLarge(
@@ -356,18 +437,16 @@ class TranscriptStore:
             chunks.append(chunk)
             lines.append(line)
         data = b"".join(chunks)
-        touch = touched.get(sid)
         if touch is None:
-            touch = _Touched(writer, writer.size, replace(writer.info))
-            touched[sid] = touch
+            touch = touched[sid] = _Touched(writer, writer.size, replace(writer.info))
         self._write_all(writer, data, sid)
         writer.size += len(data)
         writer.info.absorb(lines, [])
         writer.info.lines += len(lines)
         result = AppendResult(first, first + len(lines) - 1, len(lines))
-        if request.key is not None:
-            writer.keys[request.key] = result
-            touch.keys.append(request.key)
+        if key is not None:
+            writer.keys[key] = result
+            touch.keys.append(key)
             while len(writer.keys) > KEYS_KEPT:
                 writer.keys.popitem(last=False)
         touch.indexes.append(index)
@@ -386,21 +465,6 @@ class TranscriptStore:
                 self._read_only.add(sid)
                 writer.info.state = "read_only"
             raise _storage_error(exc, f"could not append to session {sid}") from exc
-
-    def _fail_sync(self, sid: str, touch: _Touched, exc: OSError) -> None:
-        writer = touch.writer
-        log.error("fsync of %s failed (%s); the session is read-only until restart", writer.path, exc)
-        self._read_only.add(sid)
-        try:
-            os.ftruncate(writer.fd, touch.start_size)
-        except OSError:
-            pass
-        writer.size = touch.start_size
-        writer.info = touch.start_info
-        writer.info.state = "read_only"
-        for key in touch.keys:
-            writer.keys.pop(key, None)
-        self.on_change(replace(writer.info))
 
     def sync_unsynced(self) -> None:
         """Interval mode: sync every file written since the last call."""

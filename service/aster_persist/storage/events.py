@@ -10,35 +10,134 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    with_config,
+)
+from typing_extensions import NotRequired, TypedDict
 
 from ..errors import InvalidEvent
 
 FORMAT_VERSION = 1
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+Content = str | list[dict[str, Any]]
+Timestamp = Annotated[
+    str,
+    Field(
+        pattern=r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$",
+        description="RFC 3339 date-time",
+    ),
+]
 
-    ts: datetime | None = None
 
-
-class FunctionCall(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
+class FunctionCall(TypedDict):
     name: str
     arguments: str
 
 
-class ToolCall(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    id: str = Field(min_length=1)
-    type: Literal["function"] = "function"
+@with_config(ConfigDict(extra="allow"))
+class ToolCall(TypedDict):
+    id: Annotated[str, Field(min_length=1)]
+    type: Literal["function"]
     function: FunctionCall
 
 
-class SessionHeader(_Open):
+# Events are TypedDicts, not models: validation checks the client's dicts in place (about
+# twice as fast as building model instances), and the dicts are what gets stored.
+
+
+@with_config(ConfigDict(extra="allow"))
+class UserMessage(TypedDict):
+    type: Literal["message"]
+    role: Literal["user"]
+    content: Content
+    tool_calls: NotRequired[None]
+    ts: NotRequired[Timestamp | None]
+
+
+@with_config(ConfigDict(extra="allow"))
+class SystemMessage(TypedDict):
+    type: Literal["message"]
+    role: Literal["system"]
+    content: Content
+    tool_calls: NotRequired[None]
+    ts: NotRequired[Timestamp | None]
+
+
+@with_config(ConfigDict(extra="allow"))
+class ToolMessage(TypedDict):
+    type: Literal["message"]
+    role: Literal["tool"]
+    tool_call_id: Annotated[str, Field(min_length=1)]
+    content: Content
+    tool_calls: NotRequired[None]
+    ts: NotRequired[Timestamp | None]
+
+
+def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
+    if event.get("content") is None and not event.get("tool_calls"):
+        raise ValueError("content: an assistant message needs content or tool_calls")
+    return event
+
+
+@with_config(ConfigDict(extra="allow"))
+class AssistantMessage(TypedDict):
+    type: Literal["message"]
+    role: Literal["assistant"]
+    content: NotRequired[Content | None]
+    tool_calls: NotRequired[list[ToolCall] | None]
+    ts: NotRequired[Timestamp | None]
+
+
+MessageEvent = Annotated[
+    UserMessage
+    | Annotated[AssistantMessage, AfterValidator(_has_content_or_calls)]
+    | ToolMessage
+    | SystemMessage,
+    Field(discriminator="role"),
+]
+
+
+@with_config(ConfigDict(extra="allow"))
+class SummaryEvent(TypedDict):
+    type: Literal["summary"]
+    content: str
+    through_seq: Annotated[int, Field(ge=0)]
+    ts: NotRequired[Timestamp | None]
+
+
+def _has_target(event: dict[str, Any]) -> dict[str, Any]:
+    if event.get("tool_call_id") is None and event.get("target_seq") is None:
+        raise ValueError("tool_call_id: an eviction needs tool_call_id or target_seq")
+    return event
+
+
+@with_config(ConfigDict(extra="allow"))
+class EvictionEvent(TypedDict):
+    type: Literal["eviction"]
+    tool_call_id: NotRequired[str | None]
+    target_seq: NotRequired[Annotated[int, Field(ge=1)] | None]
+    stub: NotRequired[str | None]
+    ts: NotRequired[Timestamp | None]
+
+
+@with_config(ConfigDict(extra="allow"))
+class TitleEvent(TypedDict):
+    type: Literal["title"]
+    title: Annotated[str, Field(min_length=1, max_length=500)]
+    source: NotRequired[Literal["model", "user"] | None]
+    ts: NotRequired[Timestamp | None]
+
+
+class SessionHeader(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
     type: Literal["session"]
     id: str
     v: int
@@ -50,80 +149,51 @@ class SessionHeader(_Open):
     title: str | None = None
 
 
-class MessageEvent(_Open):
-    type: Literal["message"]
-    role: Literal["user", "assistant", "tool", "system"]
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[ToolCall] | None = None
-    tool_call_id: str | None = None
-
-    @model_validator(mode="after")
-    def _shape(self) -> MessageEvent:
-        if self.role == "tool" and not self.tool_call_id:
-            raise ValueError("tool_call_id: a tool message needs tool_call_id")
-        if self.role == "assistant":
-            if self.content is None and not self.tool_calls:
-                raise ValueError("content: an assistant message needs content or tool_calls")
-        elif self.content is None:
-            raise ValueError(f"content: a {self.role} message needs content")
-        if self.tool_calls and self.role != "assistant":
-            raise ValueError("tool_calls: only assistant messages carry tool_calls")
-        return self
-
-
-class SummaryEvent(_Open):
-    type: Literal["summary"]
-    content: str
-    through_seq: int = Field(ge=0)
-
-
-class EvictionEvent(_Open):
-    type: Literal["eviction"]
-    tool_call_id: str | None = None
-    target_seq: int | None = Field(default=None, ge=1)
-    stub: str | None = None
-
-    @model_validator(mode="after")
-    def _target(self) -> EvictionEvent:
-        if self.tool_call_id is None and self.target_seq is None:
-            raise ValueError("tool_call_id: an eviction needs tool_call_id or target_seq")
-        return self
-
-
-class TitleEvent(_Open):
-    type: Literal["title"]
-    title: str = Field(min_length=1, max_length=500)
-    source: Literal["model", "user"] | None = None
-
-
 Event = Annotated[
-    MessageEvent | SummaryEvent | EvictionEvent | TitleEvent, Field(discriminator="type")
+    MessageEvent
+    | SummaryEvent
+    | Annotated[EvictionEvent, AfterValidator(_has_target)]
+    | TitleEvent,
+    Field(discriminator="type"),
 ]
+ROLES = ("user", "assistant", "tool", "system")
 EVENT_TYPES = ("message", "summary", "eviction", "title")
 _EVENTS = TypeAdapter(list[Event])
 
 
 def _field_path(prefix: str, loc: tuple[Any, ...]) -> str:
+    """``events[0].content`` from pydantic's location, without its union tags."""
     path = prefix
-    after_index = False
+    tags: tuple[str, ...] = ()
     for part in loc:
         if isinstance(part, int):
             path += f"[{part}]"
-            after_index = True
+            tags = EVENT_TYPES
             continue
-        if after_index and part in EVENT_TYPES:
-            after_index = False
-            continue  # the discriminator tag pydantic puts after the item's index
-        after_index = False
-        path += f".{part}" if path else str(part)
+        text = str(part)
+        if text in tags:
+            tags = ROLES if text == "message" else ()
+            continue
+        if "[" in text:  # a validator wrapper, e.g. function-after[...]
+            continue
+        tags = ()
+        path += f".{text}" if path else text
     return path
 
 
 def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
     out = []
-    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+    for err in exc.errors(include_url=False, include_input=False, include_context=True):
         loc = _field_path(prefix, tuple(err["loc"]))
         msg = str(err["msg"]).removeprefix("Value error, ")
+        ctx = err.get("ctx") or {}
+        if err["type"] in ("union_tag_invalid", "union_tag_not_found") and "discriminator" in ctx:
+            name = str(ctx["discriminator"]).strip("'")
+            loc = f"{loc}.{name}"
+            if "tag" in ctx:
+                msg = f"unknown {name} {str(ctx['tag'])[:40]!r}; expected one of {ctx['expected_tags']}"
+            else:
+                msg = f"{name} is required"
         name, sep, rest = msg.partition(": ")
         if sep and name.isidentifier():
             loc, msg = f"{loc}.{name}", rest

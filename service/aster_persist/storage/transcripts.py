@@ -420,29 +420,32 @@ class TranscriptStore:
             )
         first = writer.info.last_seq + 1
         now = format_ts(self.clock())
+        dumps = orjson.dumps
         chunks = []
         lines = []
         key = request.key
-        for n, event in enumerate(request.events):
-            line = {"type": event["type"], "seq": first + n, **event}
+        seq = first
+        for event in request.events:
+            line = {"type": event["type"], "seq": seq, **event}
             if line.get("ts") is None:
                 line["ts"] = now
             if key is not None:
                 line["idempotency_key"] = key
-            chunk = orjson.dumps(line, option=_NL)
-            if len(chunk) > self.max_event_bytes:
-                raise PayloadTooLarge(
-                    f"events[{n}] is {len(chunk)} bytes stored; the limit is {self.max_event_bytes}"
-                )
-            chunks.append(chunk)
+            chunks.append(dumps(line, option=_NL))
             lines.append(line)
+            seq += 1
+        biggest = max(map(len, chunks))
+        if biggest > self.max_event_bytes:
+            n = [len(c) for c in chunks].index(biggest)
+            raise PayloadTooLarge(
+                f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
+            )
         data = b"".join(chunks)
         if touch is None:
             touch = touched[sid] = _Touched(writer, writer.size, replace(writer.info))
         self._write_all(writer, data, sid)
         writer.size += len(data)
-        writer.info.absorb(lines, [])
-        writer.info.lines += len(lines)
+        writer.info.absorb_appended(lines)
         result = AppendResult(first, first + len(lines) - 1, len(lines))
         if key is not None:
             writer.keys[key] = result

@@ -120,13 +120,17 @@ class Sessions:
         self.on_lifecycle("session.renamed", session_id, {"title": title})
         return result
 
-    async def delete(self, session_id: str, *, purge: bool = False) -> None:
+    async def delete(
+        self, session_id: str, *, purge: bool = False, reason: str = "deleted", op: str = ""
+    ) -> None:
+        """Move to the trash, or delete for good; appends waiting for a sync finish first."""
+        where = await self.committer.detach(session_id)
         if purge:
-            await self.committer.call(self.store.purge, session_id)
-            self.on_lifecycle("session.purged", session_id, {})
+            await self.committer.call(self.store.purge, session_id, where)
+            self.on_lifecycle(op or "session.purged", session_id, {"reason": reason})
         else:
-            await self.committer.call(self.store.trash, session_id)
-            self.on_lifecycle("session.deleted", session_id, {})
+            await self.committer.call(self.store.trash, session_id, where, reason)
+            self.on_lifecycle(op or "session.deleted", session_id, {"reason": reason})
 
     async def restore(self, session_id: str) -> None:
         await self.committer.call(self.store.restore, session_id)
@@ -217,11 +221,10 @@ class Sessions:
         trashed = sorted(chosen.values(), key=lambda item: item["updated_at"])
         if not dry_run:
             for item in trashed:
-                await self.committer.call(self.store.trash, item["id"], "pruned: " + item["reason"])
-                self.on_lifecycle("session.pruned", item["id"], {"reason": item["reason"]})
+                await self.delete(item["id"], reason=item["reason"], op="session.pruned")
             for sid in purge:
-                await self.committer.call(self.store.purge, sid)
-                self.on_lifecycle("session.purged", sid, {"reason": "trash older than limit"})
+                await self.delete(sid, purge=True, reason="trash older than the limit")
+
         return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
 
 

@@ -76,8 +76,7 @@ async def info(request: Request) -> Response:
         },
         "counts": {"sessions": count},
         "catalog": sessions.catch_up_stats,
-        "appends": {"requests": sessions.committer.appends, "batches": sessions.committer.batches,
-                    "syncs": sessions.committer.syncs},
+        "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
     })
 
 

@@ -1,17 +1,20 @@
-"""Group commit: concurrent appends share one trip to the writer and one sync per file.
+"""Group commit: every append written since a sync began shares the next fdatasync.
 
-Two stages, each on its own thread, so writing the next batch overlaps syncing the last::
+::
 
-    request ─► pending ─┐   writer thread                 syncer thread
-    request ─► pending ─┼─► write_batch: one os.write ──► sync_groups: one fdatasync per
-    request ─► pending ─┘   per request, seq assigned      file for every group queued
-                            (next batch gathers)           meanwhile, then settle them
-          ◄── futures resolved only after the sync that covers them ◄─┘
+    event loop                                        syncer thread
+    append ─► os.write (page cache) ─► wait ┐
+    append ─► os.write (page cache) ─► wait ┼─ begin_sync: dup the fds ─► fdatasync each
+    append ─► os.write (page cache) ─► wait ┘                              file once
+        ◄── resolved when its bytes are covered ◄── end_sync: acknowledge, or cut back
+                                                    and make the session read-only
 
-A failed sync makes the session read-only at once (no later write to it can pass), and
-the writer thread cuts the file back before any waiting request is told it failed.
-Every store mutation (create, trash, restore…) runs on the same single writer thread,
-so there is exactly one writer per file inside the daemon.
+While one sync runs, new appends are written and wait for the next one, so a slow disk
+makes batches bigger rather than requests slower. The writes themselves are a copy to
+the page cache (as Redis writes its append-only file from its event loop); everything
+that may block for long — opening and reading a transcript, creating, moving and
+deleting files, syncing — runs on a thread. Loading and lifecycle work shares one
+writer thread, so they never race each other.
 """
 
 from __future__ import annotations
@@ -23,12 +26,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..errors import AsterError
-from .transcripts import AppendRequest, AppendResult, TranscriptStore, WriteGroup
+from ..errors import StorageFailed
+from .transcripts import AppendRequest, AppendResult, Location, TranscriptStore
 
 log = logging.getLogger("aster_persist")
 T = TypeVar("T")
-Waiting = list[tuple[AppendRequest, "asyncio.Future[AppendResult]"]]
 
 
 class GroupCommitter:
@@ -36,13 +38,11 @@ class GroupCommitter:
         self.store = store
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-writer")
         self.syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-syncer")
-        self._pending: Waiting = []
-        self._syncing: list[tuple[Waiting, WriteGroup]] = []
-        self._task: asyncio.Task[None] | None = None
+        self._waiting: list[tuple[str, int, AppendResult, asyncio.Future[AppendResult]]] = []
+        self._loading: dict[str, asyncio.Future[None]] = {}
         self._sync_task: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.sync_interval = sync_interval
-        self.batches = 0
         self.syncs = 0
         self.appends = 0
 
@@ -51,99 +51,123 @@ class GroupCommitter:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a store mutation on the writer thread."""
+        """Run blocking store work on the writer thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
+    async def _ensure_writer(self, session_id: str) -> None:
+        if self.store.writer(session_id) is not None:
+            return
+        loading = self._loading.get(session_id)
+        if loading is not None:
+            await asyncio.shield(loading)
+            return
+        loading = asyncio.get_running_loop().create_future()
+        self._loading[session_id] = loading
+        try:
+            writer = await self.call(self.store.load_writer, session_id)
+            self.store.install(session_id, writer)
+            loading.set_result(None)
+        except BaseException as exc:
+            loading.set_exception(exc)
+            loading.exception()  # retrieved: a lone loader must not log "never retrieved"
+            raise
+        finally:
+            del self._loading[session_id]
+
     async def append(self, request: AppendRequest) -> AppendResult:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[AppendResult] = loop.create_future()
-        self._pending.append((request, future))
-        if self._task is None:
-            self._task = loop.create_task(self._write_loop())
+        """Write now; return once the bytes are durable as the mode promises."""
+        await self._ensure_writer(request.session_id)
+        if self.store.writer(request.session_id) is None:  # deleted while it loaded
+            await self._ensure_writer(request.session_id)
+        result, needed = self.store.append(request)
+        self.appends += 1
+        if self.store.durability != "fsync":
+            return result
+        acked = self.store.acked(request.session_id, needed)
+        if acked:
+            return result
+        future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        self._waiting.append((request.session_id, needed, result, future))
+        self._kick()
         return await future
 
-    async def _write_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                requests = [request for request, _ in batch]
-                try:
-                    group = await loop.run_in_executor(
-                        self.executor, self.store.write_batch, requests
-                    )
-                except Exception as exc:  # the batch itself failed: fail each request
-                    log.exception("append batch failed")
-                    _fail(batch, exc)
-                    continue
-                self.batches += 1
-                self.appends += len(batch)
-                if self.store.durability == "fsync" and group.touched:
-                    self._syncing.append((batch, group))
-                    if self._sync_task is None:
-                        self._sync_task = loop.create_task(self._sync_loop())
-                else:
-                    _settle(batch, group.results)
-        finally:
-            self._task = None
+    def _kick(self) -> None:
+        if self._sync_task is None:
+            self._sync_task = asyncio.get_running_loop().create_task(self._sync_loop())
 
     async def _sync_loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            while self._syncing:
-                waiting, self._syncing = self._syncing, []
-                groups = [group for _, group in waiting]
+            while self._waiting:
+                sync = self.store.begin_sync()
                 try:
-                    rollbacks = await loop.run_in_executor(
-                        self.syncer, self.store.sync_groups, groups
-                    )
-                    for sid, (size, info) in rollbacks.items():
-                        await self.call(self.store.rollback, sid, size, info)
-                except Exception as exc:
-                    log.exception("sync failed")
-                    for batch, _ in waiting:
-                        _fail(batch, exc)
-                    continue
+                    if sync.fds:
+                        await loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
+                finally:
+                    self.store.end_sync(sync)
                 self.syncs += 1
-                for batch, group in waiting:
-                    _settle(batch, group.results)
+                still = []
+                for entry in self._waiting:
+                    sid, needed, result, future = entry
+                    acked = self.store.acked(sid, needed)
+                    if future.done():
+                        continue
+                    if acked is None:
+                        future.set_exception(StorageFailed(
+                            "the transcript could not be synced; nothing past the last "
+                            "acknowledged event was kept and the session is read-only until restart"
+                        ))
+                    elif acked:
+                        future.set_result(result)
+                    else:
+                        still.append(entry)
+                self._waiting = still
         finally:
             self._sync_task = None
+
+    async def sync_now(self) -> None:
+        """One sync pass outside the request path (interval mode, shutdown)."""
+        sync = self.store.begin_sync()
+        try:
+            if sync.fds:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
+        finally:
+            self.store.end_sync(sync)
 
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.sync_interval)
-            await self.call(self.store.sync_unsynced)
+            await self.sync_now()
+
+    async def quiesce(self, session_id: str) -> None:
+        """Wait until no write of the session is waiting for or in a sync."""
+        while self.store.busy(session_id):
+            if self._sync_task is not None:
+                await asyncio.shield(self._sync_task)
+            else:
+                await self.sync_now()
+
+    async def detach(self, session_id: str) -> Location:
+        """Quiesce, then close the session's writer and hide it from appends."""
+        await self.quiesce(session_id)
+        while session_id in self._loading:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading[session_id])
+        return self.store.detach(session_id)
 
     async def close(self) -> None:
-        """Finish queued appends and syncs, then stop both threads."""
-        while self._task is not None or self._sync_task is not None:
-            for task in (self._task, self._sync_task):
-                if task is not None:
-                    with contextlib.suppress(Exception):
-                        await task
+        """Finish pending syncs, sync what interval mode left, close every file."""
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-        await self.call(self.store.sync_unsynced)
-        await self.call(self.store.close)
+        while self._sync_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._sync_task)
+        if self.store.durability != "none":
+            await self.sync_now()
+        self.store.close()
         self.executor.shutdown(wait=True)
         self.syncer.shutdown(wait=True)
-
-
-def _settle(batch: Waiting, results: list[AppendResult | AsterError]) -> None:
-    for (_, future), result in zip(batch, results, strict=True):
-        if future.done():
-            continue
-        if isinstance(result, BaseException):
-            future.set_exception(result)
-        else:
-            future.set_result(result)
-
-
-def _fail(batch: Waiting, exc: BaseException) -> None:
-    for _, future in batch:
-        if not future.done():
-            future.set_exception(exc)

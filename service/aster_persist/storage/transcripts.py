@@ -2,7 +2,8 @@
 
 Guarantees:
 
-- lines are whole and never interleaved: every write runs on the single writer thread;
+- lines are whole and never interleaved: each request is one ``os.write``, and every
+  write to a transcript happens on the event loop, one at a time;
 - ``seq`` is gapless and assigned here; a batch is all or nothing;
 - an append is reported durable only after the durability mode says so; a failed write
   or sync is rolled back to the file's previous length, and after a failed sync the
@@ -10,8 +11,8 @@ Guarantees:
 - a torn tail is moved to ``<ulid>.jsonl.torn-<ts>`` before the next append, never
   deleted; a bad middle line makes the session ``damaged`` and refuses appends.
 
-Nothing here knows about HTTP; ``GroupCommitter`` (commit.py) batches concurrent appends
-into one call of ``write_batch`` and one ``sync_groups`` per file.
+Nothing here knows about HTTP; ``GroupCommitter`` (commit.py) gives concurrent appends
+one shared fdatasync per file (group commit).
 """
 
 from __future__ import annotations
@@ -97,32 +98,25 @@ class _Writer:
     info: SessionInfo
     keys: OrderedDict[str, AppendResult] = field(default_factory=OrderedDict)
     acked_size: int = 0
+    acked_info: SessionInfo | None = None
 
 
 @dataclass
-class _Touched:
-    """What one write group did to one session."""
+class SyncPass:
+    """One round of syncs: a duplicate descriptor and the size covered per session."""
 
-    writer: _Writer
-    start_size: int
-    start_info: SessionInfo
-    keys: list[str] = field(default_factory=list)
-    indexes: list[int] = field(default_factory=list)
-    end_size: int = 0
-    end_info: SessionInfo | None = None
-    sync_fd: int = -1
-
-
-@dataclass
-class WriteGroup:
-    """One batch as written: each request's result, and the sessions it touched."""
-
-    results: list[AppendResult | AsterError]
-    touched: dict[str, _Touched]
+    fds: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 class TranscriptStore:
-    """All session files of one data home. Mutating methods run on the writer thread."""
+    """All session files of one data home.
+
+    Threads: appends and sync bookkeeping run on the event loop (they only copy to the
+    page cache); loading a session, creating, moving and deleting files run on the single
+    writer thread; ``sync_fds`` runs on the syncer thread; reads run anywhere.
+    """
 
     def __init__(
         self,
@@ -145,7 +139,8 @@ class TranscriptStore:
         self.locations: dict[str, Location] = {}
         self._writers: OrderedDict[str, _Writer] = OrderedDict()
         self._read_only: set[str] = set()
-        self._unsynced: set[str] = set()
+        self._unsynced: set[str] = set()  # written since the last sync pass began
+        self._inflight: set[str] = set()  # in the sync pass now running
 
     # -- discovery ---------------------------------------------------------------
 
@@ -237,11 +232,10 @@ class TranscriptStore:
 
     # -- appends -----------------------------------------------------------------
 
-    def _writer(self, session_id: str) -> _Writer:
-        writer = self._writers.get(session_id)
-        if writer is not None:
-            self._writers.move_to_end(session_id)
-            return writer
+    # -- writers: loaded on the writer thread, used on the event loop -------------------
+
+    def load_writer(self, session_id: str) -> _Writer:
+        """Open a session for appending: read it, quarantine a torn tail (writer thread)."""
         path = self._live_path(session_id)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
         try:
@@ -249,8 +243,7 @@ class TranscriptStore:
             parsed = parse(data)
             if parsed.torn is not None:
                 self._quarantine(path, fd, data, parsed)
-            where = self.locations[session_id]
-            info = SessionInfo(id=session_id, slug=where.slug)
+            info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
             info.absorb(parsed.lines, parsed.bad)
             if not parsed.lines or parsed.lines[0].get("type") != "session":
                 info.state = "damaged"
@@ -258,21 +251,46 @@ class TranscriptStore:
             info.lines = parsed.line_count
             stat = os.fstat(fd)
             info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
-            if session_id in self._read_only:
-                info.state = "read_only"
             writer = _Writer(path=path, fd=fd, size=parsed.good_end, info=info)
             writer.acked_size = writer.size
+            writer.acked_info = replace(info)
             _load_keys(writer.keys, parsed.lines)
         except BaseException:
             os.close(fd)
             raise
+        return writer
+
+    def install(self, session_id: str, writer: _Writer) -> _Writer:
+        """Make a loaded writer the session's one writer (event loop)."""
+        current = self._writers.get(session_id)
+        where = self.locations.get(session_id)
+        if current is not None or where is None or where.trashed:
+            os.close(writer.fd)  # lost a race with another load, or with a delete
+            if current is None:
+                raise SessionNotFound(f"no session {session_id}")
+            return current
         self._writers[session_id] = writer
-        while len(self._writers) > self.open_files:
-            old_id, old = next(iter(self._writers.items()))
-            if old_id in self._unsynced:
-                break
-            self._writers.pop(old_id)
-            os.close(old.fd)
+        if len(self._writers) > self.open_files:
+            busy = self._unsynced | self._inflight
+            for old_id in list(self._writers)[: len(self._writers) - self.open_files]:
+                if old_id not in busy:
+                    self._release(self._writers.pop(old_id))
+        return writer
+
+    def _release(self, writer: _Writer) -> None:
+        """Close a writer, leaving the catalog the file's final size and mtime."""
+        try:
+            stat = os.fstat(writer.fd)
+            if writer.acked_info is not None and writer.acked_size == stat.st_size:
+                self.on_change(replace(writer.acked_info, file_size=stat.st_size,
+                                       file_mtime_ns=stat.st_mtime_ns))
+        finally:
+            os.close(writer.fd)
+
+    def writer(self, session_id: str) -> _Writer | None:
+        writer = self._writers.get(session_id)
+        if writer is not None:
+            self._writers.move_to_end(session_id)
         return writer
 
     def _quarantine(self, path: Path, fd: int, data: bytes, parsed: Parsed) -> None:
@@ -290,140 +308,45 @@ class TranscriptStore:
         os.fsync(fd)
         log.warning("moved a torn tail of %d bytes from %s to %s", end - start, path, aside.name)
 
-    def write_batch(self, requests: list[AppendRequest]) -> WriteGroup:
-        """Write every request whole or not at all; the sync is ``sync_groups``' job.
+    # -- appends (event loop) -----------------------------------------------------------
 
-        In ``fsync`` mode nothing is acknowledged here: each touched file gets a duplicate
-        descriptor that the syncer thread syncs (and closes) while this thread goes on
-        writing the next batch. In the other modes the group is acknowledged at once.
+    def append(self, request: AppendRequest) -> tuple[AppendResult, int]:
+        """Write one request whole, or raise and leave the file as it was.
+
+        Returns the result and the file size that must be durable before it may be
+        acknowledged. The write is one ``os.write`` of the request's lines to the page
+        cache; syncing is ``begin_sync``/``sync_fds``/``end_sync``'s job. In ``interval``
+        and ``none`` modes the write is acknowledged at once.
         """
-        group = WriteGroup(results=[], touched={})
-        for index, request in enumerate(requests):
-            try:
-                group.results.append(self._write_one(request, group.touched, index))
-            except AsterError as exc:
-                group.results.append(exc)
-            except OSError as exc:
-                group.results.append(
-                    _storage_error(exc, f"could not read session {request.session_id}")
-                )
-        for sid, touch in group.touched.items():
-            writer = touch.writer
-            touch.end_size = writer.size
-            writer.info.offset = writer.size
-            try:
-                stat = os.fstat(writer.fd)
-                writer.info.file_size, writer.info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
-            except OSError:
-                pass
-            touch.end_info = replace(writer.info, bad_lines=list(writer.info.bad_lines))
-            if self.durability == "fsync":
-                touch.sync_fd = os.dup(writer.fd)
-            else:
-                if self.durability == "interval":
-                    self._unsynced.add(sid)
-                self._acknowledge(touch)
-        return group
-
-    def sync_groups(self, groups: list[WriteGroup]) -> dict[str, tuple[int, SessionInfo]]:
-        """Sync every file the groups touched, once each; settle each group's results.
-
-        Runs on the syncer thread. Returns, for each session whose sync failed, the size
-        and summary to roll back to (the writer thread does the rollback).
-        """
-        last: dict[str, _Touched] = {}
-        first: dict[str, _Touched] = {}
-        for group in groups:
-            for sid, touch in group.touched.items():
-                last[sid] = touch
-                first.setdefault(sid, touch)
-        failed: dict[str, str] = {}
-        for sid, touch in last.items():
-            if sid in self._read_only:
-                failed[sid] = "an earlier sync of this session failed"
-                continue
-            try:
-                os.fdatasync(touch.sync_fd)
-            except OSError as exc:
-                self._read_only.add(sid)  # before anything else: no later write may pass
-                failed[sid] = exc.strerror or "I/O error"
-                log.error("fsync of %s failed (%s); the session is read-only until restart",
-                          touch.writer.path, exc)
-        for group in groups:
-            for sid, touch in group.touched.items():
-                if touch.sync_fd >= 0:
-                    os.close(touch.sync_fd)
-                    touch.sync_fd = -1
-                if sid in failed:
-                    for i in touch.indexes:
-                        group.results[i] = StorageFailed(
-                            f"the transcript could not be synced ({failed[sid]}); nothing was "
-                            "kept and the session is read-only until restart"
-                        )
-                else:
-                    self._acknowledge(touch)
-        return {sid: (first[sid].start_size, first[sid].start_info) for sid in failed}
-
-    def _acknowledge(self, touch: _Touched) -> None:
-        writer = touch.writer
-        if touch.end_size > writer.acked_size:
-            writer.acked_size = touch.end_size
-        if touch.end_info is not None:
-            self.on_change(touch.end_info)
-
-    def rollback(self, sid: str, size: int, info: SessionInfo) -> None:
-        """Cut a session back to before a failed sync; it stays read-only until restart."""
-        self._read_only.add(sid)
-        writer = self._writers.get(sid)
-        try:
-            if writer is not None:
-                os.ftruncate(writer.fd, size)
-            else:
-                os.truncate(self._live_path(sid), size)
-        except (OSError, AsterError):
-            pass
-        info = replace(info, state="read_only")
-        if writer is not None:
-            writer.size = min(writer.size, size)
-            writer.acked_size = min(writer.acked_size, size)
-            writer.info = info
-        self.on_change(replace(info))
-
-    def _write_one(
-        self, request: AppendRequest, touched: dict[str, _Touched], index: int
-    ) -> AppendResult:
         sid = request.session_id
-        writer = self._writer(sid)
+        writer = self._writers[sid]
         if sid in self._read_only:
             raise SessionReadOnly(
                 f"session {sid} is read-only after a failed sync; restart the daemon to retry"
             )
-        if writer.info.state == "damaged":
-            lines = ", ".join(str(n) for n in writer.info.bad_lines[:5]) or "1 (header)"
+        info = writer.info
+        if info.state == "damaged":
+            lines = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"
             raise SessionDamaged(
                 f"session {sid} has unreadable lines ({lines}); appends are refused until "
                 "`aster-persist doctor --repair` quarantines them"
             )
-        touch = touched.get(sid)
-        if request.key is not None and request.key in writer.keys:
-            # A replay is answered with this group, so it waits for the sync that covers
-            # the original write even when that write is still being synced.
-            if touch is None:
-                touch = touched[sid] = _Touched(writer, writer.size, replace(writer.info))
-            touch.indexes.append(index)
-            return replace(writer.keys[request.key], replayed=True)
-        if request.if_match is not None and request.if_match != writer.info.last_seq:
+        key = request.key
+        if key is not None and key in writer.keys:
+            # A replay waits for whatever sync covers the original write.
+            self._unsynced.add(sid)
+            return replace(writer.keys[key], replayed=True), writer.size
+        if request.if_match is not None and request.if_match != info.last_seq:
             raise PreconditionFailed(
                 f"If-Match expected last seq {request.if_match}, but session {sid} is at "
-                f"{writer.info.last_seq}",
-                headers={"ETag": f'"{writer.info.last_seq}"'},
+                f"{info.last_seq}",
+                headers={"ETag": f'"{info.last_seq}"'},
             )
-        first = writer.info.last_seq + 1
+        first = info.last_seq + 1
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
         lines = []
-        key = request.key
         seq = first
         for event in request.events:
             line = {"type": event["type"], "seq": seq, **event}
@@ -441,19 +364,19 @@ class TranscriptStore:
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
         data = b"".join(chunks)
-        if touch is None:
-            touch = touched[sid] = _Touched(writer, writer.size, replace(writer.info))
         self._write_all(writer, data, sid)
         writer.size += len(data)
-        writer.info.absorb_appended(lines)
-        result = AppendResult(first, first + len(lines) - 1, len(lines))
+        info.absorb_appended(lines)
+        info.offset = info.file_size = writer.size
+        result = AppendResult(first, seq - 1, len(lines))
         if key is not None:
             writer.keys[key] = result
-            touch.keys.append(key)
-            while len(writer.keys) > KEYS_KEPT:
+            if len(writer.keys) > KEYS_KEPT:
                 writer.keys.popitem(last=False)
-        touch.indexes.append(index)
-        return result
+        self._unsynced.add(sid)
+        if self.durability != "fsync":
+            self._acknowledge(writer, writer.size)
+        return result, writer.size
 
     def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)
@@ -469,22 +392,71 @@ class TranscriptStore:
                 writer.info.state = "read_only"
             raise _storage_error(exc, f"could not append to session {sid}") from exc
 
-    def sync_unsynced(self) -> None:
-        """Interval mode: sync every file written since the last call."""
-        pending, self._unsynced = self._unsynced, set()
-        for sid in pending:
+    def _acknowledge(self, writer: _Writer, size: int) -> None:
+        if size > writer.acked_size:
+            writer.acked_size = size
+            writer.acked_info = replace(writer.info, bad_lines=list(writer.info.bad_lines))
+            self.on_change(writer.acked_info)
+
+    def acked(self, session_id: str, size: int) -> bool | None:
+        """True once ``size`` bytes are durable, None when they never will be."""
+        if session_id in self._read_only:
+            return None
+        writer = self._writers.get(session_id)
+        return writer is not None and writer.acked_size >= size
+
+    # -- syncing: begin and end on the event loop, the syncs on the syncer thread --------
+
+    def begin_sync(self) -> SyncPass:
+        """Take every session written since the last pass; hand out descriptors to sync."""
+        sync = SyncPass()
+        for sid in self._unsynced:
+            writer = self._writers.get(sid)
+            if writer is None or sid in self._read_only:
+                continue
+            sync.fds[sid] = os.dup(writer.fd)
+            sync.sizes[sid] = writer.size
+        self._inflight |= sync.fds.keys()
+        self._unsynced = set()
+        return sync
+
+    @staticmethod
+    def sync_fds(sync: SyncPass) -> None:
+        """fdatasync each descriptor once, then close it (syncer thread)."""
+        for sid, fd in sync.fds.items():
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                sync.failed[sid] = exc.strerror or "I/O error"
+            finally:
+                os.close(fd)
+
+    def end_sync(self, sync: SyncPass) -> None:
+        """Acknowledge what was synced; cut back and close to writes what was not."""
+        self._inflight -= sync.fds.keys()
+        for sid, size in sync.sizes.items():
             writer = self._writers.get(sid)
             if writer is None:
                 continue
-            try:
-                os.fdatasync(writer.fd)
-            except OSError as exc:
-                log.error("fsync of %s failed (%s); the session is read-only", writer.path, exc)
-                self._read_only.add(sid)
-                writer.info.state = "read_only"
-                self.on_change(replace(writer.info))
+            if sid not in sync.failed:
+                if self.durability == "fsync":
+                    self._acknowledge(writer, size)
+                continue
+            log.error("fsync of %s failed (%s); the session is read-only until restart",
+                      writer.path, sync.failed[sid])
+            self._read_only.add(sid)
+            if self.durability == "fsync":
+                # Nothing past the last acknowledged byte was promised: cut it away.
+                try:
+                    os.ftruncate(writer.fd, writer.acked_size)
+                except OSError:
+                    pass
+                writer.size = writer.acked_size
+                writer.info = replace(writer.acked_info)
+            writer.info.state = "read_only"
+            self.on_change(replace(writer.info))
 
-    # -- reads ------------------------------------------------------------------
+    # -- reads (any thread) ---------------------------------------------------------------
 
     def read(self, session_id: str) -> tuple[Parsed, SessionInfo]:
         """The readable lines of a session (what was acknowledged), and its summary."""
@@ -512,37 +484,47 @@ class TranscriptStore:
         writer = self._writers.get(session_id)
         return read_bytes(path, 0, writer.acked_size if writer is not None else None)
 
-    # -- lifecycle ----------------------------------------------------------------
+    # -- lifecycle: detach on the event loop, then move files on the writer thread -------
 
-    def _close_writer(self, session_id: str) -> None:
+    def busy(self, session_id: str) -> bool:
+        """True while the session has writes waiting for, or in, a sync."""
+        return session_id in self._unsynced or session_id in self._inflight
+
+    def detach(self, session_id: str) -> Location:
+        """Close the session's writer and hide it from appends (event loop, when not busy)."""
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None:
+            raise SessionNotFound(f"no session {session_id}")
         writer = self._writers.pop(session_id, None)
-        self._unsynced.discard(session_id)
         if writer is not None:
-            if self.durability != "none":
-                try:
-                    os.fdatasync(writer.fd)
-                except OSError:
-                    pass
             os.close(writer.fd)
+        self.locations[session_id] = Location(where.slug, trashed=True)
+        return where
 
-    def trash(self, session_id: str, reason: str = "deleted") -> None:
-        """Move a session to its project's trash; it leaves every listing."""
-        path = self._live_path(session_id)
-        slug = self.locations[session_id].slug
-        self._close_writer(session_id)
-        target = self.home.trash_path(slug, session_id)
-        ensure_dir(target.parent)
-        if target.exists():
-            raise SessionExists(f"a trashed copy of {session_id} is in the way")
-        os.rename(path, target)
+    def trash(self, session_id: str, where: Location, reason: str = "deleted") -> None:
+        """Move a detached session to its project's trash (writer thread)."""
+        if where.trashed:
+            raise SessionNotFound(f"no session {session_id}")
+        path = self.home.session_path(where.slug, session_id)
+        target = self.home.trash_path(where.slug, session_id)
+        try:
+            ensure_dir(target.parent)
+            if target.exists():
+                raise SessionExists(f"a trashed copy of {session_id} is in the way")
+            os.rename(path, target)
+        except BaseException:
+            self.locations[session_id] = where
+            raise
         stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
         _marker(target).write_bytes(stamp)
         fsync_dir(path.parent)
         fsync_dir(target.parent)
-        self.locations[session_id] = Location(slug, trashed=True)
+        self._read_only.discard(session_id)
         self.on_remove(session_id)
 
     def restore(self, session_id: str) -> None:
+        """Bring a session back from the trash (writer thread)."""
         check_session_id(session_id)
         where = self.locations.get(session_id)
         if where is None:
@@ -558,16 +540,10 @@ class TranscriptStore:
         fsync_dir(source.parent)
         fsync_dir(target.parent)
         self.locations[session_id] = Location(where.slug)
-        self._read_only.discard(session_id)
         self.on_change(self.summarize(session_id))
 
-    def purge(self, session_id: str) -> None:
-        """Delete a session for good, live or trashed."""
-        check_session_id(session_id)
-        where = self.locations.get(session_id)
-        if where is None:
-            raise SessionNotFound(f"no session {session_id}")
-        self._close_writer(session_id)
+    def purge(self, session_id: str, where: Location) -> None:
+        """Delete a detached session for good, live or trashed (writer thread)."""
         path = (
             self.home.trash_path(where.slug, session_id)
             if where.trashed
@@ -576,20 +552,20 @@ class TranscriptStore:
         path.unlink(missing_ok=True)
         _marker(path).unlink(missing_ok=True)
         fsync_dir(path.parent)
-        del self.locations[session_id]
+        self.locations.pop(session_id, None)
+        self._read_only.discard(session_id)
         self.on_remove(session_id)
 
     def summarize(self, session_id: str) -> SessionInfo:
         parsed, info = self.read(session_id)
-        path = self._live_path(session_id)
-        stat = os.stat(path)
+        stat = os.stat(self._live_path(session_id))
         info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
         return info
 
     def trashed_before(self, cutoff: float) -> list[str]:
-        """Trashed sessions moved to the trash before ``cutoff`` (epoch seconds)."""
+        """Trashed sessions moved to the trash at or before ``cutoff`` (epoch seconds)."""
         old = []
-        for sid, where in self.locations.items():
+        for sid, where in list(self.locations.items()):
             if where.trashed:
                 path = self.home.trash_path(where.slug, sid)
                 try:
@@ -604,8 +580,10 @@ class TranscriptStore:
         return sorted(old)
 
     def close(self) -> None:
-        for sid in list(self._writers):
-            self._close_writer(sid)
+        """Close every writer (event loop, after the last sync)."""
+        while self._writers:
+            _, writer = self._writers.popitem()
+            self._release(writer)
 
 
 def _jsonl_entries(folder: Path) -> list[os.DirEntry[str]]:

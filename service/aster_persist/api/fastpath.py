@@ -13,7 +13,6 @@ import logging
 import re
 from typing import Any
 
-from starlette.datastructures import Headers
 
 from ..errors import AsterError, problem_body
 from .guard import ASGIApp, Receive, Scope, Send
@@ -38,7 +37,13 @@ class AppendFastPath:
             await self.app(scope, receive, send)
             return
         sessions: Any = self.owner.state.sessions
-        headers = Headers(scope=scope)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        extra: list[tuple[bytes, bytes]] = []
+        origin = headers.get("origin")
+        if origin is not None:  # the Guard has already checked it against the allowlist
+            extra = [(b"access-control-allow-origin", origin.encode("latin-1")),
+                     (b"access-control-expose-headers", b"ETag, Idempotent-Replayed, Warning"),
+                     (b"vary", b"Origin")]
         try:
             chunks = []
             more = True
@@ -48,7 +53,7 @@ class AppendFastPath:
                     return
                 chunks.append(message.get("body", b""))
                 more = message.get("more_body", False)
-            response = await handle_append(sessions, match.group(1), headers, b"".join(chunks))
+            result = await handle_append(sessions, match.group(1), headers, b"".join(chunks))
         except AsterError as exc:
             response = problem_response(exc.problem(), exc.headers)
         except Exception:
@@ -56,9 +61,17 @@ class AppendFastPath:
             response = problem_response(problem_body(
                 500, "internal_error", "Internal error",
                 "the service failed to handle this request; the log has the details"))
-        origin = headers.get("origin")
-        if origin is not None:  # the Guard has already checked it against the allowlist
-            response.headers["Access-Control-Allow-Origin"] = origin
-            response.headers["Access-Control-Expose-Headers"] = "ETag, Idempotent-Replayed, Warning"
-            response.headers["Vary"] = "Origin"
+        else:
+            # The reply is three small headers and a tiny body: sent as raw ASGI messages.
+            body = result.body_bytes()
+            raw = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode()),
+                   (b"etag", b'"%d"' % result.last_seq), *extra]
+            if result.replayed:
+                raw.append((b"idempotent-replayed", b"true"))
+            await send({"type": "http.response.start", "status": result.status, "headers": raw})
+            await send({"type": "http.response.body", "body": body})
+            return
+        for name, value in extra:
+            response.headers[name.decode()] = value.decode()
         await response(scope, receive, send)

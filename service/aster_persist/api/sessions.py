@@ -14,6 +14,7 @@ from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import validate_events
 from ..storage.home import check_session_id
+from ..storage.transcripts import AppendResult
 from .models import (
     AppendOut,
     ChatMessages,
@@ -188,12 +189,16 @@ async def append_events(request: Request, session_id: str) -> Response:
     The daemon serves this route through `fastpath.AppendFastPath`; this handler is the same
     code behind the documented route.
     """
-    return await handle_append(_sessions(request), session_id, request.headers, await request.body())
+    result = await handle_append(
+        _sessions(request), session_id, request.headers, await request.body()
+    )
+    return Response(result.body_bytes(), status_code=result.status, media_type="application/json",
+                    headers=result.headers())
 
 
 async def handle_append(
     sessions: Sessions, session_id: str, headers: Mapping[str, str], raw: bytes
-) -> Response:
+) -> AppendResult:
     """Parse, validate and append one request body; the whole append path."""
     check_session_id(session_id)
     content_type = headers.get("content-type")
@@ -223,14 +228,7 @@ async def handle_append(
         raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
     validate_events(events)
     if_match = parse_if_match(headers.get("if-match"))
-    result = await sessions.append(session_id, events, key=key, if_match=if_match)
-    extra = {"Idempotent-Replayed": "true"} if result.replayed else {}
-    return Response(
-        orjson.dumps(result.body()),
-        status_code=200 if result.replayed else 201,
-        media_type="application/json",
-        headers={"ETag": etag(result.last_seq), **extra},
-    )
+    return await sessions.append(session_id, events, key=key, if_match=if_match)
 
 
 @router.get("/sessions/{session_id}/events", operation_id="sessions-events",

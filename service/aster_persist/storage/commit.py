@@ -9,8 +9,9 @@
         ◄── resolved when its bytes are covered ◄── end_sync: acknowledge, or cut back
                                                     and make the session read-only
 
-While one sync runs, new appends are written and wait for the next one, so a slow disk
-makes batches bigger rather than requests slower. The writes themselves are a copy to
+Up to two passes run at once, and they end in the order they began; appends written
+while they run wait for the next one, so a slow disk makes batches bigger rather than
+requests slower. The writes themselves are a copy to
 the page cache (as Redis writes its append-only file from its event loop); everything
 that may block for long — opening and reading a transcript, creating, moving and
 deleting files, syncing — runs on a thread. Loading and lifecycle work shares one
@@ -22,29 +23,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..errors import StorageFailed
-from .transcripts import AppendRequest, AppendResult, Location, TranscriptStore
+from .transcripts import AppendRequest, AppendResult, Location, SyncPass, TranscriptStore
 
 log = logging.getLogger("aster_persist")
 T = TypeVar("T")
+
+
+MAX_PASSES = 2  # sync passes in flight at once; a new write need not wait for a whole pass
 
 
 class GroupCommitter:
     def __init__(self, store: TranscriptStore, *, sync_interval: float = 0.2) -> None:
         self.store = store
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-writer")
-        self.syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-syncer")
+        self.syncer = ThreadPoolExecutor(max_workers=MAX_PASSES, thread_name_prefix="aster-syncer")
         self._waiting: list[tuple[str, int, AppendResult, asyncio.Future[AppendResult]]] = []
         self._loading: dict[str, asyncio.Future[None]] = {}
-        self._sync_task: asyncio.Task[None] | None = None
+        self._passes: deque[tuple[SyncPass, asyncio.Future[None]]] = deque()
         self._ticker: asyncio.Task[None] | None = None
         self.sync_interval = sync_interval
         self.syncs = 0
         self.appends = 0
+        self._kick_scheduled = False
 
     def start(self) -> None:
         if self.store.durability == "interval":
@@ -82,72 +88,76 @@ class GroupCommitter:
             await self._ensure_writer(request.session_id)
         result, needed = self.store.append(request)
         self.appends += 1
-        if self.store.durability != "fsync":
-            return result
-        acked = self.store.acked(request.session_id, needed)
-        if acked:
+        if self.store.durability != "fsync" or self.store.acked(request.session_id, needed):
             return result
         future: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         self._waiting.append((request.session_id, needed, result, future))
-        self._kick()
+        if not self._kick_scheduled:
+            # Start the pass after the requests already ready on this loop turn have
+            # written too, so they share it.
+            self._kick_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_kick)
         return await future
 
+    def _scheduled_kick(self) -> None:
+        self._kick_scheduled = False
+        self._kick()
+
     def _kick(self) -> None:
-        if self._sync_task is None:
-            self._sync_task = asyncio.get_running_loop().create_task(self._sync_loop())
-
-    async def _sync_loop(self) -> None:
+        """Start a sync pass for what was written, if a pass slot is free."""
+        if len(self._passes) >= MAX_PASSES or not self.store.pending_sync():
+            return
         loop = asyncio.get_running_loop()
-        try:
-            while self._waiting:
-                sync = self.store.begin_sync()
-                try:
-                    if sync.fds:
-                        await loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
-                finally:
-                    self.store.end_sync(sync)
-                self.syncs += 1
-                still = []
-                for entry in self._waiting:
-                    sid, needed, result, future = entry
-                    acked = self.store.acked(sid, needed)
-                    if future.done():
-                        continue
-                    if acked is None:
-                        future.set_exception(StorageFailed(
-                            "the transcript could not be synced; nothing past the last "
-                            "acknowledged event was kept and the session is read-only until restart"
-                        ))
-                    elif acked:
-                        future.set_result(result)
-                    else:
-                        still.append(entry)
-                self._waiting = still
-        finally:
-            self._sync_task = None
-
-    async def sync_now(self) -> None:
-        """One sync pass outside the request path (interval mode, shutdown)."""
         sync = self.store.begin_sync()
-        try:
-            if sync.fds:
-                loop = asyncio.get_running_loop()
-                await loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
-        finally:
+        done = loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
+        self._passes.append((sync, done))
+        done.add_done_callback(self._on_pass_done)
+
+    def _on_pass_done(self, _: object) -> None:
+        # Passes end in the order they began, whatever order their syncs finish in.
+        while self._passes and self._passes[0][1].done():
+            sync, done = self._passes.popleft()
+            if done.exception() is not None:
+                log.error("sync pass failed: %s", done.exception())
+                sync.failed.update({sid: "sync pass failed" for sid in sync.fds})
             self.store.end_sync(sync)
+            self.syncs += 1
+        still = []
+        for entry in self._waiting:
+            sid, needed, result, future = entry
+            if future.done():
+                continue
+            acked = self.store.acked(sid, needed)
+            if acked is None:
+                future.set_exception(StorageFailed(
+                    "the transcript could not be synced; nothing past the last acknowledged "
+                    "event was kept and the session is read-only until restart"
+                ))
+            elif acked:
+                future.set_result(result)
+            else:
+                still.append(entry)
+        self._waiting = still
+        self._kick()
+
+    async def _drain(self) -> None:
+        """Return once everything written so far has been through a sync pass."""
+        while self._passes or self.store.pending_sync():
+            if self._passes:
+                await asyncio.shield(self._passes[-1][1])
+                await asyncio.sleep(0)  # let the done-callback settle the pass
+            else:
+                self._kick()
 
     async def _tick(self) -> None:
         while True:
             await asyncio.sleep(self.sync_interval)
-            await self.sync_now()
+            self._kick()
 
     async def quiesce(self, session_id: str) -> None:
         """Wait until no write of the session is waiting for or in a sync."""
         while self.store.busy(session_id):
-            if self._sync_task is not None:
-                await asyncio.shield(self._sync_task)
-            else:
-                await self.sync_now()
+            await self._drain()
 
     async def detach(self, session_id: str) -> Location:
         """Quiesce, then close the session's writer and hide it from appends."""
@@ -163,11 +173,8 @@ class GroupCommitter:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-        while self._sync_task is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._sync_task)
         if self.store.durability != "none":
-            await self.sync_now()
+            await self._drain()
         self.store.close()
         self.executor.shutdown(wait=True)
         self.syncer.shutdown(wait=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -81,6 +81,21 @@ class AppendResult:
     def body(self) -> dict[str, int]:
         return {"first_seq": self.first_seq, "last_seq": self.last_seq, "count": self.count}
 
+    def body_bytes(self) -> bytes:
+        return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
+            self.first_seq, self.last_seq, self.count)
+
+    @property
+    def status(self) -> int:
+        """201 for a new write, 200 for a replay of an idempotency key."""
+        return 200 if self.replayed else 201
+
+    def headers(self) -> dict[str, str]:
+        out = {"ETag": f'"{self.last_seq}"'}
+        if self.replayed:
+            out["Idempotent-Replayed"] = "true"
+        return out
+
 
 @dataclass
 class Location:
@@ -140,7 +155,7 @@ class TranscriptStore:
         self._writers: OrderedDict[str, _Writer] = OrderedDict()
         self._read_only: set[str] = set()
         self._unsynced: set[str] = set()  # written since the last sync pass began
-        self._inflight: set[str] = set()  # in the sync pass now running
+        self._inflight: Counter[str] = Counter()  # in sync passes now running
 
     # -- discovery ---------------------------------------------------------------
 
@@ -271,7 +286,7 @@ class TranscriptStore:
             return current
         self._writers[session_id] = writer
         if len(self._writers) > self.open_files:
-            busy = self._unsynced | self._inflight
+            busy = self._unsynced | self._inflight.keys()
             for old_id in list(self._writers)[: len(self._writers) - self.open_files]:
                 if old_id not in busy:
                     self._release(self._writers.pop(old_id))
@@ -407,6 +422,9 @@ class TranscriptStore:
 
     # -- syncing: begin and end on the event loop, the syncs on the syncer thread --------
 
+    def pending_sync(self) -> bool:
+        return bool(self._unsynced)
+
     def begin_sync(self) -> SyncPass:
         """Take every session written since the last pass; hand out descriptors to sync."""
         sync = SyncPass()
@@ -416,7 +434,7 @@ class TranscriptStore:
                 continue
             sync.fds[sid] = os.dup(writer.fd)
             sync.sizes[sid] = writer.size
-        self._inflight |= sync.fds.keys()
+        self._inflight.update(sync.fds.keys())
         self._unsynced = set()
         return sync
 
@@ -432,8 +450,13 @@ class TranscriptStore:
                 os.close(fd)
 
     def end_sync(self, sync: SyncPass) -> None:
-        """Acknowledge what was synced; cut back and close to writes what was not."""
-        self._inflight -= sync.fds.keys()
+        """Acknowledge what was synced; cut back and close to writes what was not.
+
+        Passes must end in the order they began: a success is only believed once every
+        earlier pass has succeeded too (a later fsync may not report an earlier failure).
+        """
+        self._inflight.subtract(sync.fds.keys())
+        self._inflight = +self._inflight  # drop the zeros
         for sid, size in sync.sizes.items():
             writer = self._writers.get(sid)
             if writer is None:
@@ -488,7 +511,7 @@ class TranscriptStore:
 
     def busy(self, session_id: str) -> bool:
         """True while the session has writes waiting for, or in, a sync."""
-        return session_id in self._unsynced or session_id in self._inflight
+        return session_id in self._unsynced or self._inflight[session_id] > 0
 
     def detach(self, session_id: str) -> Location:
         """Close the session's writer and hide it from appends (event loop, when not busy)."""

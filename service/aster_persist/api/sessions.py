@@ -12,7 +12,8 @@ from starlette.responses import Response
 from ..errors import Invalid
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
-from ..storage.events import validate_events
+from ..errors import InvalidEvent
+from ..storage.events import validate_events, validate_events_json
 from ..storage.home import check_session_id
 from ..storage.transcripts import AppendResult
 from .models import (
@@ -63,6 +64,13 @@ def parse_if_match(value: str | None) -> int | None:
     if not text.isdigit():
         raise Invalid(f'If-Match must be a quoted seq like "12", got {value[:40]!r}')
     return int(text)
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Invalid(f"the body is not valid JSON: {exc}") from None
 
 
 def _summary(info: Any) -> dict[str, Any]:
@@ -204,29 +212,31 @@ async def handle_append(
     content_type = headers.get("content-type")
     if content_type is not None and "json" not in content_type:
         raise Invalid(f"send the events as application/json, not {content_type[:60]}")
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise Invalid(f"the body is not valid JSON: {exc}") from None
     key = headers.get("idempotency-key")
-    if isinstance(data, list):
-        events = data
-    elif isinstance(data, dict) and "type" not in data and "events" in data:
-        events = data["events"]
-        key = key or data.get("idempotency_key")
-        if not isinstance(events, list):
-            raise Invalid("events must be a JSON array")
-    elif isinstance(data, dict):
-        body_key = data.pop("idempotency_key", None)
-        key = key or body_key
-        events = [data]
+    if raw.lstrip()[:1] == b"[":  # a batch: parsed and validated in one pass
+        try:
+            events = validate_events_json(raw)
+        except InvalidEvent:
+            _json(raw)  # a body that is not JSON at all says so
+            raise
     else:
-        raise Invalid("send an event object, an array of events, or {\"events\": [...]}")
+        data = _json(raw)
+        if isinstance(data, dict) and "type" not in data and "events" in data:
+            events = data["events"]
+            key = key or data.get("idempotency_key")
+            if not isinstance(events, list):
+                raise Invalid("events must be a JSON array")
+        elif isinstance(data, dict):
+            body_key = data.pop("idempotency_key", None)
+            key = key or body_key
+            events = [data]
+        else:
+            raise Invalid("send an event object, an array of events, or {\"events\": [...]}")
+        events = validate_events(events)
     if not events:
         raise Invalid("the batch holds no events")
     if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
         raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
-    validate_events(events)
     if_match = parse_if_match(headers.get("if-match"))
     return await sessions.append(session_id, events, key=key, if_match=if_match)
 

@@ -59,6 +59,7 @@ class UserMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -68,6 +69,7 @@ class SystemMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -78,6 +80,7 @@ class ToolMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +96,7 @@ class AssistantMessage(TypedDict):
     content: NotRequired[Content | None]
     tool_calls: NotRequired[list[ToolCall] | None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 MessageEvent = Annotated[
@@ -110,6 +114,7 @@ class SummaryEvent(TypedDict):
     content: str
     through_seq: Annotated[int, Field(ge=0)]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 def _has_target(event: dict[str, Any]) -> dict[str, Any]:
@@ -125,6 +130,7 @@ class EvictionEvent(TypedDict):
     target_seq: NotRequired[Annotated[int, Field(ge=1)] | None]
     stub: NotRequired[str | None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -133,6 +139,7 @@ class TitleEvent(TypedDict):
     title: Annotated[str, Field(min_length=1, max_length=500)]
     source: NotRequired[Literal["model", "user"] | None]
     ts: NotRequired[Timestamp | None]
+    seq: NotRequired[None]  # assigned by the server
 
 
 class SessionHeader(BaseModel):
@@ -190,10 +197,17 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
         if err["type"] in ("union_tag_invalid", "union_tag_not_found") and "discriminator" in ctx:
             name = str(ctx["discriminator"]).strip("'")
             loc = f"{loc}.{name}"
-            if "tag" in ctx:
-                msg = f"unknown {name} {str(ctx['tag'])[:40]!r}; expected one of {ctx['expected_tags']}"
+            if ctx.get("tag") == "session" and name == "type":
+                msg = "a session header is written only by session creation, never appended"
+            elif "tag" in ctx:
+                what = "event type" if name == "type" else name
+                msg = f"unknown {what} {str(ctx['tag'])[:40]!r}; expected one of {ctx['expected_tags']}"
             else:
                 msg = f"{name} is required"
+        elif err["type"] == "none_required" and loc.endswith(".seq"):
+            msg = "seq is assigned by the server; leave it out"
+        elif err["type"] in ("dict_type", "model_type"):
+            msg = "an event must be a JSON object"
         name, sep, rest = msg.partition(": ")
         if sep and name.isidentifier():
             loc, msg = f"{loc}.{name}", rest
@@ -201,38 +215,19 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
     return out
 
 
-def validate_events(events: list[Any], *, prefix: str = "events") -> None:
+def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[str, Any]]:
     """Check a batch before anything is written; raise InvalidEvent naming the field."""
-    problems: list[dict[str, Any]] = []
-    for i, event in enumerate(events):
-        if not isinstance(event, dict):
-            problems.append({"loc": f"{prefix}[{i}]", "msg": "an event must be a JSON object"})
-            continue
-        kind = event.get("type")
-        if kind == "session":
-            problems.append(
-                {
-                    "loc": f"{prefix}[{i}].type",
-                    "msg": "a session header is written only by session creation, never appended",
-                }
-            )
-        elif kind is None:
-            problems.append({"loc": f"{prefix}[{i}].type", "msg": "type is required"})
-        elif kind not in EVENT_TYPES:
-            problems.append(
-                {
-                    "loc": f"{prefix}[{i}].type",
-                    "msg": f"unknown event type {str(kind)[:40]!r}; expected one of {', '.join(EVENT_TYPES)}",
-                }
-            )
-        if "seq" in event:
-            problems.append(
-                {"loc": f"{prefix}[{i}].seq", "msg": "seq is assigned by the server; leave it out"}
-            )
-    if problems:
-        raise InvalidEvent(_summary(problems), errors=problems)
     try:
-        _EVENTS.validate_python(events)
+        return _EVENTS.validate_python(events)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        problems = _problems(prefix, exc)
+        raise InvalidEvent(_summary(problems), errors=problems) from None
+
+
+def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str, Any]]:
+    """Parse and check a JSON array of events in one pass; the dicts are what gets stored."""
+    try:
+        return _EVENTS.validate_json(raw)  # type: ignore[no-any-return]
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None

@@ -61,23 +61,6 @@ class SessionInfo:
             self.bad_lines.extend(bad)
             self.state = "damaged"
 
-    def absorb_appended(self, lines: list[dict[str, Any]]) -> None:
-        """``absorb`` for lines this service just wrote: validated events, seq in order."""
-        self.events += len(lines)
-        self.lines += len(lines)
-        self.last_seq = lines[-1]["seq"]
-        updated = self.updated_at
-        for line in lines:
-            kind = line["type"]
-            if kind == "title":
-                self.title_event = line["title"]
-            elif kind == "message" and self.first_user is None and line["role"] == "user":
-                self.first_user = first_text(line.get("content"))
-            ts = line["ts"]
-            if isinstance(ts, str) and ts > updated:
-                updated = ts
-        self.updated_at = updated
-
     @property
     def title(self) -> str | None:
         return self.title_event or self.header_title or self.first_user

@@ -45,7 +45,7 @@ from ..errors import (
 from .events import FORMAT_VERSION, validate_header
 from .home import TRASH, Home, check_session_id, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .jsonl import Parsed, parse, read_bytes, write_new
-from .summary import SessionInfo
+from .summary import SessionInfo, first_text
 
 log = logging.getLogger("aster_persist")
 
@@ -361,17 +361,27 @@ class TranscriptStore:
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
-        lines = []
         seq = first
+        latest = now
+        title = None
+        first_user = info.first_user
         for event in request.events:
             line = {"type": event["type"], "seq": seq, **event}
-            if line.get("ts") is None:
+            ts = line.get("ts")
+            if ts is None:
                 line["ts"] = now
+            elif ts > latest:
+                latest = ts
             if key is not None:
                 line["idempotency_key"] = key
             chunks.append(dumps(line, option=_NL))
-            lines.append(line)
             seq += 1
+            # what a listing needs, folded in the same pass
+            kind = line["type"]
+            if kind == "title":
+                title = line["title"]
+            elif first_user is None and kind == "message" and line["role"] == "user":
+                first_user = first_text(line.get("content"))
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
             n = [len(c) for c in chunks].index(biggest)
@@ -381,9 +391,17 @@ class TranscriptStore:
         data = b"".join(chunks)
         self._write_all(writer, data, sid)
         writer.size += len(data)
-        info.absorb_appended(lines)
+        count = seq - first
+        info.events += count
+        info.lines += count
+        info.last_seq = seq - 1
+        if latest > info.updated_at:
+            info.updated_at = latest
+        if title is not None:
+            info.title_event = title
+        info.first_user = first_user
         info.offset = info.file_size = writer.size
-        result = AppendResult(first, seq - 1, len(lines))
+        result = AppendResult(first, seq - 1, count)
         if key is not None:
             writer.keys[key] = result
             if len(writer.keys) > KEYS_KEPT:

@@ -26,7 +26,11 @@ import orjson
 from ulid import ULID
 
 ROOT = Path(__file__).resolve().parents[1]
-EVENT = {"type": "message", "role": "user", "content": "please read src/main.rs and explain the entrypoint"}
+EVENT = {
+    "type": "message",
+    "role": "user",
+    "content": "please read src/main.rs and explain the entrypoint",
+}
 rows: list[tuple[str, str, str, str]] = []
 
 
@@ -55,8 +59,9 @@ class Server:
     def __init__(self, args: list[str], env: dict[str, str], port: int, ready: str) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(args, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.started = time.perf_counter()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -83,19 +88,38 @@ class Server:
 
 def daemon(home: Path, **env: str) -> Server:
     port = free_port()
-    return Server([sys.executable, "-m", "aster_persist", "serve"],
-                  {"ASTER_HOME": str(home), "ASTER_PORT": str(port), "ASTER_LOG_LEVEL": "warning", **env},
-                  port, "/readyz")
+    return Server(
+        [sys.executable, "-m", "aster_persist", "serve"],
+        {"ASTER_HOME": str(home), "ASTER_PORT": str(port), "ASTER_LOG_LEVEL": "warning", **env},
+        port,
+        "/readyz",
+    )
 
 
 def noop() -> Server:
     port = free_port()
-    return Server([sys.executable, "-m", "uvicorn", "bench.noop_app:app", "--port", str(port),
-                   "--no-access-log", "--log-level", "warning", "--no-server-header"],
-                  {"PYTHONPATH": str(ROOT)}, port, "/docs")
+    return Server(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "bench.noop_app:app",
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            "--no-server-header",
+        ],
+        {"PYTHONPATH": str(ROOT)},
+        port,
+        "/docs",
+    )
 
 
-def wrk(url: str, paths: list[str], body: bytes, connections: int, seconds: int, folder: Path) -> float:
+def wrk(
+    url: str, paths: list[str], body: bytes, connections: int, seconds: int, folder: Path
+) -> float:
     """Requests per second wrk reached posting ``body`` round-robin over ``paths``."""
     script = folder / "post.lua"
     lua_paths = ", ".join(f'"{p}"' for p in paths)
@@ -105,11 +129,14 @@ def wrk(url: str, paths: list[str], body: bytes, connections: int, seconds: int,
         "request = function() i = i + 1; return wrk.format(nil, paths[(i % #paths) + 1]) end\n"
         "response = function(status) if status >= 300 then error('status ' .. status) end end\n"
     )
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
-                         capture_output=True, text=True, check=True).stdout
-    if "Non-2xx" in out or "error" in out.lower().replace("socket errors: connect 0, read 0, write 0, timeout 0", ""):
-        if "Non-2xx" in out:
-            raise RuntimeError(f"wrk saw errors:\n{out}")
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw errors:\n{out}")
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
 
@@ -138,13 +165,35 @@ def make_store(home: Path, sessions: int, events: int) -> None:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         sid = str(ULID.from_timestamp((base + i * 1000) / 1000))
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((base + i * 1000) / 1000))
-        out = [orjson.dumps({"type": "session", "seq": 0, "id": sid, "v": 1, "created_at": ts + ".000Z",
-                             "cwd": root, "repo_root": root, "model": "m", "aster_version": "0", "title": None})]
+        out = [
+            orjson.dumps(
+                {
+                    "type": "session",
+                    "seq": 0,
+                    "id": sid,
+                    "v": 1,
+                    "created_at": ts + ".000Z",
+                    "cwd": root,
+                    "repo_root": root,
+                    "model": "m",
+                    "aster_version": "0",
+                    "title": None,
+                }
+            )
+        ]
         for n in range(1, per + 1):
             role = "user" if n % 2 else "assistant"
-            out.append(orjson.dumps({"type": "message", "seq": n, "role": role,
-                                     "content": f"turn {n} of session {i}: reading files and explaining",
-                                     "ts": f"{ts}.{n % 1000:03d}Z"}))
+            out.append(
+                orjson.dumps(
+                    {
+                        "type": "message",
+                        "seq": n,
+                        "role": role,
+                        "content": f"turn {n} of session {i}: reading files and explaining",
+                        "ts": f"{ts}.{n % 1000:03d}Z",
+                    }
+                )
+            )
         (folder / f"{sid}.jsonl").write_bytes(b"\n".join(out) + b"\n")
 
 
@@ -172,7 +221,10 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
     d = daemon(home)
     base = noop()
     try:
-        sids = [httpx.post(d.url + "/v1/sessions", json={"repo_root": f"/srv/bench{i}"}).json()["id"] for i in range(8)]
+        sids = [
+            httpx.post(d.url + "/v1/sessions", json={"repo_root": f"/srv/bench{i}"}).json()["id"]
+            for i in range(8)
+        ]
         paths = [f"/v1/sessions/{s}/events" for s in sids]
         body = orjson.dumps(EVENT)
         for conns in (8, 64):
@@ -183,11 +235,17 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
                 ratios.append(o / b)
                 ours_all.append(o)
                 base_all.append(b)
-            add(f"durable append, 1 event, c={conns} (fsync {fsync_probe(work):.2f} ms)",
-                f"{statistics.median(ours_all):,.0f} req/s", f"{statistics.median(base_all):,.0f} req/s no-op",
-                f"{statistics.median(ratios):.2f}x (target >= 0.8x)")
+            add(
+                f"durable append, 1 event, c={conns} (fsync {fsync_probe(work):.2f} ms)",
+                f"{statistics.median(ours_all):,.0f} req/s",
+                f"{statistics.median(base_all):,.0f} req/s no-op",
+                f"{statistics.median(ratios):.2f}x (target >= 0.8x)",
+            )
         batch = orjson.dumps([EVENT] * 100)
-        lines = [orjson.dumps({**EVENT, "seq": i, "ts": "2026-01-01T00:00:00.000Z"}) + b"\n" for i in range(100)]
+        lines = [
+            orjson.dumps({**EVENT, "seq": i, "ts": "2026-01-01T00:00:00.000Z"}) + b"\n"
+            for i in range(100)
+        ]
         ratios, ours_all, base_all = [], [], []
         for _ in range(reps):
             raw = raw_batches(work, lines, 300)
@@ -195,9 +253,12 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
             ratios.append(o / raw)
             ours_all.append(o)
             base_all.append(raw)
-        add(f"durable append, batches of 100, c=8 (fsync {fsync_probe(work):.2f} ms)",
-            f"{statistics.median(ours_all):,.0f} events/s", f"{statistics.median(base_all):,.0f} events/s raw loop",
-            f"{statistics.median(ratios):.2f}x (target >= 0.3x)")
+        add(
+            f"durable append, batches of 100, c=8 (fsync {fsync_probe(work):.2f} ms)",
+            f"{statistics.median(ours_all):,.0f} events/s",
+            f"{statistics.median(base_all):,.0f} events/s raw loop",
+            f"{statistics.median(ratios):.2f}x (target >= 0.3x)",
+        )
     finally:
         d.stop()
         base.stop()
@@ -222,11 +283,24 @@ def bench_listing(work: Path, sessions: int, events: int) -> None:
             p_small.append(list_latency(d_small.url))
             p_big.append(list_latency(warm.url))
         ps, pb = statistics.median(p_small), statistics.median(p_big)
-        add(f"list 50 of {sessions:,} sessions, {events:,} events", f"p50 {pb:.2f} ms",
-            f"p50 {ps:.2f} ms with {sessions:,} events", f"{pb / ps:.2f}x (target < 5 ms, within 1.2x)")
-        add(f"start with {sessions:,} sessions, catalog present", f"{warm.ready_after:.2f} s to /readyz",
-            f"cold rebuild {cold_s:.2f} s ({big_bytes / 1e6:.0f} MB)", "target < 2 s")
-        add("resident memory after start and listing", f"{warm.rss_mb():.0f} MB", "-", "target < 200 MB")
+        add(
+            f"list 50 of {sessions:,} sessions, {events:,} events",
+            f"p50 {pb:.2f} ms",
+            f"p50 {ps:.2f} ms with {sessions:,} events",
+            f"{pb / ps:.2f}x (target < 5 ms, within 1.2x)",
+        )
+        add(
+            f"start with {sessions:,} sessions, catalog present",
+            f"{warm.ready_after:.2f} s to /readyz",
+            f"cold rebuild {cold_s:.2f} s ({big_bytes / 1e6:.0f} MB)",
+            "target < 2 s",
+        )
+        add(
+            "resident memory after start and listing",
+            f"{warm.rss_mb():.0f} MB",
+            "-",
+            "target < 200 MB",
+        )
     finally:
         warm.stop()
         d_small.stop()
@@ -252,7 +326,12 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()
-    widths = [max(len(r[i]) for r in [("benchmark", "aster-persist", "baseline", "ratio / target"), *rows]) for i in range(4)]
+    widths = [
+        max(
+            len(r[i]) for r in [("benchmark", "aster-persist", "baseline", "ratio / target"), *rows]
+        )
+        for i in range(4)
+    ]
     header = ("benchmark", "aster-persist", "baseline", "ratio / target")
     for row in [header, tuple("-" * w for w in widths), *rows]:
         print("| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) + " |")

@@ -107,8 +107,14 @@ def create_app(
         CORSMiddleware,
         allow_origins=origins,
         allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        allow_headers=["Authorization", "Content-Type", "If-Match", "If-None-Match",
-                       "Idempotency-Key", "Last-Event-ID"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "If-Match",
+            "If-None-Match",
+            "Idempotency-Key",
+            "Last-Event-ID",
+        ],
         expose_headers=EXPOSED_HEADERS,
     )
     app.front = lambda inner: Guard(

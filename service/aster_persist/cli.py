@@ -54,7 +54,9 @@ def serve(
     from .storage.home import Home
 
     settings = load_settings(host=host, port=port, home=home)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         opened = Home.open(settings.home, fallback=settings.fallback)
     except HomeUnavailable as exc:
@@ -65,7 +67,10 @@ def serve(
         opened.close()
         raise _fail(str(exc)) from None
     logging.getLogger("aster_persist").info(
-        "serving %s on http://%s:%d (durability %s)", opened.root, settings.host, settings.port,
+        "serving %s on http://%s:%d (durability %s)",
+        opened.root,
+        settings.host,
+        settings.port,
         settings.durability,
     )
     config = uvicorn.Config(
@@ -106,7 +111,9 @@ def _server_class() -> type:
 
 @app.command()
 def openapi(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
 ) -> None:
     """Print the OpenAPI document of the HTTP API."""
     text = openapi_text()

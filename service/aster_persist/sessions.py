@@ -145,7 +145,7 @@ class Sessions:
     async def export(self, session_id: str) -> bytes:
         return await asyncio.to_thread(self.store.export_bytes, session_id)
 
-    async def list(
+    async def listing(
         self,
         *,
         repo_root: str | None = None,
@@ -173,14 +173,17 @@ class Sessions:
         return Page(items, next_cursor)
 
     async def latest(self, repo_root: str) -> SessionInfo:
-        page = await self.list(repo_root=repo_root, limit=1)
+        page = await self.listing(repo_root=repo_root, limit=1)
         if not page.items:
             raise SessionNotFound(f"no session for {repo_root}")
         return page.items[0]
 
     async def projects(self) -> list[dict[str, Any]]:
         await self.ready.wait()
-        return await asyncio.wrap_future(self.catalog.submit(lambda c: c.projects()))  # type: ignore[no-any-return]
+        projects: list[dict[str, Any]] = await asyncio.wrap_future(
+            self.catalog.submit(lambda c: c.projects())
+        )
+        return projects
 
     async def prune(
         self,
@@ -193,15 +196,15 @@ class Sessions:
     ) -> dict[str, Any]:
         """Trash old sessions (by activity, or beyond the newest N per project); purge old trash."""
         await self.ready.wait()
-        infos: list[SessionInfo] = await asyncio.wrap_future(
-            self.catalog.submit(lambda c: c.all())
-        )
+        infos: list[SessionInfo] = await asyncio.wrap_future(self.catalog.submit(lambda c: c.all()))
         moment = self.store.clock().timestamp() if now is None else now
         chosen: dict[str, dict[str, Any]] = {}
         if older_than_days is not None:
             from datetime import UTC, datetime, timedelta
 
-            cutoff = (datetime.fromtimestamp(moment, UTC) - timedelta(days=older_than_days)).isoformat()
+            cutoff = (
+                datetime.fromtimestamp(moment, UTC) - timedelta(days=older_than_days)
+            ).isoformat()
             cutoff = cutoff.replace("+00:00", "Z")
             for info in infos:
                 if info.updated_at < cutoff:

@@ -17,11 +17,19 @@ READS = ("", "/events", "/messages", "/messages?view=context", "/export", "/even
 def build(home: Path) -> tuple[str, bytes]:
     with make_client(home, FakeClock()) as client:
         sid = new_session(client, title="corruption target")
-        client.post(f"/v1/sessions/{sid}/events", json=[
-            user("read main.rs"), assistant(None, [call("c1")]), tool("c1", "fn main() {}\n" * 5),
-            assistant("done ✓"), {"type": "summary", "content": "s", "through_seq": 2},
-            {"type": "title", "title": "t"}, user([{"type": "text", "text": "more"}]), assistant("ok"),
-        ])
+        client.post(
+            f"/v1/sessions/{sid}/events",
+            json=[
+                user("read main.rs"),
+                assistant(None, [call("c1")]),
+                tool("c1", "fn main() {}\n" * 5),
+                assistant("done ✓"),
+                {"type": "summary", "content": "s", "through_seq": 2},
+                {"type": "title", "title": "t"},
+                user([{"type": "text", "text": "more"}]),
+                assistant("ok"),
+            ],
+        )
     return sid, session_file(home, sid).read_bytes()
 
 
@@ -51,7 +59,10 @@ def test_truncations_and_flips(tmp_path: Path) -> None:
             assert got["/export"].content == original[:cut]
 
         @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-        @given(st.integers(min_value=0, max_value=len(original) - 1), st.integers(min_value=0, max_value=255))
+        @given(
+            st.integers(min_value=0, max_value=len(original) - 1),
+            st.integers(min_value=0, max_value=255),
+        )
         def flipped(position: int, value: int) -> None:
             data = bytearray(original)
             data[position] = value

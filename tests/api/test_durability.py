@@ -19,8 +19,12 @@ from .test_sessions import session_file
 def small_filesystem(where: Path, size: str = "4m") -> Iterator[bool]:
     """A size-limited tmpfs when this process may mount one; False when it may not."""
     where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                             capture_output=True).returncode == 0
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield mounted
     finally:
@@ -40,7 +44,9 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def test_disk_full_is_507_and_file_unchanged(tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_is_507_and_file_unchanged(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with small_filesystem(tmp_path / "fs") as mounted:
         home = tmp_path / "fs" / "home"
         with make_client(home, clock) as client:
@@ -74,7 +80,9 @@ def test_disk_full_is_507_and_file_unchanged(tmp_path: Path, clock: FakeClock, m
             assert path.read_bytes().startswith(before)
 
 
-def test_fsync_error_rolls_back_and_makes_the_session_read_only(home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fsync_error_rolls_back_and_makes_the_session_read_only(
+    home: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with make_client(home, clock) as client:
         sid = new_session(client)
         other = new_session(client, "/srv/other")
@@ -89,20 +97,29 @@ def test_fsync_error_rolls_back_and_makes_the_session_read_only(home: Path, cloc
             real(fd)
 
         monkeypatch.setattr(os, "fdatasync", failing)
-        r = client.post(f"/v1/sessions/{sid}/events", json=user("lost"), headers={"Idempotency-Key": "k"})
+        r = client.post(
+            f"/v1/sessions/{sid}/events", json=user("lost"), headers={"Idempotency-Key": "k"}
+        )
         assert r.status_code == 500 and r.json()["code"] == "storage_failed"
         assert "read-only" in r.json()["detail"]
         assert path.read_bytes() == before
         monkeypatch.setattr(os, "fdatasync", real)  # the disk recovers; the service must not retry
-        r = client.post(f"/v1/sessions/{sid}/events", json=user("again"), headers={"Idempotency-Key": "k"})
+        r = client.post(
+            f"/v1/sessions/{sid}/events", json=user("again"), headers={"Idempotency-Key": "k"}
+        )
         assert r.status_code == 409 and r.json()["code"] == "session_read_only"
         assert client.get(f"/v1/sessions/{sid}").json()["state"] == "read_only"
-        assert [i["id"] for i in client.get("/v1/sessions", params={"state": "read_only"}).json()["items"]] == [sid]
+        assert [
+            i["id"]
+            for i in client.get("/v1/sessions", params={"state": "read_only"}).json()["items"]
+        ] == [sid]
         assert client.post(f"/v1/sessions/{other}/events", json=user("fine")).status_code == 201
         assert path.read_bytes() == before
     with make_client(home, clock) as client:
         assert client.get(f"/v1/sessions/{sid}").json()["state"] == "ok"
-        r = client.post(f"/v1/sessions/{sid}/events", json=user("again"), headers={"Idempotency-Key": "k"})
+        r = client.post(
+            f"/v1/sessions/{sid}/events", json=user("again"), headers={"Idempotency-Key": "k"}
+        )
         assert r.status_code == 201 and r.json()["first_seq"] == 2
 
 
@@ -122,7 +139,11 @@ def test_torn_tail_is_dropped_then_quarantined_before_append(home: Path, clock: 
         assert path.read_bytes().startswith(whole)
         aside = list(path.parent.glob(f"{sid}.jsonl.torn-*"))
         assert len(aside) == 1 and aside[0].read_bytes() == b'{"type":"message","seq":3,"role":"us'
-        assert [e["seq"] for e in client.get(f"/v1/sessions/{sid}/events").json()["events"]] == [1, 2, 3]
+        assert [e["seq"] for e in client.get(f"/v1/sessions/{sid}/events").json()["events"]] == [
+            1,
+            2,
+            3,
+        ]
 
 
 def test_bad_middle_line_marks_damaged_and_refuses_appends(home: Path, clock: FakeClock) -> None:

@@ -37,7 +37,11 @@ def build(client: TestClient) -> str:
         assistant(None, [call("c1", arguments='{"path":"main.rs"}')]),
         tool("c1", "fn main() {}"),
         assistant("It is the entrypoint."),
-        {"type": "summary", "content": "User asked about main.rs; it is the entrypoint.", "through_seq": 4},
+        {
+            "type": "summary",
+            "content": "User asked about main.rs; it is the entrypoint.",
+            "through_seq": 4,
+        },
         user([{"type": "text", "text": "and lib.rs?"}]),
         assistant("Let me look.", [call("c2"), call("c3", "grep")]),
         tool("c2", "pub fn lib() {}" * 100),
@@ -56,7 +60,9 @@ def test_history_view(client: TestClient) -> None:
     assert got["view"] == "history"
     messages = got["messages"]
     assert_valid_chat(messages)
-    assert messages[0]["role"] == "user" and messages[0]["content"].startswith("Summary of the earlier conversation")
+    assert messages[0]["role"] == "user" and messages[0]["content"].startswith(
+        "Summary of the earlier conversation"
+    )
     assert "it is the entrypoint" in messages[0]["content"]
     assert messages[1:] == [
         {"role": "user", "content": [{"type": "text", "text": "and lib.rs?"}]},
@@ -67,30 +73,48 @@ def test_history_view(client: TestClient) -> None:
 
 def test_context_view(client: TestClient) -> None:
     sid = build(client)
-    messages = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()["messages"]
+    messages = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()[
+        "messages"
+    ]
     assert_valid_chat(messages)
-    assert [m["role"] for m in messages] == ["user", "user", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in messages] == [
+        "user",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
     assert [c["id"] for c in messages[2]["tool_calls"]] == ["c2", "c3"]
-    assert messages[3] == {"role": "tool", "tool_call_id": "c2", "content": "[lib.rs: 1,500 bytes evicted]"}
+    assert messages[3] == {
+        "role": "tool",
+        "tool_call_id": "c2",
+        "content": "[lib.rs: 1,500 bytes evicted]",
+    }
     assert messages[4]["content"] == "3 matches"
 
 
 def test_without_summary_and_with_orphans(client: TestClient) -> None:
     sid = new_session(client)
-    client.post(f"/v1/sessions/{sid}/events", json=[
-        {"type": "message", "role": "system", "content": "be brief"},
-        user("hi"),
-        assistant("calling", [call("a1"), call("a2")]),
-        tool("a1", "one"),
-        user("interrupted"),
-        tool("a2", "late"),
-        {"type": "eviction", "target_seq": 4},
-        assistant("ok"),
-    ])
+    client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[
+            {"type": "message", "role": "system", "content": "be brief"},
+            user("hi"),
+            assistant("calling", [call("a1"), call("a2")]),
+            tool("a1", "one"),
+            user("interrupted"),
+            tool("a2", "late"),
+            {"type": "eviction", "target_seq": 4},
+            assistant("ok"),
+        ],
+    )
     history = client.get(f"/v1/sessions/{sid}/messages").json()["messages"]
     assert_valid_chat(history)
     assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant"]
-    context = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()["messages"]
+    context = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()[
+        "messages"
+    ]
     assert_valid_chat(context)
     assert context[2]["tool_calls"] == [call("a1")]
     assert context[3]["content"] == "[tool result evicted from the context]"

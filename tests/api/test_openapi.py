@@ -21,5 +21,10 @@ def test_every_route_has_a_stable_operation_id() -> None:
     assert len(ids) == len(set(ids))
     assert "sessions-append" in ids and "sessions-list" in ids
     append = doc["paths"]["/v1/sessions/{session_id}/events"]["post"]
-    assert append["requestBody"]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/AppendBody"
-    assert {"UserMessage", "AssistantMessage", "ToolMessage", "TitleEvent"} <= doc["components"]["schemas"].keys()
+    assert (
+        append["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        == "#/components/schemas/AppendBody"
+    )
+    assert {"UserMessage", "AssistantMessage", "ToolMessage", "TitleEvent"} <= doc["components"][
+        "schemas"
+    ].keys()

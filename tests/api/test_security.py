@@ -13,7 +13,9 @@ from aster_persist.settings import Settings
 from ..conftest import REPO, make_client, new_session, snapshot, user
 
 
-@pytest.mark.parametrize("host", ["evil.example", "127.0.0.1.evil.example", "localhost.evil", "10.0.0.1:4627"])
+@pytest.mark.parametrize(
+    "host", ["evil.example", "127.0.0.1.evil.example", "localhost.evil", "10.0.0.1:4627"]
+)
 def test_foreign_host_is_403_before_any_work(client: TestClient, home: Path, host: str) -> None:
     before = snapshot(home)
     r = client.post("/v1/sessions", json={"repo_root": REPO}, headers={"Host": host})
@@ -21,7 +23,9 @@ def test_foreign_host_is_403_before_any_work(client: TestClient, home: Path, hos
     assert snapshot(home) == before
 
 
-@pytest.mark.parametrize("host", ["localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"])
+@pytest.mark.parametrize(
+    "host", ["localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"]
+)
 def test_local_hosts_pass(client: TestClient, host: str) -> None:
     assert client.get("/healthz", headers={"Host": host}).status_code == 200
 
@@ -44,8 +48,14 @@ def test_own_origin_allowed_and_cors_never_star(client: TestClient) -> None:
     r = client.get("/v1/sessions", headers={"Origin": "http://127.0.0.1:4627"})
     assert r.status_code == 200
     assert r.headers["access-control-allow-origin"] == "http://127.0.0.1:4627"
-    pre = client.options("/v1/sessions", headers={"Origin": "http://localhost:4627", "Access-Control-Request-Method": "POST"})
-    assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == "http://localhost:4627"
+    pre = client.options(
+        "/v1/sessions",
+        headers={"Origin": "http://localhost:4627", "Access-Control-Request-Method": "POST"},
+    )
+    assert (
+        pre.status_code == 200
+        and pre.headers["access-control-allow-origin"] == "http://localhost:4627"
+    )
 
 
 def test_wildcard_cors_setting_is_refused() -> None:
@@ -59,17 +69,25 @@ def test_token_mode_generates_a_private_token_file(home: Path) -> None:
         token = token_file.read_text().strip()
         assert len(token) >= 32 and stat.S_IMODE(token_file.stat().st_mode) == 0o600
         assert client.get("/v1/sessions").status_code == 401
-        assert client.get("/v1/sessions", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert (
+            client.get("/v1/sessions", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        )
         r = client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 200
         assert client.get("/healthz").status_code == 200
     with make_client(home, auth="token") as client:
-        assert client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            client.get("/v1/sessions", headers={"Authorization": f"Bearer {token}"}).status_code
+            == 200
+        )
 
 
 def test_token_from_environment(home: Path) -> None:
     with make_client(home, auth="token", token="t" * 40) as client:
-        assert client.get("/v1/info", headers={"Authorization": "Bearer " + "t" * 40}).json()["auth"] == "token"
+        assert (
+            client.get("/v1/info", headers={"Authorization": "Bearer " + "t" * 40}).json()["auth"]
+            == "token"
+        )
         assert not (home / "token").exists()
 
 
@@ -103,7 +121,11 @@ def test_chunked_oversized_body_is_413(home: Path) -> None:
                 yield b"x" * 1000
             yield b'"}'
 
-        r = client.post(f"/v1/sessions/{sid}/events", content=chunks(), headers={"content-type": "application/json"})
+        r = client.post(
+            f"/v1/sessions/{sid}/events",
+            content=chunks(),
+            headers={"content-type": "application/json"},
+        )
         assert r.status_code == 413
         assert snapshot(home) == before
 

@@ -32,12 +32,18 @@ def test_create_writes_header_line(client: TestClient, home: Path) -> None:
     assert stored == [header]
 
 
-def test_append_assigns_gapless_seq_and_ts(client: TestClient, home: Path, clock: FakeClock) -> None:
+def test_append_assigns_gapless_seq_and_ts(
+    client: TestClient, home: Path, clock: FakeClock
+) -> None:
     sid = new_session(client)
     r = client.post(f"/v1/sessions/{sid}/events", json=user("hi"))
     assert r.status_code == 201 and r.json() == {"first_seq": 1, "last_seq": 1, "count": 1}
     clock.advance(seconds=1)
-    batch = [assistant(None, [call("c1")]), tool("c1", "fn main() {}"), assistant("done", ts=None) if False else assistant("done")]
+    batch = [
+        assistant(None, [call("c1")]),
+        tool("c1", "fn main() {}"),
+        assistant("done", ts=None) if False else assistant("done"),
+    ]
     r = client.post(f"/v1/sessions/{sid}/events", json={"events": batch})
     assert r.json() == {"first_seq": 2, "last_seq": 4, "count": 3}
     assert r.headers["etag"] == '"4"'
@@ -59,7 +65,10 @@ def test_unknown_fields_kept_verbatim_and_client_ts_kept(client: TestClient, hom
 def test_batch_is_all_or_nothing(client: TestClient, home: Path) -> None:
     sid = new_session(client)
     before = session_file(home, sid).read_bytes()
-    r = client.post(f"/v1/sessions/{sid}/events", json=[user("ok"), {"type": "message", "role": "tool", "content": "x"}])
+    r = client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[user("ok"), {"type": "message", "role": "tool", "content": "x"}],
+    )
     assert r.status_code == 422
     assert r.json()["errors"][0]["loc"] == "events[1].tool_call_id"
     assert session_file(home, sid).read_bytes() == before
@@ -67,10 +76,16 @@ def test_batch_is_all_or_nothing(client: TestClient, home: Path) -> None:
 
 def test_idempotency_key_header_and_body(client: TestClient, home: Path) -> None:
     sid = new_session(client)
-    first = client.post(f"/v1/sessions/{sid}/events", json=[user("a"), user("b")],
-                        headers={"Idempotency-Key": "k-1"})
-    again = client.post(f"/v1/sessions/{sid}/events", json=[user("a"), user("b")],
-                        headers={"Idempotency-Key": "k-1"})
+    first = client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[user("a"), user("b")],
+        headers={"Idempotency-Key": "k-1"},
+    )
+    again = client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[user("a"), user("b")],
+        headers={"Idempotency-Key": "k-1"},
+    )
     assert first.status_code == 201 and again.status_code == 200
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json() == first.json() == {"first_seq": 1, "last_seq": 2, "count": 2}
@@ -88,18 +103,30 @@ def test_idempotency_survives_restart(home: Path, clock: FakeClock) -> None:
         sid = new_session(c)
         c.post(f"/v1/sessions/{sid}/events", json=user("a"), headers={"Idempotency-Key": "once"})
     with make_client(home, clock) as c:
-        r = c.post(f"/v1/sessions/{sid}/events", json=user("a"), headers={"Idempotency-Key": "once"})
+        r = c.post(
+            f"/v1/sessions/{sid}/events", json=user("a"), headers={"Idempotency-Key": "once"}
+        )
         assert r.status_code == 200 and r.json()["first_seq"] == 1
         assert c.get(f"/v1/sessions/{sid}").json()["events"] == 1
 
 
 def test_if_match_on_append(client: TestClient, home: Path) -> None:
     sid = new_session(client)
-    assert client.post(f"/v1/sessions/{sid}/events", json=user("a"), headers={"If-Match": '"0"'}).status_code == 201
+    assert (
+        client.post(
+            f"/v1/sessions/{sid}/events", json=user("a"), headers={"If-Match": '"0"'}
+        ).status_code
+        == 201
+    )
     stale = client.post(f"/v1/sessions/{sid}/events", json=user("b"), headers={"If-Match": '"0"'})
     assert stale.status_code == 412 and stale.json()["code"] == "precondition_failed"
     assert stale.headers["etag"] == '"1"'
-    assert client.post(f"/v1/sessions/{sid}/events", json=user("b"), headers={"If-Match": '"1"'}).status_code == 201
+    assert (
+        client.post(
+            f"/v1/sessions/{sid}/events", json=user("b"), headers={"If-Match": '"1"'}
+        ).status_code
+        == 201
+    )
     bad = client.post(f"/v1/sessions/{sid}/events", json=user("b"), headers={"If-Match": "nope"})
     assert bad.status_code == 422
     assert len(lines(session_file(home, sid))) == 3
@@ -148,11 +175,19 @@ def test_title_resolution(client: TestClient, clock: FakeClock) -> None:
     titled = new_session(client, title="From header")
     got = client.get(f"/v1/sessions/{titled}").json()
     assert (got["title"], got["title_source"]) == ("From header", "header")
-    client.post(f"/v1/sessions/{titled}/events", json={"type": "title", "title": "Model title", "source": "model"})
+    client.post(
+        f"/v1/sessions/{titled}/events",
+        json={"type": "title", "title": "Model title", "source": "model"},
+    )
     r = client.patch(f"/v1/sessions/{titled}", json={"title": "Mine"})
-    assert r.status_code == 200 and r.json()["title"] == "Mine" and r.json()["title_source"] == "event"
+    assert (
+        r.status_code == 200 and r.json()["title"] == "Mine" and r.json()["title_source"] == "event"
+    )
     events = client.get(f"/v1/sessions/{titled}/events", params={"type": "title"}).json()["events"]
-    assert [(e["title"], e["source"]) for e in events] == [("Model title", "model"), ("Mine", "user")]
+    assert [(e["title"], e["source"]) for e in events] == [
+        ("Model title", "model"),
+        ("Mine", "user"),
+    ]
 
 
 def test_latest_by_activity(client: TestClient, clock: FakeClock) -> None:
@@ -177,13 +212,23 @@ def test_get_session_etag_and_304(client: TestClient) -> None:
 
 def test_events_pagination_types_and_ndjson(client: TestClient, home: Path) -> None:
     sid = new_session(client)
-    client.post(f"/v1/sessions/{sid}/events", json=[user(str(i)) for i in range(5)] + [{"type": "title", "title": "t"}])
+    client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[user(str(i)) for i in range(5)] + [{"type": "title", "title": "t"}],
+    )
     page = client.get(f"/v1/sessions/{sid}/events", params={"limit": 2}).json()
     assert [e["seq"] for e in page["events"]] == [1, 2] and page["next_cursor"] == "2"
     page = client.get(f"/v1/sessions/{sid}/events", params={"cursor": "2", "limit": 10}).json()
     assert [e["seq"] for e in page["events"]] == [3, 4, 5, 6] and page["next_cursor"] is None
-    assert [e["seq"] for e in client.get(f"/v1/sessions/{sid}/events", params={"after": 4}).json()["events"]] == [5, 6]
-    r = client.get(f"/v1/sessions/{sid}/events", headers={"Accept": "application/x-ndjson"}, params={"type": "title"})
+    assert [
+        e["seq"]
+        for e in client.get(f"/v1/sessions/{sid}/events", params={"after": 4}).json()["events"]
+    ] == [5, 6]
+    r = client.get(
+        f"/v1/sessions/{sid}/events",
+        headers={"Accept": "application/x-ndjson"},
+        params={"type": "title"},
+    )
     assert r.headers["content-type"].startswith("application/x-ndjson")
     file_lines = session_file(home, sid).read_bytes().splitlines(keepends=True)
     assert r.content == file_lines[6]
@@ -195,7 +240,10 @@ def test_export_is_byte_for_byte(client: TestClient, home: Path) -> None:
     r = client.get(f"/v1/sessions/{sid}/export")
     assert r.content == session_file(home, sid).read_bytes()
     openai = client.get(f"/v1/sessions/{sid}/export", params={"format": "openai"}).json()
-    assert openai == [{"role": "user", "content": "é ✓ \u2028"}, {"role": "assistant", "content": "ok"}]
+    assert openai == [
+        {"role": "user", "content": "é ✓ \u2028"},
+        {"role": "assistant", "content": "ok"},
+    ]
 
 
 def test_delete_to_trash_restore_and_purge(client: TestClient, home: Path) -> None:
@@ -237,9 +285,13 @@ def test_prune_dry_run_age_keep_latest_and_purge(home: Path, clock: FakeClock) -
         remaining = {i["id"] for i in client.get("/v1/sessions").json()["items"]}
         assert remaining == {ids[2], ids[3], other}
         trash = session_file(home, ids[0]).parent / ".trash"
-        assert sorted(p.name for p in trash.glob("*.jsonl")) == sorted(f"{i}.jsonl" for i in ids[:2])
+        assert sorted(p.name for p in trash.glob("*.jsonl")) == sorted(
+            f"{i}.jsonl" for i in ids[:2]
+        )
         assert client.post("/v1/sessions/prune", json={}).status_code == 422
-        purged = client.post("/v1/sessions/prune", json={"purge_trash_older_than_days": 0, "dry_run": False}).json()
+        purged = client.post(
+            "/v1/sessions/prune", json={"purge_trash_older_than_days": 0, "dry_run": False}
+        ).json()
         assert sorted(purged["purged"]) == sorted(ids[:2])
         assert list(trash.iterdir()) == []
 
@@ -284,8 +336,17 @@ def test_catalog_catches_up_incrementally_on_outside_appends(home: Path, clock: 
         sid = new_session(c)
         c.post(f"/v1/sessions/{sid}/events", json=user("one"))
     with session_file(home, sid).open("ab") as f:
-        f.write(orjson.dumps({"type": "title", "seq": 2, "title": "outside", "ts": "2026-02-01T00:00:00.000Z"}) + b"\n")
+        f.write(
+            orjson.dumps(
+                {"type": "title", "seq": 2, "title": "outside", "ts": "2026-02-01T00:00:00.000Z"}
+            )
+            + b"\n"
+        )
     with make_client(home, clock) as c:
         item = c.get("/v1/sessions").json()["items"][0]
-        assert (item["events"], item["title"], item["updated_at"]) == (2, "outside", "2026-02-01T00:00:00.000Z")
+        assert (item["events"], item["title"], item["updated_at"]) == (
+            2,
+            "outside",
+            "2026-02-01T00:00:00.000Z",
+        )
         assert c.get("/v1/info").json()["catalog"]["incremental"] == 1

@@ -27,8 +27,15 @@ def main() -> None:
             events = []
             for _ in range(size):
                 n += 1
-                events.append({"type": "message", "role": "user", "content": "x" * rng.randint(1, 300),
-                               "x_client": client_id, "x_n": n})
+                events.append(
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": "x" * rng.randint(1, 300),
+                        "x_client": client_id,
+                        "x_n": n,
+                    }
+                )
             keyed = rng.random() < 0.5
             headers = {"Idempotency-Key": f"{client_id}-{n}"} if keyed else {}
             body = events[0] if size == 1 and rng.random() < 0.5 else events

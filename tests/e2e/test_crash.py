@@ -40,9 +40,23 @@ def test_kill_restart_loses_nothing_acknowledged(tmp_path: Path) -> None:
     clients = []
     for c in range(CLIENTS):
         ack = tmp_path / f"ack-{c}"
-        clients.append((ack, subprocess.Popen(
-            [sys.executable, str(helper), daemon.url, f"c{c}", ",".join(sessions), str(ack), str(stop), str(c)]
-        )))
+        clients.append(
+            (
+                ack,
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(helper),
+                        daemon.url,
+                        f"c{c}",
+                        ",".join(sessions),
+                        str(ack),
+                        str(stop),
+                        str(c),
+                    ]
+                ),
+            )
+        )
     try:
         for _ in range(ROUNDS):
             time.sleep(rng.uniform(0.05, 0.5))
@@ -84,5 +98,7 @@ def test_kill_restart_loses_nothing_acknowledged(tmp_path: Path) -> None:
         for torn in files[0].parent.glob(f"{sid}.jsonl.torn-*"):
             assert b"\n" not in torn.read_bytes().rstrip(b"\n")
     for key, seq in acked.items():
-        assert found.get(key) == [seq], f"acknowledged event {key} must be present once at seq {seq}"
+        assert found.get(key) == [seq], (
+            f"acknowledged event {key} must be present once at seq {seq}"
+        )
     assert all(len(seqs) == 1 for seqs in found.values()), "no event may be written twice"

@@ -15,7 +15,10 @@ from ..conftest import Daemon, free_port
 def serve(env: dict[str, str], *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "aster_persist", "serve", *args],
-        env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -68,7 +71,10 @@ def test_memory_fallback_is_loud(tmp_path: Path) -> None:
 
 def test_sigterm_finishes_cleanly_and_releases_the_lock(daemon: Daemon) -> None:
     sid = httpx.post(daemon.url + "/v1/sessions", json={"repo_root": "/srv/x"}).json()["id"]
-    httpx.post(daemon.url + f"/v1/sessions/{sid}/events", json={"type": "message", "role": "user", "content": "hi"})
+    httpx.post(
+        daemon.url + f"/v1/sessions/{sid}/events",
+        json={"type": "message", "role": "user", "content": "hi"},
+    )
     assert daemon.stop() == 0
     assert "Application shutdown complete" in daemon.output()
     daemon.start()

@@ -64,7 +64,9 @@ def test_layout_permissions_and_lock(tmp_path: Path) -> None:
     try:
         for sub in ("sessions", "memory", "index", "blobs"):
             assert (home.root / sub).stat().st_mode & 0o777 == 0o700
-        with pytest.raises(HomeUnavailable, match=rf"in use by another aster-persist daemon \(pid {os.getpid()}\)"):
+        with pytest.raises(
+            HomeUnavailable, match=rf"in use by another aster-persist daemon \(pid {os.getpid()}\)"
+        ):
             Home.open(tmp_path / "h")
     finally:
         home.close()

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from aster_persist.storage.jsonl import parse
 
-GOOD = b"".join(orjson.dumps({"type": "message", "seq": i, "content": f"line {i}"}) + b"\n" for i in range(5))
+GOOD = b"".join(
+    orjson.dumps({"type": "message", "seq": i, "content": f"line {i}"}) + b"\n" for i in range(5)
+)
 
 
 def test_whole_file() -> None:

@@ -23,4 +23,6 @@ def test_storage_and_index_never_import_the_web_layer() -> None:
                     if node.level and (node.module or "").startswith(("api", "app")):
                         names.append("aster_persist.api")
                 for name in names:
-                    assert not name.startswith(("fastapi", "starlette", "uvicorn", "aster_persist.api")), (path, name)
+                    assert not name.startswith(
+                        ("fastapi", "starlette", "uvicorn", "aster_persist.api")
+                    ), (path, name)

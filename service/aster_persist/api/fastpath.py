@@ -13,7 +13,6 @@ import logging
 import re
 from typing import Any
 
-
 from ..errors import AsterError, problem_body
 from .guard import ASGIApp, Receive, Scope, Send
 from .problems import problem_response
@@ -41,9 +40,11 @@ class AppendFastPath:
         extra: list[tuple[bytes, bytes]] = []
         origin = headers.get("origin")
         if origin is not None:  # the Guard has already checked it against the allowlist
-            extra = [(b"access-control-allow-origin", origin.encode("latin-1")),
-                     (b"access-control-expose-headers", b"ETag, Idempotent-Replayed, Warning"),
-                     (b"vary", b"Origin")]
+            extra = [
+                (b"access-control-allow-origin", origin.encode("latin-1")),
+                (b"access-control-expose-headers", b"ETag, Idempotent-Replayed, Warning"),
+                (b"vary", b"Origin"),
+            ]
         try:
             chunks = []
             more = True
@@ -58,15 +59,23 @@ class AppendFastPath:
             response = problem_response(exc.problem(), exc.headers)
         except Exception:
             log.exception("unhandled error in POST %s", scope["path"])
-            response = problem_response(problem_body(
-                500, "internal_error", "Internal error",
-                "the service failed to handle this request; the log has the details"))
+            response = problem_response(
+                problem_body(
+                    500,
+                    "internal_error",
+                    "Internal error",
+                    "the service failed to handle this request; the log has the details",
+                )
+            )
         else:
             # The reply is three small headers and a tiny body: sent as raw ASGI messages.
             body = result.body_bytes()
-            raw = [(b"content-type", b"application/json"),
-                   (b"content-length", str(len(body)).encode()),
-                   (b"etag", b'"%d"' % result.last_seq), *extra]
+            raw = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"etag", b'"%d"' % result.last_seq),
+                *extra,
+            ]
             if result.replayed:
                 raw.append((b"idempotent-replayed", b"true"))
             await send({"type": "http.response.start", "status": result.status, "headers": raw})

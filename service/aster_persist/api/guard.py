@@ -63,23 +63,44 @@ class Guard:
             send = self._warn(send)
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.wildcard_hosts and host_name(host) not in self.hosts:
-            await _problem(send, 403, "host_not_allowed", "Forbidden",
-                           f"Host {host[:100]!r} is not on the allowlist (ASTER_ALLOWED_HOSTS)")
+            await _problem(
+                send,
+                403,
+                "host_not_allowed",
+                "Forbidden",
+                f"Host {host[:100]!r} is not on the allowlist (ASTER_ALLOWED_HOSTS)",
+            )
             return
         origin = headers.get(b"origin")
         if origin is not None:
             value = origin.decode("latin-1").rstrip("/").lower()
             if value == "null" or value not in self.origins:
-                await _problem(send, 403, "origin_not_allowed", "Forbidden",
-                               f"Origin {value[:100]!r} is not allowed (ASTER_CORS_ORIGINS)")
+                await _problem(
+                    send,
+                    403,
+                    "origin_not_allowed",
+                    "Forbidden",
+                    f"Origin {value[:100]!r} is not allowed (ASTER_CORS_ORIGINS)",
+                )
                 return
-        if self.token is not None and scope["path"] not in OPEN_PATHS and scope.get("method") != "OPTIONS":
+        if (
+            self.token is not None
+            and scope["path"] not in OPEN_PATHS
+            and scope.get("method") != "OPTIONS"
+        ):
             given = headers.get(b"authorization", b"")
             scheme, _, credential = given.partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), self.token):
-                await _problem(send, 401, "unauthorized", "Unauthorized",
-                               "a valid bearer token is required (ASTER_TOKEN or <home>/token)",
-                               extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')])
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(
+                credential.strip(), self.token
+            ):
+                await _problem(
+                    send,
+                    401,
+                    "unauthorized",
+                    "Unauthorized",
+                    "a valid bearer token is required (ASTER_TOKEN or <home>/token)",
+                    extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')],
+                )
                 return
         declared = headers.get(b"content-length")
         if declared is not None:
@@ -88,8 +109,13 @@ class Guard:
             except ValueError:
                 size = -1
             if size > self.max_body:
-                await _problem(send, 413, "payload_too_large", "Payload too large",
-                               f"the body is {size} bytes; the limit is {self.max_body} (ASTER_MAX_BODY_BYTES)")
+                await _problem(
+                    send,
+                    413,
+                    "payload_too_large",
+                    "Payload too large",
+                    f"the body is {size} bytes; the limit is {self.max_body} (ASTER_MAX_BODY_BYTES)",
+                )
                 return
             await self.app(scope, receive, send)
             return

@@ -20,7 +20,9 @@ class SessionIn(BaseModel):
     model: str | None = None
     aster_version: str | None = None
     title: str | None = Field(default=None, max_length=500)
-    id: str | None = Field(default=None, description="A ULID, for imports; made by the server when absent.")
+    id: str | None = Field(
+        default=None, description="A ULID, for imports; made by the server when absent."
+    )
 
 
 class EventsIn(BaseModel):

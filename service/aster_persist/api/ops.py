@@ -32,8 +32,12 @@ async def healthz() -> Response:
     return json_response({"status": "ok"})
 
 
-@router.get("/readyz", operation_id="ops-ready", response_model=Readiness,
-            responses={503: {"model": Readiness, "description": "Not ready yet, or degraded"}})
+@router.get(
+    "/readyz",
+    operation_id="ops-ready",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "Not ready yet, or degraded"}},
+)
 async def readyz(request: Request) -> Response:
     """Ready: the catalog has caught up with the files and the data home is writable."""
     state = request.app.state
@@ -61,23 +65,27 @@ async def info(request: Request) -> Response:
     count = 0
     if sessions.ready.is_set():
         count = await _count(sessions)
-    return json_response({
-        "name": "aster-persist",
-        "version": __version__,
-        "pid": os.getpid(),
-        "home": str(state.home.root),
-        "degraded": state.home.degraded,
-        "durability": settings.durability,
-        "auth": "token" if state.token else "off",
-        "token_file": str(state.home.root / "token") if state.token and not settings.token else None,
-        "limits": {
-            "max_body_bytes": settings.max_body_bytes,
-            "max_event_bytes": settings.max_event_bytes,
-        },
-        "counts": {"sessions": count},
-        "catalog": sessions.catch_up_stats,
-        "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
-    })
+    return json_response(
+        {
+            "name": "aster-persist",
+            "version": __version__,
+            "pid": os.getpid(),
+            "home": str(state.home.root),
+            "degraded": state.home.degraded,
+            "durability": settings.durability,
+            "auth": "token" if state.token else "off",
+            "token_file": str(state.home.root / "token")
+            if state.token and not settings.token
+            else None,
+            "limits": {
+                "max_body_bytes": settings.max_body_bytes,
+                "max_event_bytes": settings.max_event_bytes,
+            },
+            "counts": {"sessions": count},
+            "catalog": sessions.catch_up_stats,
+            "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
+        }
+    )
 
 
 async def _count(sessions: Any) -> int:

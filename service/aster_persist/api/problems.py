@@ -48,8 +48,9 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
         errors.append({"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")})
     first = errors[0] if errors else {"loc": "request", "msg": "invalid"}
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    body = problem_body(422, "validation_failed", "Invalid request",
-                        f"{first['loc']}: {first['msg']}{more}", errors)
+    body = problem_body(
+        422, "validation_failed", "Invalid request", f"{first['loc']}: {first['msg']}{more}", errors
+    )
     return problem_response(body)
 
 
@@ -67,8 +68,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _crash(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error in %s %s", request.method, request.url.path)
-    body = problem_body(500, "internal_error", "Internal error",
-                        "the service failed to handle this request; the log has the details")
+    body = problem_body(
+        500,
+        "internal_error",
+        "Internal error",
+        "the service failed to handle this request; the log has the details",
+    )
     return problem_response(body)
 
 

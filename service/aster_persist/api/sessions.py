@@ -9,10 +9,9 @@ import orjson
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from ..errors import Invalid
+from ..errors import Invalid, InvalidEvent
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
-from ..errors import InvalidEvent
 from ..storage.events import validate_events, validate_events_json
 from ..storage.home import check_session_id
 from ..storage.transcripts import AppendResult
@@ -46,8 +45,9 @@ def _sessions(request: Request) -> Sessions:
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(data), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(
+        orjson.dumps(data), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 def etag(seq: int) -> str:
@@ -77,15 +77,25 @@ def _summary(info: Any) -> dict[str, Any]:
     return SessionSummary.of(info).model_dump()
 
 
-@router.post("/sessions", status_code=201, operation_id="sessions-create",
-             response_model=dict[str, Any], responses=ERRORS)
+@router.post(
+    "/sessions",
+    status_code=201,
+    operation_id="sessions-create",
+    response_model=dict[str, Any],
+    responses=ERRORS,
+)
 async def create_session(request: Request, body: SessionIn) -> Response:
     """Create a session: a new transcript file holding its header."""
     fields = body.model_dump(exclude_unset=True)
     extra = {k: v for k, v in fields.items() if k not in SessionIn.model_fields}
     header = await _sessions(request).create(
-        repo_root=body.repo_root, session_id=body.id, cwd=body.cwd, model=body.model,
-        aster_version=body.aster_version, title=body.title, extra=extra,
+        repo_root=body.repo_root,
+        session_id=body.id,
+        cwd=body.cwd,
+        model=body.model,
+        aster_version=body.aster_version,
+        title=body.title,
+        extra=extra,
     )
     return json_response(header, 201, {"Location": f"/v1/sessions/{header['id']}", "ETag": etag(0)})
 
@@ -99,26 +109,40 @@ async def list_sessions(
     cursor: str | None = None,
 ) -> Response:
     """Sessions, newest activity first, served from the catalog (no transcript is read)."""
-    page = await _sessions(request).list(repo_root=repo_root, state=state, limit=limit, cursor=cursor)
-    return json_response({"items": [_summary(i) for i in page.items], "next_cursor": page.next_cursor})
+    page = await _sessions(request).listing(
+        repo_root=repo_root, state=state, limit=limit, cursor=cursor
+    )
+    return json_response(
+        {"items": [_summary(i) for i in page.items], "next_cursor": page.next_cursor}
+    )
 
 
-@router.get("/sessions/latest", operation_id="sessions-latest", response_model=SessionSummary,
-            responses=ERRORS)
+@router.get(
+    "/sessions/latest",
+    operation_id="sessions-latest",
+    response_model=SessionSummary,
+    responses=ERRORS,
+)
 async def latest_session(request: Request, repo_root: str) -> Response:
     """The session of a repository with the most recent activity (`--continue`)."""
     info = await _sessions(request).latest(repo_root)
     return json_response(_summary(info))
 
 
-@router.get("/projects", operation_id="projects-list", response_model=ProjectList, tags=["projects"])
+@router.get(
+    "/projects", operation_id="projects-list", response_model=ProjectList, tags=["projects"]
+)
 async def list_projects(request: Request) -> Response:
     """Projects with their session counts and last activity."""
     return json_response({"items": await _sessions(request).projects()})
 
 
-@router.get("/sessions/{session_id}", operation_id="sessions-get", response_model=SessionDetail,
-            responses={**ERRORS, 304: {"description": "Not modified"}})
+@router.get(
+    "/sessions/{session_id}",
+    operation_id="sessions-get",
+    response_model=SessionDetail,
+    responses={**ERRORS, 304: {"description": "Not modified"}},
+)
 async def get_session(
     request: Request,
     session_id: str,
@@ -135,8 +159,12 @@ async def get_session(
     return json_response(body, headers={"ETag": tag})
 
 
-@router.patch("/sessions/{session_id}", operation_id="sessions-rename",
-              response_model=SessionSummary, responses=ERRORS)
+@router.patch(
+    "/sessions/{session_id}",
+    operation_id="sessions-rename",
+    response_model=SessionSummary,
+    responses=ERRORS,
+)
 async def rename_session(request: Request, session_id: str, body: RenameIn) -> Response:
     """Rename: appends a `title` event with `source: user`."""
     check_session_id(session_id)
@@ -146,8 +174,9 @@ async def rename_session(request: Request, session_id: str, body: RenameIn) -> R
     return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
 
 
-@router.delete("/sessions/{session_id}", status_code=204, operation_id="sessions-delete",
-               responses=ERRORS)
+@router.delete(
+    "/sessions/{session_id}", status_code=204, operation_id="sessions-delete", responses=ERRORS
+)
 async def delete_session(request: Request, session_id: str, purge: bool = False) -> Response:
     """Move to the project's trash, or delete for good with `purge=true`."""
     check_session_id(session_id)
@@ -155,8 +184,12 @@ async def delete_session(request: Request, session_id: str, purge: bool = False)
     return Response(status_code=204)
 
 
-@router.post("/sessions/{session_id}/restore", operation_id="sessions-restore",
-             response_model=SessionSummary, responses=ERRORS)
+@router.post(
+    "/sessions/{session_id}/restore",
+    operation_id="sessions-restore",
+    response_model=SessionSummary,
+    responses=ERRORS,
+)
 async def restore_session(request: Request, session_id: str) -> Response:
     """Bring a session back from the trash."""
     check_session_id(session_id)
@@ -166,16 +199,24 @@ async def restore_session(request: Request, session_id: str) -> Response:
     return json_response(_summary(info))
 
 
-@router.post("/sessions/prune", operation_id="sessions-prune", response_model=PruneOut,
-             responses=ERRORS)
+@router.post(
+    "/sessions/prune", operation_id="sessions-prune", response_model=PruneOut, responses=ERRORS
+)
 async def prune_sessions(request: Request, body: PruneIn) -> Response:
     """Move old sessions to trash (dry run by default) and purge old trash."""
-    if (body.older_than_days is None and body.keep_latest is None
-            and body.purge_trash_older_than_days is None):
-        raise Invalid("say what to prune: older_than_days, keep_latest or purge_trash_older_than_days")
+    if (
+        body.older_than_days is None
+        and body.keep_latest is None
+        and body.purge_trash_older_than_days is None
+    ):
+        raise Invalid(
+            "say what to prune: older_than_days, keep_latest or purge_trash_older_than_days"
+        )
     result = await _sessions(request).prune(
-        older_than_days=body.older_than_days, keep_latest=body.keep_latest,
-        dry_run=body.dry_run, purge_trash_older_than_days=body.purge_trash_older_than_days,
+        older_than_days=body.older_than_days,
+        keep_latest=body.keep_latest,
+        dry_run=body.dry_run,
+        purge_trash_older_than_days=body.purge_trash_older_than_days,
     )
     return json_response(result)
 
@@ -188,8 +229,14 @@ _APPEND_DOC = {
 }
 
 
-@router.post("/sessions/{session_id}/events", status_code=201, operation_id="sessions-append",
-             response_model=AppendOut, responses=ERRORS, openapi_extra=_APPEND_DOC)
+@router.post(
+    "/sessions/{session_id}/events",
+    status_code=201,
+    operation_id="sessions-append",
+    response_model=AppendOut,
+    responses=ERRORS,
+    openapi_extra=_APPEND_DOC,
+)
 async def append_events(request: Request, session_id: str) -> Response:
     """Append one event, a JSON array, or `{"events": [...]}`; all or nothing; 2xx means durable.
 
@@ -200,8 +247,12 @@ async def append_events(request: Request, session_id: str) -> Response:
     result = await handle_append(
         _sessions(request), session_id, request.headers, await request.body()
     )
-    return Response(result.body_bytes(), status_code=result.status, media_type="application/json",
-                    headers=result.headers())
+    return Response(
+        result.body_bytes(),
+        status_code=result.status,
+        media_type="application/json",
+        headers=result.headers(),
+    )
 
 
 async def handle_append(
@@ -231,7 +282,7 @@ async def handle_append(
             key = key or body_key
             events = [data]
         else:
-            raise Invalid("send an event object, an array of events, or {\"events\": [...]}")
+            raise Invalid('send an event object, an array of events, or {"events": [...]}')
         events = validate_events(events)
     if not events:
         raise Invalid("the batch holds no events")
@@ -241,9 +292,12 @@ async def handle_append(
     return await sessions.append(session_id, events, key=key, if_match=if_match)
 
 
-@router.get("/sessions/{session_id}/events", operation_id="sessions-events",
-            response_model=EventPage,
-            responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}})
+@router.get(
+    "/sessions/{session_id}/events",
+    operation_id="sessions-events",
+    response_model=EventPage,
+    responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}},
+)
 async def read_events(
     request: Request,
     session_id: str,
@@ -274,16 +328,23 @@ async def read_events(
     next_cursor = str(lines[picked[-1]]["seq"]) if more and picked else None
     headers = {"ETag": etag(info.last_seq)}
     if next_cursor is not None:
-        headers["Link"] = f'</v1/sessions/{session_id}/events?cursor={next_cursor}&limit={limit}>; rel="next"'
+        headers["Link"] = (
+            f'</v1/sessions/{session_id}/events?cursor={next_cursor}&limit={limit}>; rel="next"'
+        )
     if NDJSON in request.headers.get("accept", ""):
         body = b"".join(raw[i] + b"\n" for i in picked)
         return Response(body, media_type=NDJSON, headers=headers)
-    return json_response({"events": [lines[i] for i in picked], "next_cursor": next_cursor},
-                         headers=headers)
+    return json_response(
+        {"events": [lines[i] for i in picked], "next_cursor": next_cursor}, headers=headers
+    )
 
 
-@router.get("/sessions/{session_id}/messages", operation_id="sessions-messages",
-            response_model=ChatMessages, responses=ERRORS)
+@router.get(
+    "/sessions/{session_id}/messages",
+    operation_id="sessions-messages",
+    response_model=ChatMessages,
+    responses=ERRORS,
+)
 async def chat_messages(
     request: Request,
     session_id: str,
@@ -293,12 +354,17 @@ async def chat_messages(
     check_session_id(session_id)
     lines, _raw, info = await _sessions(request).read(session_id)
     messages = to_chat_messages(lines) if view == "history" else to_context_messages(lines)
-    return json_response({"session_id": session_id, "view": view, "messages": messages},
-                         headers={"ETag": etag(info.last_seq)})
+    return json_response(
+        {"session_id": session_id, "view": view, "messages": messages},
+        headers={"ETag": etag(info.last_seq)},
+    )
 
 
-@router.get("/sessions/{session_id}/export", operation_id="sessions-export",
-            responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}})
+@router.get(
+    "/sessions/{session_id}/export",
+    operation_id="sessions-export",
+    responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}},
+)
 async def export_session(
     request: Request,
     session_id: str,
@@ -312,5 +378,3 @@ async def export_session(
         lines, _raw, _info = await sessions.read(session_id)
         return json_response(to_context_messages(lines))
     return Response(await sessions.export(session_id), media_type=NDJSON, headers=disposition)
-
-

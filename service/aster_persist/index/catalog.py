@@ -138,11 +138,7 @@ def decode_cursor(cursor: str) -> tuple[str, str] | None:
         value = orjson.loads(raw)
     except (ValueError, orjson.JSONDecodeError):
         return None
-    if (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(v, str) for v in value)
-    ):
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
         return value[0], value[1]
     return None
 
@@ -170,7 +166,9 @@ class Catalog:
             except sqlite3.DatabaseError as exc:
                 if attempt:
                     raise
-                log.warning("catalog %s is unusable (%s); rebuilding it from the files", self.path, exc)
+                log.warning(
+                    "catalog %s is unusable (%s); rebuilding it from the files", self.path, exc
+                )
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         raise AssertionError("unreachable")

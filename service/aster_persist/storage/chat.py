@@ -42,7 +42,9 @@ def _has_text(content: Any) -> bool:
     return False
 
 
-def _after_summary(lines: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def _after_summary(
+    lines: list[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     summary = None
     for line in lines:
         if line.get("type") == "summary":
@@ -83,9 +85,7 @@ def to_context_messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 stubs_by_call[line["tool_call_id"]] = stub
             if isinstance(line.get("target_seq"), int):
                 stubs_by_seq[line["target_seq"]] = stub
-    answered = {
-        m.get("tool_call_id") for m in messages if m.get("role") == "tool"
-    }
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
     out = [_summary_turn(summary)] if summary is not None else []
     open_calls: set[str] = set()
     for message in messages:

@@ -129,10 +129,12 @@ class GroupCommitter:
                 continue
             acked = self.store.acked(sid, needed)
             if acked is None:
-                future.set_exception(StorageFailed(
-                    "the transcript could not be synced; nothing past the last acknowledged "
-                    "event was kept and the session is read-only until restart"
-                ))
+                future.set_exception(
+                    StorageFailed(
+                        "the transcript could not be synced; nothing past the last acknowledged "
+                        "event was kept and the session is read-only until restart"
+                    )
+                )
             elif acked:
                 future.set_result(result)
             else:

@@ -8,7 +8,7 @@ not know are kept verbatim, because lines are stored as the client sent them (pl
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import (
     AfterValidator,
@@ -19,7 +19,7 @@ from pydantic import (
     ValidationError,
     with_config,
 )
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from ..errors import InvalidEvent
 
@@ -218,7 +218,7 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
 def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[str, Any]]:
     """Check a batch before anything is written; raise InvalidEvent naming the field."""
     try:
-        return _EVENTS.validate_python(events)  # type: ignore[no-any-return]
+        return _EVENTS.validate_python(events)  # type: ignore[return-value]
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None
@@ -227,7 +227,7 @@ def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[s
 def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str, Any]]:
     """Parse and check a JSON array of events in one pass; the dicts are what gets stored."""
     try:
-        return _EVENTS.validate_json(raw)  # type: ignore[no-any-return]
+        return _EVENTS.validate_json(raw)  # type: ignore[return-value]
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None

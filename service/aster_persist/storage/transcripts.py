@@ -17,6 +17,7 @@ one shared fdatasync per file (group commit).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -43,7 +44,15 @@ from ..errors import (
     StorageFailed,
 )
 from .events import FORMAT_VERSION, validate_header
-from .home import TRASH, Home, check_session_id, ensure_dir, fsync_dir, normalize_repo_root, project_slug
+from .home import (
+    TRASH,
+    Home,
+    check_session_id,
+    ensure_dir,
+    fsync_dir,
+    normalize_repo_root,
+    project_slug,
+)
 from .jsonl import Parsed, parse, read_bytes, write_new
 from .summary import SessionInfo, first_text
 
@@ -83,7 +92,10 @@ class AppendResult:
 
     def body_bytes(self) -> bytes:
         return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
-            self.first_seq, self.last_seq, self.count)
+            self.first_seq,
+            self.last_seq,
+            self.count,
+        )
 
     @property
     def status(self) -> int:
@@ -297,8 +309,11 @@ class TranscriptStore:
         try:
             stat = os.fstat(writer.fd)
             if writer.acked_info is not None and writer.acked_size == stat.st_size:
-                self.on_change(replace(writer.acked_info, file_size=stat.st_size,
-                                       file_mtime_ns=stat.st_mtime_ns))
+                self.on_change(
+                    replace(
+                        writer.acked_info, file_size=stat.st_size, file_mtime_ns=stat.st_mtime_ns
+                    )
+                )
         finally:
             os.close(writer.fd)
 
@@ -483,17 +498,19 @@ class TranscriptStore:
                 if self.durability == "fsync":
                     self._acknowledge(writer, size)
                 continue
-            log.error("fsync of %s failed (%s); the session is read-only until restart",
-                      writer.path, sync.failed[sid])
+            log.error(
+                "fsync of %s failed (%s); the session is read-only until restart",
+                writer.path,
+                sync.failed[sid],
+            )
             self._read_only.add(sid)
             if self.durability == "fsync":
                 # Nothing past the last acknowledged byte was promised: cut it away.
-                try:
+                with contextlib.suppress(OSError):
                     os.ftruncate(writer.fd, writer.acked_size)
-                except OSError:
-                    pass
                 writer.size = writer.acked_size
-                writer.info = replace(writer.acked_info)
+                if writer.acked_info is not None:
+                    writer.info = replace(writer.acked_info)
             writer.info.state = "read_only"
             self.on_change(replace(writer.info))
 
@@ -598,7 +615,7 @@ class TranscriptStore:
         self.on_remove(session_id)
 
     def summarize(self, session_id: str) -> SessionInfo:
-        parsed, info = self.read(session_id)
+        _parsed, info = self.read(session_id)
         stat = os.stat(self._live_path(session_id))
         info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
         return info
@@ -662,5 +679,3 @@ def _storage_error(exc: OSError, what: str) -> AsterError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return InsufficientStorage(f"{what}: {exc.strerror}; the file is unchanged")
     return StorageFailed(f"{what}: {exc.strerror or 'I/O error'}; the file is unchanged")
-
-

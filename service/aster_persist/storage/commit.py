@@ -162,12 +162,20 @@ class GroupCommitter:
             await self._drain()
 
     async def detach(self, session_id: str) -> Location:
-        """Quiesce, then close the session's writer and hide it from appends."""
-        await self.quiesce(session_id)
-        while session_id in self._loading:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._loading[session_id])
-        return self.store.detach(session_id)
+        """Quiesce, then close the session's writer and hide it from appends.
+
+        Appends that were waiting for the session to load resume before this does, and
+        may write; so wait until the session is idle and not loading at the same moment.
+        """
+        while True:
+            await self.quiesce(session_id)
+            loading = self._loading.get(session_id)
+            if loading is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(loading)
+                continue
+            if not self.store.busy(session_id):
+                return self.store.detach(session_id)
 
     async def close(self) -> None:
         """Finish pending syncs, sync what interval mode left, close every file."""

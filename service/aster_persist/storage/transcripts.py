@@ -448,10 +448,10 @@ class TranscriptStore:
 
     def acked(self, session_id: str, size: int) -> bool | None:
         """True once ``size`` bytes are durable, None when they never will be."""
-        if session_id in self._read_only:
-            return None
         writer = self._writers.get(session_id)
-        return writer is not None and writer.acked_size >= size
+        if writer is None or session_id in self._read_only:
+            return None
+        return writer.acked_size >= size
 
     # -- syncing: begin and end on the event loop, the syncs on the syncer thread --------
 

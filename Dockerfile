@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY service ./service
 RUN python -m venv /opt/aster \
  && /opt/aster/bin/pip install --no-cache-dir --upgrade pip==24.2 \

@@ -11,7 +11,6 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -165,7 +164,3 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     components["AppendBody"] = schema
     app.openapi_schema = doc
     return doc
-
-
-def default_home(settings: Settings) -> Path | None:
-    return settings.home

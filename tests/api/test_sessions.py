@@ -350,3 +350,49 @@ def test_catalog_catches_up_incrementally_on_outside_appends(home: Path, clock: 
             "2026-02-01T00:00:00.000Z",
         )
         assert c.get("/v1/info").json()["catalog"]["incremental"] == 1
+
+
+def test_corrupt_or_old_catalog_is_rebuilt(home: Path, clock: FakeClock) -> None:
+    with make_client(home, clock) as c:
+        sid = new_session(c)
+        c.post(f"/v1/sessions/{sid}/events", json=user("kept"))
+        before = c.get("/v1/sessions").json()
+    catalog = home / "index" / "catalog.sqlite3"
+    for suffix in ("-wal", "-shm"):
+        Path(f"{catalog}{suffix}").unlink(missing_ok=True)
+    catalog.write_bytes(b"this is not a database" * 100)
+    with make_client(home, clock) as c:
+        assert c.get("/v1/sessions").json() == before
+    import sqlite3
+
+    db = sqlite3.connect(catalog)
+    db.execute("PRAGMA user_version = 999")
+    db.commit()
+    db.close()
+    with make_client(home, clock) as c:
+        assert c.get("/v1/sessions").json() == before
+        assert c.get("/v1/info").json()["catalog"]["full"] == 1
+
+
+def test_leftover_temporary_files_are_removed_at_start(home: Path, clock: FakeClock) -> None:
+    with make_client(home, clock) as c:
+        sid = new_session(c)
+    folder = session_file(home, sid).parent
+    leftover = folder / f".aster-tmp-{sid}.jsonl.abc123"
+    leftover.write_bytes(b"half a rewrite")
+    with make_client(home, clock) as c:
+        assert not leftover.exists()
+        assert c.get(f"/v1/sessions/{sid}").status_code == 200
+
+
+def test_docs_and_info(client: TestClient, home: Path) -> None:
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert client.get("/openapi.json").json()["info"]["title"] == "aster-persist"
+    info = client.get("/v1/info").json()
+    assert info["home"] == str(home) and info["durability"] == "fsync" and info["auth"] == "off"
+    new_session(client)
+    assert client.get("/v1/info").json()["counts"]["sessions"] == 1
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz").json()
+    assert ready["status"] == "ready" and ready["index"]["caught_up"] is True

@@ -79,3 +79,31 @@ def test_sigterm_finishes_cleanly_and_releases_the_lock(daemon: Daemon) -> None:
     assert "Application shutdown complete" in daemon.output()
     daemon.start()
     assert httpx.get(daemon.url + "/v1/sessions").json()["items"][0]["events"] == 1
+
+
+def test_token_file_is_named_in_the_log_never_its_value(tmp_path: Path) -> None:
+    d = Daemon(tmp_path / "home", env={"ASTER_AUTH": "token"})
+    d.start(wait=False)
+    try:
+        token = ""
+        for _ in range(200):
+            token_file = tmp_path / "home" / "token"
+            if token_file.exists() and token_file.read_text().strip():
+                token = token_file.read_text().strip()
+                break
+            import time
+
+            time.sleep(0.05)
+        headers = {"Authorization": f"Bearer {token}"}
+        for _ in range(100):
+            try:
+                if httpx.get(d.url + "/readyz", headers=headers).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        assert httpx.get(d.url + "/v1/sessions").status_code == 401
+        assert httpx.get(d.url + "/v1/sessions", headers=headers).status_code == 200
+    finally:
+        assert d.stop() == 0
+    assert str(tmp_path / "home" / "token") in d.output()
+    assert token and token not in d.output()

@@ -122,6 +122,7 @@ def create_app(
         allowed_origins=origins,
         token=token,
         max_body_bytes=settings.max_body_bytes,
+        max_requests=settings.max_requests,
         warning=home.degraded,
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]

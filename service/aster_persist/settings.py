@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     max_event_bytes: int = Field(
         default=4 * 1024 * 1024, ge=256, description="Largest single stored event line."
     )
+    max_requests: int = Field(
+        default=1024, ge=1, description="Requests handled at once (503 past it)."
+    )
     blob_threshold: int = Field(
         default=64 * 1024, ge=1024, description="Content larger than this is stored as a blob."
     )

@@ -136,3 +136,52 @@ def test_files_and_folders_are_private(client: TestClient, home: Path) -> None:
     for path in home.rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+
+
+def test_requests_past_the_limit_get_503(home: Path) -> None:
+    import asyncio
+
+    import httpx
+
+    from aster_persist.app import create_app
+
+    async def run() -> list[int]:
+        app = create_app(Settings(home=home, max_requests=2))
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1:4627"
+            ) as c:
+                gate = asyncio.Event()
+
+                async def slow_body():  # holds its request open until the gate opens
+                    yield b'{"repo_root": '
+                    await gate.wait()
+                    yield b'"/srv/x"}'
+
+                held = [
+                    asyncio.create_task(
+                        c.post(
+                            "/v1/sessions",
+                            content=slow_body(),
+                            headers={"content-type": "application/json"},
+                        )
+                    )
+                    for _ in range(2)
+                ]
+                await asyncio.sleep(0.1)
+                refused = await c.get("/v1/sessions")
+                assert refused.headers["content-type"] == "application/problem+json"
+                assert refused.headers["retry-after"] == "1"
+                health = await c.get("/healthz")
+                gate.set()
+                done = await asyncio.gather(*held)
+                after = await c.get("/v1/sessions")
+                return [
+                    refused.status_code,
+                    health.status_code,
+                    *(r.status_code for r in done),
+                    after.status_code,
+                ]
+
+    assert asyncio.run(run()) == [503, 200, 201, 201, 200]

@@ -2,8 +2,8 @@
 
 A pure ASGI middleware (no per-request task or body copy), outermost in the stack, so a
 refused request never reaches a route. Order of checks: Host (403), Origin (403),
-token (401), declared body size (413); an undeclared (chunked) body is counted as it is
-read and refused with 413 once it passes the limit.
+token (401), requests in progress (503), declared body size (413); an undeclared
+(chunked) body is counted as it is read and refused with 413 once it passes the limit.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class Guard:
         allowed_origins: list[str],
         token: str | None,
         max_body_bytes: int,
+        max_requests: int = 1024,
         warning: str | None = None,
     ) -> None:
         self.app = app
@@ -52,6 +53,8 @@ class Guard:
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.token = token.encode() if token else None
         self.max_body = max_body_bytes
+        self.max_requests = max_requests
+        self.active = 0
         self.warning = warning
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -102,6 +105,26 @@ class Guard:
                     extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')],
                 )
                 return
+        if self.active >= self.max_requests and scope["path"] not in OPEN_PATHS:
+            await _problem(
+                send,
+                503,
+                "too_many_requests",
+                "Service unavailable",
+                f"{self.active} requests are in progress, the limit is "
+                f"{self.max_requests} (ASTER_MAX_REQUESTS); retry shortly",
+                extra=[(b"retry-after", b"1")],
+            )
+            return
+        self.active += 1
+        try:
+            await self._admitted(scope, receive, send, headers)
+        finally:
+            self.active -= 1
+
+    async def _admitted(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
+    ) -> None:
         declared = headers.get(b"content-length")
         if declared is not None:
             try:

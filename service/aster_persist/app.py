@@ -20,6 +20,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
+from .api import journal as journal_api
 from .api import ops, problems, sessions
 from .api.fastpath import AppendFastPath
 from .api.guard import Guard
@@ -27,6 +28,7 @@ from .api.models import AppendBody
 from .sessions import Sessions
 from .settings import Settings
 from .storage.home import FILE_MODE, Home
+from .storage.journal import Journal
 from .storage.transcripts import Clock, utc_now
 
 log = logging.getLogger("aster_persist")
@@ -71,6 +73,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        journal = Journal(
+            home.root / "journal.jsonl", clock=clock, durable=settings.durability != "none"
+        )
+        journal.open()
+        app.state.journal = journal
         store = Sessions(
             home,
             durability=settings.durability,
@@ -78,6 +85,7 @@ def create_app(
             max_event_bytes=settings.max_event_bytes,
             open_files=settings.open_files,
             sync_interval=settings.sync_interval_ms / 1000,
+            journal=journal,
         )
         app.state.sessions = store
         await store.start()
@@ -85,6 +93,7 @@ def create_app(
             yield
         finally:
             await store.close()
+            journal.close()
             home.close()
 
     origins = settings.cors_origins or settings.own_origins
@@ -101,6 +110,7 @@ def create_app(
     app.state.token = token
     problems.install(app)
     app.include_router(sessions.router)
+    app.include_router(journal_api.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import Invalid, SessionNotFound
 from .index.catalog import CatalogWorker, FileEntry, decode_cursor, encode_cursor
 from .storage.commit import GroupCommitter
-from .storage.home import Home, normalize_repo_root
+from .storage.home import Home, normalize_repo_root, project_slug
+from .storage.journal import Journal
 from .storage.jsonl import remove_leftover_temps
 from .storage.summary import SessionInfo
 from .storage.transcripts import AppendRequest, AppendResult, Clock, TranscriptStore, utc_now
@@ -41,7 +41,7 @@ class Sessions:
         max_event_bytes: int = 4 * 1024 * 1024,
         open_files: int = 256,
         sync_interval: float = 0.2,
-        on_lifecycle: Callable[[str, str, dict[str, Any]], None] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.home = home
         self.catalog = CatalogWorker(home.index)
@@ -55,7 +55,7 @@ class Sessions:
             on_remove=self.catalog.forget,
         )
         self.committer = GroupCommitter(self.store, sync_interval=sync_interval)
-        self.on_lifecycle = on_lifecycle or (lambda op, sid, detail: None)
+        self.journal = journal
         self.ready = asyncio.Event()
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
@@ -98,9 +98,39 @@ class Sessions:
 
     # -- writes ----------------------------------------------------------------
 
-    async def create(self, **fields: Any) -> dict[str, Any]:
+    async def _record(
+        self,
+        op: str,
+        session_id: str,
+        detail: dict[str, Any],
+        *,
+        slug: str | None = None,
+        actor: str = "api",
+    ) -> None:
+        """Journal a lifecycle change (durably, on the writer thread) once it is done."""
+        if self.journal is None:
+            return
+        if slug is None:
+            where = self.store.locations.get(session_id)
+            slug = where.slug if where is not None else "unknown"
+        await self.committer.call(
+            self.journal.record,
+            op,
+            scope=f"project:{slug}",
+            actor=actor,
+            session=session_id,
+            detail=detail,
+        )
+
+    async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
         header = await self.committer.call(self.store.create, **fields)
-        self.on_lifecycle("session.created", header["id"], {"repo_root": header["repo_root"]})
+        await self._record(
+            "session.created",
+            header["id"],
+            {"repo_root": header["repo_root"]},
+            slug=project_slug(header["repo_root"]),
+            actor=actor,
+        )
         return header
 
     async def append(
@@ -117,7 +147,7 @@ class Sessions:
         result = await self.append(
             session_id, [{"type": "title", "title": title, "source": "user"}]
         )
-        self.on_lifecycle("session.renamed", session_id, {"title": title})
+        await self._record("session.renamed", session_id, {"title": title, "seq": result.last_seq})
         return result
 
     async def delete(
@@ -127,14 +157,18 @@ class Sessions:
         where = await self.committer.detach(session_id)
         if purge:
             await self.committer.call(self.store.purge, session_id, where)
-            self.on_lifecycle(op or "session.purged", session_id, {"reason": reason})
+            await self._record(
+                op or "session.purged", session_id, {"reason": reason}, slug=where.slug
+            )
         else:
             await self.committer.call(self.store.trash, session_id, where, reason)
-            self.on_lifecycle(op or "session.deleted", session_id, {"reason": reason})
+            await self._record(
+                op or "session.deleted", session_id, {"reason": reason}, slug=where.slug
+            )
 
     async def restore(self, session_id: str) -> None:
         await self.committer.call(self.store.restore, session_id)
-        self.on_lifecycle("session.restored", session_id, {})
+        await self._record("session.restored", session_id, {})
 
     # -- reads -------------------------------------------------------------------
 

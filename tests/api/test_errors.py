@@ -179,7 +179,7 @@ def test_oversized_event_is_413(home: Path) -> None:
 
 def test_repo_root_traversal_stays_inside_home(client: TestClient, home: Path) -> None:
     sid = new_session(client, "/srv/../../../../etc")
-    files = [p for p in home.rglob("*.jsonl")]
+    files = list((home / "sessions").rglob("*.jsonl"))
     assert len(files) == 1 and files[0].name == f"{sid}.jsonl"
     assert files[0].resolve().is_relative_to(home.resolve())
     assert client.get(f"/v1/sessions/{sid}").json()["repo_root"] == "/etc"

@@ -1,0 +1,150 @@
+"""The journal: ``<home>/journal.jsonl``, one JSON line per change, oldest first.
+
+Guarantees: an entry is appended whole and synced before ``record`` returns, so a change
+is never published (or reported) before its journal line is durable; ids are ULIDs made
+here, so they sort in the order entries were written. A torn last line is moved aside
+like a transcript's, never deleted. Runs on the writer thread; reads run anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+from ulid import ULID
+
+from ..errors import Invalid
+from .home import FILE_MODE, ULID_RE
+from .jsonl import parse, read_bytes, write_new
+from .transcripts import Clock, format_ts
+
+ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli")
+
+
+class Journal:
+    def __init__(self, path: Path, *, clock: Clock, durable: bool = True) -> None:
+        self.path = path
+        self.clock = clock
+        self.durable = durable
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._last: ULID | None = None
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def open(self) -> None:
+        """Open for appending, moving a torn tail aside first."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+        data = read_bytes(self.path)
+        parsed = parse(data)
+        if parsed.torn is not None:
+            start, end = parsed.torn
+            stamp = format_ts(self.clock()).replace(":", "").replace("-", "")
+            write_new(self.path.with_name(f"{self.path.name}.torn-{stamp}"), data[start:end])
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
+        if ids and ULID_RE.match(max(ids)):
+            self._last = ULID.from_str(max(ids))
+        self._fd = fd
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def record(
+        self,
+        op: str,
+        *,
+        scope: str,
+        actor: str = "api",
+        name: str | None = None,
+        session: str | None = None,
+        before: Any = None,
+        after: Any = None,
+        detail: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Append one entry durably and return it."""
+        assert actor in ACTORS, actor
+        with self._lock:
+            moment = self.clock()
+            entry_id = ULID.from_datetime(moment)
+            if self._last is not None and int(entry_id) <= int(self._last):
+                entry_id = ULID.from_int(int(self._last) + 1)  # ids sort in write order
+            self._last = entry_id
+            entry = {
+                "id": str(entry_id),
+                "ts": format_ts(moment),
+                "op": op,
+                "scope": scope,
+                "name": name,
+                "actor": actor,
+                "session": session,
+                "before": before,
+                "after": after,
+                "detail": detail or {},
+            }
+            data = orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            if self.durable:
+                os.fdatasync(self._fd)
+        for listener in self.listeners:
+            listener(entry)
+        return entry
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every readable entry, oldest first (a torn tail is left out)."""
+        try:
+            data = read_bytes(self.path)
+        except FileNotFoundError:
+            return []
+        return [line for line in parse(data).lines if isinstance(line.get("id"), str)]
+
+    def page(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        op: str | None = None,
+        scope: str | None = None,
+        name: str | None = None,
+        session: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Entries after the id ``after``, oldest first, with the filters that are given."""
+        if after is not None and not ULID_RE.match(after):
+            raise Invalid("cursor must be a journal entry id (a ULID)")
+        picked: list[dict[str, Any]] = []
+        more = False
+        for entry in self.entries():
+            if after is not None and entry["id"] <= after:
+                continue
+            if op is not None and entry.get("op") != op and not _prefix(entry.get("op"), op):
+                continue
+            if scope is not None and entry.get("scope") != scope:
+                continue
+            if name is not None and entry.get("name") != name:
+                continue
+            if session is not None and entry.get("session") != session:
+                continue
+            if len(picked) == limit:
+                more = True
+                break
+            picked.append(entry)
+        return picked, (picked[-1]["id"] if more and picked else None)
+
+    def get(self, entry_id: str) -> dict[str, Any] | None:
+        for entry in self.entries():
+            if entry["id"] == entry_id:
+                return entry
+        return None
+
+
+def _prefix(value: Any, wanted: str) -> bool:
+    """``op=session`` matches ``session.created``, ``session.deleted``…"""
+    return isinstance(value, str) and "." not in wanted and value.startswith(wanted + ".")

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
 from .api import journal as journal_api
+from .api import memory as memory_api
 from .api import ops, problems, sessions
 from .api.fastpath import AppendFastPath
 from .api.guard import Guard
@@ -29,6 +30,7 @@ from .sessions import Sessions
 from .settings import Settings
 from .storage.home import FILE_MODE, Home
 from .storage.journal import Journal
+from .storage.memory import MemoryStore
 from .storage.transcripts import Clock, utc_now
 
 log = logging.getLogger("aster_persist")
@@ -88,6 +90,9 @@ def create_app(
             journal=journal,
         )
         app.state.sessions = store
+        memory = MemoryStore(home, journal, clock=clock)
+        app.state.memory = memory
+        await store.committer.call(memory.load)
         await store.start()
         try:
             yield
@@ -111,6 +116,7 @@ def create_app(
     problems.install(app)
     app.include_router(sessions.router)
     app.include_router(journal_api.router)
+    app.include_router(memory_api.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

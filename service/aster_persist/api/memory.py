@@ -1,0 +1,379 @@
+"""/v1/memory: core memory, blocks, remember/recall/forget, archive, and journal revert."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from ..errors import Invalid, NotFound
+from ..storage import frontmatter
+from ..storage.commit import GroupCommitter
+from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
+from .sessions import ERRORS, json_response
+
+router = APIRouter(prefix="/v1", tags=["memory"])
+MARKDOWN = "text/markdown"
+
+
+class BlockIn(BaseModel):
+    """A block to remember: its body and the frontmatter keys to set."""
+
+    model_config = ConfigDict(extra="allow")
+
+    content: str = Field(min_length=1, max_length=256 * 1024)
+    name: str | None = None
+    title: str | None = Field(default=None, max_length=200)
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] = "semantic"
+    tags: list[str] = Field(default_factory=list)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    pinned: bool = False
+    replace: bool = False
+    session_id: str | None = None
+
+
+class BlockPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool | None = None
+
+
+class NoteIn(BaseModel):
+    note: str = Field(min_length=1, max_length=4000)
+    session_id: str | None = None
+
+
+class RememberIn(BaseModel):
+    note: str = Field(min_length=1, max_length=256 * 1024)
+    title: str | None = Field(default=None, max_length=200)
+    tags: list[str] = Field(default_factory=list)
+    replace: bool = False
+    session_id: str | None = None
+
+
+class Block(BaseModel):
+    scope: str
+    name: str
+    archived: bool
+    description: str
+    type: str
+    tags: list[str]
+    importance: float
+    confidence: float
+    pinned: bool
+    created_at: str
+    updated_at: str
+    supersedes: list[str]
+    conflicts_with: list[str]
+    etag: str
+    bytes: int
+
+
+class BlockList(BaseModel):
+    items: list[Block]
+
+
+class BlockRead(Block):
+    content: str
+    body: str
+
+
+def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
+    return request.app.state.memory, request.app.state.sessions.committer
+
+
+def _scope(request: Request, repo_root: str | None) -> str:
+    memory: MemoryStore = request.app.state.memory
+    return memory.scope_for(repo_root)
+
+
+def _block(meta: BlockMeta) -> dict[str, Any]:
+    return meta.public()
+
+
+@router.get("/memory/core", operation_id="memory-core-get", responses=ERRORS)
+async def get_core(
+    request: Request,
+    repo_root: str | None = None,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """`ASTER.md` of the global scope, or of a project with `repo_root`."""
+    memory, _ = _memory(request)
+    scope = _scope(request, repo_root)
+    text, etag = memory.read_core(scope)
+    if if_none_match == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    if MARKDOWN in request.headers.get("accept", ""):
+        return Response(text, media_type=MARKDOWN, headers={"ETag": etag})
+    return json_response({"scope": scope, "content": text, "etag": etag}, headers={"ETag": etag})
+
+
+@router.put("/memory/core", operation_id="memory-core-put", responses=ERRORS)
+async def put_core(
+    request: Request,
+    repo_root: str | None = None,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
+    memory, committer = _memory(request)
+    scope = _scope(request, repo_root)
+    text = await _text_body(request)
+    result = await committer.call(memory.write_core, scope, text, if_match=if_match)
+    return json_response(result, headers={"ETag": result["etag"]})
+
+
+@router.post(
+    "/memory/core/notes", operation_id="memory-core-note", status_code=201, responses=ERRORS
+)
+async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
+    """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
+    memory, committer = _memory(request)
+    scope = _scope(request, repo_root)
+    result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
+    return json_response(
+        result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
+    )
+
+
+@router.get(
+    "/memory/blocks", operation_id="memory-blocks-list", response_model=BlockList, responses=ERRORS
+)
+async def list_blocks(
+    request: Request,
+    repo_root: str | None = None,
+    tag: Annotated[list[str] | None, Query()] = None,
+    type: Literal["semantic", "procedural"] | None = None,
+    include_archived: bool = False,
+) -> Response:
+    """Blocks of a scope, most recently updated first (`recallByTags` with `tag`)."""
+    memory, _ = _memory(request)
+    blocks = memory.list_blocks(
+        _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
+    )
+    return json_response({"items": [_block(b) for b in blocks]})
+
+
+@router.get(
+    "/memory/recent", operation_id="memory-recent", response_model=BlockList, responses=ERRORS
+)
+async def recent(
+    request: Request, repo_root: str | None = None, n: Annotated[int, Query(ge=1, le=500)] = 10
+) -> Response:
+    """`memoryRecent`: the `n` most recently updated blocks."""
+    memory, _ = _memory(request)
+    return json_response(
+        {"items": [_block(b) for b in memory.list_blocks(_scope(request, repo_root))[:n]]}
+    )
+
+
+async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> Response:
+    memory, committer = _memory(request)
+    scope = _scope(request, repo_root)
+    name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
+    meta = body.model_dump(
+        exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
+    )
+    if body.session_id:
+        meta["source_session"] = body.session_id
+    block, merged = await committer.call(
+        memory.write_block,
+        scope,
+        name,
+        body=body.content,
+        meta=meta,
+        replace=body.replace,
+        actor="api",
+        session=body.session_id,
+    )
+    return json_response(
+        _block(block) | {"merged": merged}, 200 if merged else 201, headers={"ETag": block.etag}
+    )
+
+
+@router.post(
+    "/memory/blocks", operation_id="memory-blocks-create", status_code=201, responses=ERRORS
+)
+async def create_block(request: Request, body: BlockIn, repo_root: str | None = None) -> Response:
+    """Remember a named block. The same content (normalized) returns the existing block."""
+    return await _remember(request, body, repo_root)
+
+
+@router.post("/memory/remember", operation_id="memory-remember", status_code=201, responses=ERRORS)
+async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
+    """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
+    if body.title is None:
+        return await add_note(
+            request, NoteIn(note=body.note, session_id=body.session_id), repo_root
+        )
+    block = BlockIn(
+        content=body.note,
+        title=body.title,
+        tags=body.tags,
+        replace=body.replace,
+        session_id=body.session_id,
+    )
+    return await _remember(request, block, repo_root)
+
+
+@router.get(
+    "/memory/blocks/{name}",
+    operation_id="memory-recall",
+    response_model=BlockRead,
+    responses=ERRORS,
+)
+async def recall(
+    request: Request,
+    name: str,
+    repo_root: str | None = None,
+    track: bool = True,
+    archived: bool = False,
+    session_id: str | None = None,
+) -> Response:
+    """Recall a block's full text (journaled as a recall unless `track=false`)."""
+    memory, committer = _memory(request)
+    scope = _scope(request, repo_root)
+    if track and not archived:
+        text, block = await committer.call(memory.recall, scope, name, session=session_id)
+    else:
+        text, block = memory.read_block(scope, name, archived=archived)
+    if MARKDOWN in request.headers.get("accept", ""):
+        return Response(text, media_type=MARKDOWN, headers={"ETag": block.etag})
+    body = frontmatter.parse(text).body
+    return json_response(
+        _block(block) | {"content": text, "body": body}, headers={"ETag": block.etag}
+    )
+
+
+@router.put("/memory/blocks/{name}", operation_id="memory-blocks-put", responses=ERRORS)
+async def put_block(
+    request: Request,
+    name: str,
+    repo_root: str | None = None,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
+    memory, committer = _memory(request)
+    scope = _scope(request, repo_root)
+    check_name(name)
+    if "json" in request.headers.get("content-type", ""):
+        block_in = BlockIn.model_validate_json(await request.body())
+        meta = block_in.model_dump(
+            exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
+        )
+        body = block_in.content
+    else:
+        doc = frontmatter.parse(await _text_body(request))
+        meta = {k: v for k, v in doc.meta.items() if k != "name"}
+        body = doc.body
+    block, merged = await committer.call(
+        memory.write_block,
+        scope,
+        name,
+        body=body,
+        meta=meta,
+        replace=True,
+        if_match=if_match,
+    )
+    return json_response(_block(block) | {"merged": merged}, headers={"ETag": block.etag})
+
+
+@router.patch(
+    "/memory/blocks/{name}",
+    operation_id="memory-blocks-patch",
+    response_model=Block,
+    responses=ERRORS,
+)
+async def patch_block(
+    request: Request,
+    name: str,
+    body: BlockPatch,
+    repo_root: str | None = None,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Change metadata keys; every other byte of the file stays as it was."""
+    memory, committer = _memory(request)
+    changes = body.model_dump(exclude_unset=True)
+    if not changes:
+        raise Invalid("say which keys to change")
+    block = await committer.call(
+        memory.patch_block, _scope(request, repo_root), name, changes, if_match=if_match
+    )
+    return json_response(_block(block), headers={"ETag": block.etag})
+
+
+@router.delete(
+    "/memory/blocks/{name}", operation_id="memory-forget", status_code=204, responses=ERRORS
+)
+async def forget(request: Request, name: str, repo_root: str | None = None) -> Response:
+    """Forget a block; the journal keeps its content, so it can be reverted."""
+    memory, committer = _memory(request)
+    await committer.call(memory.forget, _scope(request, repo_root), name)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/memory/blocks/{name}/archive",
+    operation_id="memory-archive",
+    response_model=Block,
+    responses=ERRORS,
+)
+async def archive(request: Request, name: str, repo_root: str | None = None) -> Response:
+    """Move a block to `.archive/`: it leaves listings and the prompt context."""
+    memory, committer = _memory(request)
+    block = await committer.call(memory.move, _scope(request, repo_root), name, archive=True)
+    return json_response(_block(block))
+
+
+@router.post(
+    "/memory/blocks/{name}/restore",
+    operation_id="memory-restore",
+    response_model=Block,
+    responses=ERRORS,
+)
+async def restore(request: Request, name: str, repo_root: str | None = None) -> Response:
+    """Bring a block back from `.archive/`."""
+    memory, committer = _memory(request)
+    block = await committer.call(memory.move, _scope(request, repo_root), name, archive=False)
+    return json_response(_block(block))
+
+
+@router.post(
+    "/journal/{entry_id}/revert", operation_id="journal-revert", tags=["journal"], responses=ERRORS
+)
+async def revert(request: Request, entry_id: str) -> Response:
+    """Undo one journaled memory change: the file goes back to its previous bytes.
+
+    The revert is journaled too, so reverting it redoes the change."""
+    memory, committer = _memory(request)
+    entry = await committer.call(memory.journal.get, entry_id)
+    if entry is None:
+        raise NotFound(f"no journal entry {entry_id[:40]}")
+    result = await committer.call(memory.revert, entry)
+    return json_response(result)
+
+
+async def _text_body(request: Request) -> str:
+    raw = await request.body()
+    if "json" in request.headers.get("content-type", ""):
+        import orjson
+
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise Invalid(f"the body is not valid JSON: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("content"), str):
+            raise Invalid('send {"content": "<markdown>"} or raw text/markdown')
+        return str(data["content"])
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Invalid("the body is not UTF-8 text") from None

@@ -1,0 +1,122 @@
+"""Markdown with YAML frontmatter, parsed with a YAML library and edited surgically.
+
+Hand-written files are first-class: changing one key rewrites only that key's lines,
+so every other byte of the file (comments, key order, odd but valid YAML, unknown keys)
+survives a metadata edit exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..errors import Invalid
+
+_FENCE = "---"
+_TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:")
+
+
+@dataclass
+class Document:
+    """A markdown file split into its frontmatter (text and values) and its body."""
+
+    meta_text: str | None  # the YAML between the fences, None when there is none
+    meta: dict[str, Any]
+    body: str
+
+    def render(self) -> str:
+        if self.meta_text is None:
+            return self.body
+        return f"{_FENCE}\n{self.meta_text}{_FENCE}\n{self.body}"
+
+
+def parse(text: str) -> Document:
+    """Split ``text``; raise Invalid when its frontmatter is not a YAML mapping."""
+    if not (text.startswith(_FENCE + "\n") or text.startswith(_FENCE + "\r\n")):
+        return Document(None, {}, text)
+    start = text.index("\n") + 1
+    end = _closing_fence(text, start)
+    if end is None:
+        raise Invalid("the frontmatter has no closing --- line")
+    meta_text = text[start:end]
+    try:
+        meta = yaml.safe_load(meta_text) if meta_text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise Invalid(f"the frontmatter is not valid YAML: {exc}") from None
+    if not isinstance(meta, dict):
+        raise Invalid("the frontmatter must be a YAML mapping of keys to values")
+    body_start = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+    return Document(meta_text, {str(k): v for k, v in meta.items()}, text[body_start:])
+
+
+def _closing_fence(text: str, start: int) -> int | None:
+    pos = start
+    while pos <= len(text):
+        newline = text.find("\n", pos)
+        line = text[pos:] if newline < 0 else text[pos:newline]
+        if line.rstrip("\r") == _FENCE:
+            return pos
+        if newline < 0:
+            return None
+        pos = newline + 1
+    return None
+
+
+def dump_value(key: str, value: Any) -> str:
+    """One top-level ``key: value`` line (flow style for lists and mappings)."""
+    text: str = yaml.safe_dump(
+        {key: value}, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10_000
+    ).strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    return text + "\n"
+
+
+def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
+    """Replace (or add) top-level keys, leaving every other line as it was."""
+    lines = (doc.meta_text or "").splitlines(keepends=True)
+    spans: dict[str, tuple[int, int]] = {}
+    current: str | None = None
+    for i, line in enumerate(lines):
+        match = _TOP_KEY.match(line)
+        if match is not None:
+            current = match.group(1)
+            spans[current] = (i, i + 1)
+        elif current is not None and (line[:1] in (" ", "\t", "-") or not line.strip()):
+            first, _ = spans[current]
+            spans[current] = (first, i + 1)
+        else:
+            current = None
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    replacements = {key: dump_value(key, value) for key, value in changes.items()}
+    out: list[str] = []
+    skip_until = -1
+    starts = {first: key for key, (first, _) in spans.items()}
+    for i, line in enumerate(lines):
+        if i < skip_until:
+            continue
+        key = starts.get(i)
+        if key is not None and key in replacements:
+            out.append(replacements.pop(key))
+            _, end = spans[key]
+            trailing_blank = [ln for ln in lines[i + 1 : end] if not ln.strip()]
+            out.extend(trailing_blank)  # blank lines belonged to the layout, not the value
+            skip_until = end
+            continue
+        out.append(line)
+    out.extend(replacements.values())
+    meta_text = "".join(out)
+    meta = yaml.safe_load(meta_text) if meta_text.strip() else {}
+    return Document(meta_text, dict(meta or {}), doc.body)
+
+
+def new_document(meta: dict[str, Any], body: str) -> Document:
+    """A fresh file: keys in the given order, one per line."""
+    meta_text = "".join(dump_value(key, value) for key, value in meta.items())
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return Document(meta_text, dict(meta), body)

@@ -1,0 +1,560 @@
+"""Memory: ``ASTER.md`` core memory and named markdown blocks, per scope.
+
+A scope is ``global`` (``memory/``) or ``project:<slug>`` (``memory/projects/<slug>/``).
+Every write is atomic (temp file beside it, fsync, rename, fsync the folder) and
+journaled with the file's previous state, so any change can be reverted byte for byte.
+A block's metadata is kept in memory (``BlockMeta``), so listing and the prompt context
+never read block files per request. Mutations run on the writer thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Conflict, Invalid, InvalidName, NotFound, PreconditionFailed
+from . import frontmatter
+from .home import Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
+from .journal import Journal
+from .jsonl import atomic_write
+from .transcripts import Clock, format_ts
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+CORE = "ASTER.md"
+ARCHIVE = ".archive"
+SCHEMA = "aster.memory.v1"
+
+
+class BlockNotFound(NotFound):
+    code = "block_not_found"
+    title = "Memory block not found"
+
+
+class NameTaken(Conflict):
+    code = "name_taken"
+    title = "Name taken"
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise InvalidName(
+            "a block name is 1 to 64 characters of a-z, 0-9 and '-', starting with a letter or digit"
+        )
+    return name
+
+
+def slugify(title: str) -> str:
+    """A block name from a title: 'API conventions!' -> 'api-conventions'."""
+    text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:64].strip("-")
+    if not slug:
+        raise InvalidName(f"the title {title[:60]!r} gives no usable block name")
+    return slug
+
+
+def normalized(text: str) -> str:
+    """Text folded for duplicate detection: case, whitespace and punctuation."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[^\w\s]", " ", text)
+    return " ".join(text.split())
+
+
+def etag_of(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest() + '"'
+
+
+@dataclass
+class BlockMeta:
+    """What listings and the prompt context need of one block."""
+
+    scope: str
+    name: str
+    archived: bool
+    description: str = ""
+    type: str = "semantic"
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    confidence: float = 0.5
+    pinned: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    supersedes: list[str] = field(default_factory=list)
+    conflicts_with: list[str] = field(default_factory=list)
+    etag: str = ""
+    bytes: int = 0
+    norm: str = ""  # sha256 of the normalized body, for duplicate detection
+
+    def public(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "norm"}
+        return out
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _as_float(value: Any, default: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
+class MemoryStore:
+    def __init__(self, home: Home, journal: Journal, *, clock: Clock) -> None:
+        self.home = home
+        self.root = home.root / "memory"
+        self.journal = journal
+        self.clock = clock
+        self.blocks: dict[tuple[str, str], BlockMeta] = {}
+
+    # -- scopes and paths --------------------------------------------------------
+
+    def scope_for(self, repo_root: str | None) -> str:
+        if repo_root is None or repo_root == "":
+            return "global"
+        return "project:" + project_slug(normalize_repo_root(repo_root))
+
+    def folder(self, scope: str) -> Path:
+        if scope == "global":
+            return self.root
+        if scope.startswith("project:"):
+            return self.root / "projects" / self.home.project_dir(scope[8:]).name
+        raise InvalidName(f"not a memory scope: {scope[:80]!r}")
+
+    def path(self, scope: str, name: str, *, archived: bool = False) -> Path:
+        folder = self.folder(scope)
+        if archived:
+            folder = folder / ARCHIVE
+        return folder / f"{check_name(name)}.md"
+
+    def _rel(self, path: Path) -> str:
+        return str(path.relative_to(self.home.root))
+
+    # -- loading ----------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read every block's frontmatter once (writer thread, at start)."""
+        self.blocks.clear()
+        ensure_dir(self.root)
+        scopes = ["global"]
+        projects = self.root / "projects"
+        if projects.is_dir():
+            scopes += [f"project:{p.name}" for p in sorted(projects.iterdir()) if p.is_dir()]
+        for scope in scopes:
+            for archived in (False, True):
+                folder = self.folder(scope) / (ARCHIVE if archived else "")
+                if not folder.is_dir():
+                    continue
+                for entry in sorted(folder.glob("*.md")):
+                    name = entry.name[:-3]
+                    if entry.name == CORE or not NAME_RE.match(name) or entry.is_symlink():
+                        continue
+                    self._index(scope, name, archived, entry.read_bytes())
+
+    def _index(self, scope: str, name: str, archived: bool, data: bytes) -> BlockMeta:
+        try:
+            doc = frontmatter.parse(data.decode("utf-8"))
+            meta, body = doc.meta, doc.body
+        except (Invalid, UnicodeDecodeError):
+            meta, body = {}, data.decode("utf-8", "replace")
+        block = BlockMeta(
+            scope=scope,
+            name=name,
+            archived=archived,
+            description=" ".join(str(meta.get("description") or "").split()) or _first_line(body),
+            type=str(meta.get("type") or "semantic"),
+            tags=_as_list(meta.get("tags")),
+            importance=_as_float(meta.get("importance"), 0.5),
+            confidence=_as_float(meta.get("confidence"), 0.5),
+            pinned=bool(meta.get("pinned", False)),
+            created_at=str(meta.get("created_at") or ""),
+            updated_at=str(meta.get("updated_at") or meta.get("created_at") or ""),
+            supersedes=_as_list(meta.get("supersedes")),
+            conflicts_with=_as_list(meta.get("conflicts_with")),
+            etag=etag_of(data),
+            bytes=len(data),
+            norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
+        )
+        self.blocks[(scope, name)] = block
+        return block
+
+    # -- reading ----------------------------------------------------------------
+
+    def read_core(self, scope: str) -> tuple[str, str]:
+        path = self.folder(scope) / CORE
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        return data.decode("utf-8", "replace"), etag_of(data)
+
+    def read_block(self, scope: str, name: str, *, archived: bool = False) -> tuple[str, BlockMeta]:
+        block = self.blocks.get((scope, check_name(name)))
+        if block is None or block.archived != archived:
+            where = "archived " if archived else ""
+            raise BlockNotFound(f"no {where}memory block {name!r} in {scope}")
+        data = self.path(scope, name, archived=archived).read_bytes()
+        return data.decode("utf-8", "replace"), block
+
+    def list_blocks(
+        self,
+        scope: str,
+        *,
+        tags: list[str] | None = None,
+        type: str | None = None,
+        include_archived: bool = False,
+    ) -> list[BlockMeta]:
+        out = [
+            b
+            for (s, _), b in self.blocks.items()
+            if s == scope
+            and (include_archived or not b.archived)
+            and (type is None or b.type == type)
+            and all(t in b.tags for t in tags or [])
+        ]
+        return sorted(out, key=lambda b: (b.updated_at, b.name), reverse=True)
+
+    # -- writing ----------------------------------------------------------------
+
+    def _state(self, path: Path) -> dict[str, Any] | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return {"path": self._rel(path), "content": data.decode("utf-8", "surrogateescape")}
+
+    def _after(self, path: Path, data: bytes) -> dict[str, Any]:
+        return {
+            "path": self._rel(path),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+        }
+
+    def _write(self, path: Path, data: bytes) -> None:
+        new_folder = not path.parent.exists()
+        ensure_dir(path.parent)
+        if new_folder:
+            fsync_dir(path.parent.parent)
+        atomic_write(path, data)
+
+    def write_core(
+        self,
+        scope: str,
+        text: str,
+        *,
+        if_match: str | None = None,
+        actor: str = "api",
+        session: str | None = None,
+        op: str = "memory.edit",
+    ) -> dict[str, Any]:
+        """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
+        path = self.folder(scope) / CORE
+        _, current = self.read_core(scope)
+        if if_match is not None and if_match != current:
+            raise PreconditionFailed(
+                f"{CORE} of {scope} changed since you read it", headers={"ETag": current}
+            )
+        before = self._state(path)
+        data = text.encode("utf-8")
+        self._write(path, data)
+        self.journal.record(
+            op,
+            scope=scope,
+            name=CORE,
+            actor=actor,
+            session=session,
+            before=before,
+            after=self._after(path, data),
+        )
+        return {"scope": scope, "etag": etag_of(data), "bytes": len(data)}
+
+    def add_note(
+        self, scope: str, note: str, *, actor: str = "api", session: str | None = None
+    ) -> dict[str, Any]:
+        """Append a bullet to ``ASTER.md``, unless the same note (normalized) is there."""
+        note = " ".join(note.split())
+        if not note:
+            raise Invalid("the note is empty")
+        text, etag = self.read_core(scope)
+        wanted = normalized(note)
+        for line in text.splitlines():
+            if normalized(line.lstrip("-* ")) == wanted:
+                return {"scope": scope, "etag": etag, "duplicate": True}
+        if text and not text.endswith("\n"):
+            text += "\n"
+        result = self.write_core(
+            scope, text + f"- {note}\n", actor=actor, session=session, op="memory.write"
+        )
+        return result | {"duplicate": False}
+
+    def write_block(
+        self,
+        scope: str,
+        name: str,
+        *,
+        body: str,
+        meta: dict[str, Any],
+        replace: bool = False,
+        if_match: str | None = None,
+        actor: str = "api",
+        session: str | None = None,
+    ) -> tuple[BlockMeta, bool]:
+        """Create or replace a block; returns it and whether it was a duplicate merge.
+
+        Content whose normalized body equals an existing block's in the scope returns that
+        block, with importance raised and tags and provenance merged (no duplicate).
+        A different body under an existing name is 409 unless ``replace``.
+        """
+        check_name(name)
+        norm = hashlib.sha256(normalized(body).encode()).hexdigest()
+        for other in self.list_blocks(scope):
+            if other.norm == norm and normalized(body):
+                return self._merge(other, meta, actor=actor, session=session), True
+        path = self.path(scope, name)
+        existing = self.blocks.get((scope, name))
+        if existing is not None and existing.archived:
+            raise NameTaken(
+                f"an archived block is named {name!r}; restore it or choose another name"
+            )
+        if existing is not None:
+            if if_match is not None and if_match != existing.etag:
+                raise PreconditionFailed(
+                    f"block {name!r} changed since you read it", headers={"ETag": existing.etag}
+                )
+            if not replace and if_match is None:
+                raise NameTaken(
+                    f"a different block is already named {name!r}; pass replace=true to replace it"
+                )
+        elif if_match is not None:
+            raise PreconditionFailed(f"block {name!r} does not exist", headers={"ETag": '""'})
+        now = format_ts(self.clock())
+        fields: dict[str, Any] = {
+            "name": name,
+            "description": " ".join(str(meta.get("description") or _first_line(body)).split())[
+                :200
+            ],
+            "type": meta.get("type") or "semantic",
+            "tags": _as_list(meta.get("tags")),
+            "importance": _as_float(meta.get("importance"), 0.5),
+            "confidence": _as_float(meta.get("confidence"), 0.5),
+            "pinned": bool(meta.get("pinned", False)),
+        }
+        for key, value in meta.items():
+            if (
+                key not in fields
+                and key not in ("created_at", "updated_at", "schema")
+                and value is not None
+            ):
+                fields[key] = value
+        fields["created_at"] = (
+            existing.created_at if existing is not None and existing.created_at else now
+        )
+        fields["updated_at"] = now
+        fields["schema"] = SCHEMA
+        before = self._state(path)
+        data = frontmatter.new_document(fields, body).render().encode("utf-8")
+        self._write(path, data)
+        block = self._index(scope, name, False, data)
+        self.journal.record(
+            "memory.write" if before is None else "memory.edit",
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            before=before,
+            after=self._after(path, data),
+        )
+        return block, False
+
+    def _merge(
+        self, block: BlockMeta, meta: dict[str, Any], *, actor: str, session: str | None
+    ) -> BlockMeta:
+        changes: dict[str, Any] = {
+            "importance": round(
+                min(1.0, max(block.importance, _as_float(meta.get("importance"), 0.5)) + 0.1), 3
+            ),
+            "tags": block.tags + [t for t in _as_list(meta.get("tags")) if t not in block.tags],
+            "updated_at": format_ts(self.clock()),
+        }
+        if meta.get("source_session"):
+            text, _ = self.read_block(block.scope, block.name)
+            sources = _as_list(frontmatter.parse(text).meta.get("sources"))
+            source = f"{meta['source_session']}:{meta.get('source_seq', '')}".rstrip(":")
+            if source not in sources:
+                changes["sources"] = [*sources, source]
+        return self.patch_block(
+            block.scope, block.name, changes, actor=actor, session=session, op="memory.merge"
+        )
+
+    def patch_block(
+        self,
+        scope: str,
+        name: str,
+        changes: dict[str, Any],
+        *,
+        if_match: str | None = None,
+        actor: str = "api",
+        session: str | None = None,
+        op: str = "memory.edit",
+    ) -> BlockMeta:
+        """Change frontmatter keys only; every other byte of the file stays as it was."""
+        text, block = self.read_block(scope, name)
+        if if_match is not None and if_match != block.etag:
+            raise PreconditionFailed(
+                f"block {name!r} changed since you read it", headers={"ETag": block.etag}
+            )
+        doc = frontmatter.parse(text)
+        if doc.meta_text is None:
+            doc = frontmatter.Document("", {}, doc.body)
+        if "updated_at" not in changes:
+            changes = {**changes, "updated_at": format_ts(self.clock())}
+        data = frontmatter.set_keys(doc, changes).render().encode("utf-8")
+        path = self.path(scope, name)
+        before = self._state(path)
+        self._write(path, data)
+        block = self._index(scope, name, False, data)
+        self.journal.record(
+            op,
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            before=before,
+            after=self._after(path, data),
+            detail={"keys": sorted(changes)},
+        )
+        return block
+
+    def forget(
+        self, scope: str, name: str, *, actor: str = "api", session: str | None = None
+    ) -> None:
+        """Delete a block; the journal keeps its content, so it can be reverted."""
+        self.read_block(scope, name)
+        path = self.path(scope, name)
+        before = self._state(path)
+        path.unlink()
+        fsync_dir(path.parent)
+        del self.blocks[(scope, name)]
+        self.journal.record(
+            "memory.delete",
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            before=before,
+            after=None,
+        )
+
+    def move(
+        self,
+        scope: str,
+        name: str,
+        *,
+        archive: bool,
+        actor: str = "api",
+        session: str | None = None,
+    ) -> BlockMeta:
+        """Archive a block (it leaves listings and the context) or restore it."""
+        self.read_block(scope, name, archived=not archive)
+        source = self.path(scope, name, archived=not archive)
+        target = self.path(scope, name, archived=archive)
+        if target.exists():
+            raise NameTaken(f"{self._rel(target)} is in the way")
+        before = self._state(source)
+        ensure_dir(target.parent)
+        os.rename(source, target)
+        fsync_dir(source.parent)
+        fsync_dir(target.parent)
+        data = target.read_bytes()
+        block = self._index(scope, name, archive, data)
+        self.journal.record(
+            "memory.archive" if archive else "memory.restore",
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            before=before,
+            after=self._after(target, data),
+        )
+        return block
+
+    def recall(
+        self, scope: str, name: str, *, actor: str = "api", session: str | None = None
+    ) -> tuple[str, BlockMeta]:
+        text, block = self.read_block(scope, name)
+        self.journal.record("memory.recall", scope=scope, name=name, actor=actor, session=session)
+        return text, block
+
+    # -- revert -------------------------------------------------------------------
+
+    def revert(self, entry: dict[str, Any], *, actor: str = "api") -> dict[str, Any]:
+        """Put the file an entry changed back as it was before; journaled, so revertible."""
+        if not str(entry.get("op", "")).startswith("memory.") or entry["op"] == "memory.recall":
+            raise Invalid(f"a {entry.get('op')} entry changes no memory file; nothing to revert")
+        before, after = entry.get("before"), entry.get("after")
+        paths = {state["path"] for state in (before, after) if isinstance(state, dict)}
+        targets = [self._inside(p) for p in sorted(paths)]
+        current = {self._rel(p): self._state(p) for p in targets}
+        now_state = next((s for s in current.values() if s is not None), None)
+        if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
+            self._inside(after["path"]).unlink(missing_ok=True)
+        if before is None:
+            if isinstance(after, dict):
+                self._inside(after["path"]).unlink(missing_ok=True)
+            data = None
+        else:
+            data = before["content"].encode("utf-8", "surrogateescape")
+            self._write(self._inside(before["path"]), data)
+        for path in targets:
+            if path.parent.exists():
+                fsync_dir(path.parent)
+        self._reindex(targets)
+        restored_path = self._inside(before["path"]) if before else None
+        return self.journal.record(
+            "memory.revert",
+            scope=entry["scope"],
+            name=entry.get("name"),
+            actor=actor,
+            before=now_state,
+            after=self._after(restored_path, data)
+            if restored_path is not None and data is not None
+            else None,
+            detail={"reverted": entry["id"]},
+        )
+
+    def _inside(self, rel: str) -> Path:
+        path = (self.home.root / rel).resolve()
+        if not path.is_relative_to(self.root.resolve()) or path.suffix != ".md":
+            raise Invalid("the journal entry names a file outside memory")
+        return path
+
+    def _reindex(self, paths: list[Path]) -> None:
+        for path in paths:
+            archived = path.parent.name == ARCHIVE
+            folder = path.parent.parent if archived else path.parent
+            scope = "global" if folder == self.root.resolve() else f"project:{folder.name}"
+            name = path.name[:-3]
+            if path.name == CORE:
+                continue
+            if path.exists():
+                self._index(scope, name, archived, path.read_bytes())
+            elif (scope, name) in self.blocks and self.blocks[(scope, name)].archived == archived:
+                del self.blocks[(scope, name)]
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:200]
+    return ""

@@ -22,6 +22,7 @@ from . import frontmatter
 from .home import Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .journal import Journal
 from .jsonl import atomic_write
+from .secrets import refuse_secrets
 from .transcripts import Clock, format_ts
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -258,6 +259,7 @@ class MemoryStore:
         op: str = "memory.edit",
     ) -> dict[str, Any]:
         """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
+        refuse_secrets({"content": text})
         path = self.folder(scope) / CORE
         _, current = self.read_core(scope)
         if if_match is not None and if_match != current:
@@ -285,6 +287,7 @@ class MemoryStore:
         note = " ".join(note.split())
         if not note:
             raise Invalid("the note is empty")
+        refuse_secrets({"note": note})
         text, etag = self.read_core(scope)
         wanted = normalized(note)
         for line in text.splitlines():
@@ -316,6 +319,7 @@ class MemoryStore:
         A different body under an existing name is 409 unless ``replace``.
         """
         check_name(name)
+        refuse_secrets({"content": body, **{k: v for k, v in meta.items() if k != "source_session"}})
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         for other in self.list_blocks(scope):
             if other.norm == norm and normalized(body):
@@ -408,6 +412,7 @@ class MemoryStore:
         op: str = "memory.edit",
     ) -> BlockMeta:
         """Change frontmatter keys only; every other byte of the file stays as it was."""
+        refuse_secrets(changes)
         text, block = self.read_block(scope, name)
         if if_match is not None and if_match != block.etag:
             raise PreconditionFailed(

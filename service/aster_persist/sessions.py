@@ -151,12 +151,27 @@ class Sessions:
         return result
 
     async def delete(
-        self, session_id: str, *, purge: bool = False, reason: str = "deleted", op: str = ""
+        self,
+        session_id: str,
+        *,
+        purge: bool = False,
+        reason: str = "deleted",
+        op: str = "",
+        only_trashed: bool = False,
     ) -> None:
         """Move to the trash, or delete for good; appends waiting for a sync finish first."""
-        where = await self.committer.detach(session_id)
+        if only_trashed:
+            where = self.store.locations.get(session_id)
+            if where is None or not where.trashed:
+                return
+        else:
+            where = await self.committer.detach(session_id)
         if purge:
-            await self.committer.call(self.store.purge, session_id, where)
+            deleted = await self.committer.call(
+                self.store.purge, session_id, where, only_trashed=only_trashed
+            )
+            if not deleted:
+                return
             await self._record(
                 op or "session.purged", session_id, {"reason": reason}, slug=where.slug
             )
@@ -192,7 +207,12 @@ class Sessions:
             after = decode_cursor(cursor)
             if after is None:
                 raise Invalid("cursor is not one this service handed out")
-        root = normalize_repo_root(repo_root) if repo_root is not None else None
+        # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
+        root = (
+            await asyncio.to_thread(normalize_repo_root, repo_root)
+            if repo_root is not None
+            else None
+        )
         await self.ready.wait()
         items = await asyncio.wrap_future(
             self.catalog.submit(
@@ -260,7 +280,9 @@ class Sessions:
             for item in trashed:
                 await self.delete(item["id"], reason=item["reason"], op="session.pruned")
             for sid in purge:
-                await self.delete(sid, purge=True, reason="trash older than the limit")
+                await self.delete(
+                    sid, purge=True, reason="trash older than the limit", only_trashed=True
+                )
 
         return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
 

@@ -163,3 +163,46 @@ def test_bad_middle_line_marks_damaged_and_refuses_appends(home: Path, clock: Fa
         r = client.post(f"/v1/sessions/{sid}/events", json=user("c"))
         assert r.status_code == 409 and r.json()["code"] == "session_damaged"
         assert path.read_bytes() == damaged
+
+
+def test_regression_batch_cut_short_by_power_loss_is_not_replayed_as_complete(
+    home: Path, clock: FakeClock
+) -> None:
+    """A power loss left 2 of a keyed 3-event batch; a retry replayed it as applied (count 2)."""
+    with make_client(home, clock) as client:
+        sid = new_session(client)
+        batch = [user("a"), user("b"), user("c")]
+        assert (
+            client.post(
+                f"/v1/sessions/{sid}/events", json=batch, headers={"Idempotency-Key": "K"}
+            ).json()["count"]
+            == 3
+        )
+    path = session_file(home, sid)
+    data = path.read_bytes()
+    path.write_bytes(
+        data[: data.rstrip(b"\n").rfind(b"\n") + 1]
+    )  # the last line never reached the disk
+    with make_client(home, clock) as client:
+        assert client.get(f"/v1/sessions/{sid}").json()["events"] == 0  # all or nothing
+        r = client.post(f"/v1/sessions/{sid}/events", json=batch, headers={"Idempotency-Key": "K"})
+        assert r.status_code == 201 and r.json() == {"first_seq": 1, "last_seq": 3, "count": 3}
+        assert [
+            e["content"] for e in client.get(f"/v1/sessions/{sid}/events").json()["events"]
+        ] == ["a", "b", "c"]
+    aside = list(path.parent.glob(f"{sid}.jsonl.torn-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().count(b"\n") == 2
+
+
+def test_regression_client_fields_cannot_fake_seq_or_keys(client, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """`"seq": null` replaced the server's seq; an `idempotency_key` in the header or an event faked a replay."""
+    for event in (
+        {**user("x"), "seq": None},
+        {**user("x"), "idempotency_key": "K"},
+        {**user("x"), "batch_size": 2},
+    ):
+        sid = new_session(client)
+        r = client.post(f"/v1/sessions/{sid}/events", json=[event])
+        assert r.status_code == 422, event
+    r = client.post("/v1/sessions", json={"repo_root": "/srv/x", "idempotency_key": "K"})
+    assert r.status_code == 422 and r.json()["errors"][0]["loc"] == "header.idempotency_key"

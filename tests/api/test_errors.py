@@ -184,3 +184,22 @@ def test_repo_root_traversal_stays_inside_home(client: TestClient, home: Path) -
     assert files[0].resolve().is_relative_to(home.resolve())
     assert client.get(f"/v1/sessions/{sid}").json()["repo_root"] == "/etc"
     assert REPO
+
+
+def test_regression_odd_numbers_and_text_are_422_not_500(client: TestClient, home: Path) -> None:
+    """Superscript digits, 5,000-digit seqs, huge day counts and lone surrogates gave 500s."""
+    sid = new_session(client)
+    before = snapshot(home)
+    assert_problem(client.get(f"/v1/sessions/{sid}/events", params={"cursor": "\u00b2"}), 422)
+    assert_problem(client.get(f"/v1/sessions/{sid}/events", params={"cursor": "9" * 5000}), 422)
+    big = {"If-Match": '"' + "9" * 5000 + '"'}
+    assert_problem(client.post(f"/v1/sessions/{sid}/events", json=user("x"), headers=big), 422)
+    assert_problem(client.post("/v1/sessions/prune", json={"older_than_days": 1e7}), 422)
+    surrogate = b'{"repo_root": "/srv/x", "model": "\\ud800"}'
+    assert_problem(
+        client.post(
+            "/v1/sessions", content=surrogate, headers={"content-type": "application/json"}
+        ),
+        422,
+    )
+    assert snapshot(home) == before

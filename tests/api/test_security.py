@@ -185,3 +185,33 @@ def test_requests_past_the_limit_get_503(home: Path) -> None:
                 ]
 
     assert asyncio.run(run()) == [503, 200, 201, 201, 200]
+
+
+def test_chunked_oversized_body_on_any_route_is_413(home: Path) -> None:
+    with make_client(home, max_body_bytes=2048) as client:
+
+        def chunks():
+            yield b'{"repo_root": "/srv/x", "x_pad": "'
+            for _ in range(10):
+                yield b"x" * 1000
+            yield b'"}'
+
+        r = client.post(
+            "/v1/sessions", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert r.status_code == 413 and r.json()["code"] == "payload_too_large"
+
+        def small():
+            yield b'{"repo_root": '
+            yield b'"/srv/x"}'
+
+        assert (
+            client.post(
+                "/v1/sessions", content=small(), headers={"content-type": "application/json"}
+            ).status_code
+            == 201
+        )
+
+
+def test_bracketed_host_with_trailing_text_is_refused(client: TestClient) -> None:
+    assert client.get("/healthz", headers={"Host": "[::1]evil.example"}).status_code == 403

@@ -104,3 +104,11 @@ def test_legacy_home_is_moved_once(tmp_path: Path) -> None:
     assert not (legacy / "memory").exists()
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
     assert (new / "memory" / "ASTER.md").exists()
+
+
+def test_regression_dot_folders_never_become_hidden_project_folders() -> None:
+    """/.devcontainer/repo gave a slug starting with '.', which the start-up scan skipped."""
+    for root in ("/.devcontainer/repo", "/.x", "/..hidden/y", "/"):
+        slug = project_slug(root)
+        assert not slug.startswith((".", "-")), slug
+        assert re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}", slug)

@@ -2,8 +2,8 @@
 
 A pure ASGI middleware (no per-request task or body copy), outermost in the stack, so a
 refused request never reaches a route. Order of checks: Host (403), Origin (403),
-token (401), requests in progress (503), declared body size (413); an undeclared
-(chunked) body is counted as it is read and refused with 413 once it passes the limit.
+token (401), requests in progress (503), body size (413): a declared length is checked
+at once, an undeclared (chunked) body is read here up to the limit and then replayed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import PROBLEM_MEDIA_TYPE, PayloadTooLarge, problem_body
+from ..errors import PROBLEM_MEDIA_TYPE, problem_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -31,7 +31,10 @@ def host_name(value: str) -> str:
     value = value.strip().lower()
     if value.startswith("["):
         end = value.find("]")
-        return value[: end + 1] if end > 0 else value
+        rest = value[end + 1 :] if end > 0 else "x"
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return value  # "[::1]evil.example" is not [::1]
+        return value[: end + 1]
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
@@ -142,24 +145,31 @@ class Guard:
                 return
             await self.app(scope, receive, send)
             return
-        await self.app(scope, self._counting(receive), send)
-
-    def _counting(self, receive: Receive) -> Receive:
-        seen = 0
-        limit = self.max_body
-
-        async def counted() -> Message:
-            nonlocal seen
+        if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        # No declared length (chunked): read the body here, up to the limit, and replay it.
+        chunks = []
+        size = 0
+        more = True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    raise PayloadTooLarge(
-                        f"the body is over the limit of {limit} bytes (ASTER_MAX_BODY_BYTES)"
-                    )
-            return message
-
-        return counted
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > self.max_body:
+                await _problem(
+                    send,
+                    413,
+                    "payload_too_large",
+                    "Payload too large",
+                    f"the body is over the limit of {self.max_body} bytes (ASTER_MAX_BODY_BYTES)",
+                )
+                return
+            chunks.append(body)
+            more = message.get("more_body", False)
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
 
     def _warn(self, send: Send) -> Send:
         value = f'199 aster-persist "{self.warning}"'.encode("latin-1", "replace")
@@ -170,6 +180,19 @@ class Guard:
             await send(message)
 
         return warned
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 async def _problem(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
@@ -91,9 +92,12 @@ def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
     return request.app.state.memory, request.app.state.sessions.committer
 
 
-def _scope(request: Request, repo_root: str | None) -> str:
+async def _scope(request: Request, repo_root: str | None) -> str:
+    """The scope a request names; resolving a worktree reads a file, so off the loop."""
     memory: MemoryStore = request.app.state.memory
-    return memory.scope_for(repo_root)
+    if repo_root is None:
+        return "global"
+    return await asyncio.to_thread(memory.scope_for, repo_root)
 
 
 def _block(meta: BlockMeta) -> dict[str, Any]:
@@ -108,7 +112,7 @@ async def get_core(
 ) -> Response:
     """`ASTER.md` of the global scope, or of a project with `repo_root`."""
     memory, _ = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     text, etag = memory.read_core(scope)
     if if_none_match == etag:
         return Response(status_code=304, headers={"ETag": etag})
@@ -125,7 +129,7 @@ async def put_core(
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
     memory, committer = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     text = await _text_body(request)
     result = await committer.call(memory.write_core, scope, text, if_match=if_match)
     return json_response(result, headers={"ETag": result["etag"]})
@@ -137,7 +141,7 @@ async def put_core(
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
     memory, committer = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
     return json_response(
         result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
@@ -157,7 +161,7 @@ async def list_blocks(
     """Blocks of a scope, most recently updated first (`recallByTags` with `tag`)."""
     memory, _ = _memory(request)
     blocks = memory.list_blocks(
-        _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
+        await _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
     )
     return json_response({"items": [_block(b) for b in blocks]})
 
@@ -171,13 +175,13 @@ async def recent(
     """`memoryRecent`: the `n` most recently updated blocks."""
     memory, _ = _memory(request)
     return json_response(
-        {"items": [_block(b) for b in memory.list_blocks(_scope(request, repo_root))[:n]]}
+        {"items": [_block(b) for b in memory.list_blocks(await _scope(request, repo_root))[:n]]}
     )
 
 
 async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> Response:
     memory, committer = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
     meta = body.model_dump(
         exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
@@ -240,7 +244,7 @@ async def recall(
 ) -> Response:
     """Recall a block's full text (journaled as a recall unless `track=false`)."""
     memory, committer = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     if track and not archived:
         text, block = await committer.call(memory.recall, scope, name, session=session_id)
     else:
@@ -262,7 +266,7 @@ async def put_block(
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
     memory, committer = _memory(request)
-    scope = _scope(request, repo_root)
+    scope = await _scope(request, repo_root)
     check_name(name)
     if "json" in request.headers.get("content-type", ""):
         block_in = BlockIn.model_validate_json(await request.body())
@@ -305,7 +309,7 @@ async def patch_block(
     if not changes:
         raise Invalid("say which keys to change")
     block = await committer.call(
-        memory.patch_block, _scope(request, repo_root), name, changes, if_match=if_match
+        memory.patch_block, await _scope(request, repo_root), name, changes, if_match=if_match
     )
     return json_response(_block(block), headers={"ETag": block.etag})
 
@@ -316,7 +320,7 @@ async def patch_block(
 async def forget(request: Request, name: str, repo_root: str | None = None) -> Response:
     """Forget a block; the journal keeps its content, so it can be reverted."""
     memory, committer = _memory(request)
-    await committer.call(memory.forget, _scope(request, repo_root), name)
+    await committer.call(memory.forget, await _scope(request, repo_root), name)
     return Response(status_code=204)
 
 
@@ -329,7 +333,7 @@ async def forget(request: Request, name: str, repo_root: str | None = None) -> R
 async def archive(request: Request, name: str, repo_root: str | None = None) -> Response:
     """Move a block to `.archive/`: it leaves listings and the prompt context."""
     memory, committer = _memory(request)
-    block = await committer.call(memory.move, _scope(request, repo_root), name, archive=True)
+    block = await committer.call(memory.move, await _scope(request, repo_root), name, archive=True)
     return json_response(_block(block))
 
 
@@ -342,7 +346,7 @@ async def archive(request: Request, name: str, repo_root: str | None = None) -> 
 async def restore(request: Request, name: str, repo_root: str | None = None) -> Response:
     """Bring a block back from `.archive/`."""
     memory, committer = _memory(request)
-    block = await committer.call(memory.move, _scope(request, repo_root), name, archive=False)
+    block = await committer.call(memory.move, await _scope(request, repo_root), name, archive=False)
     return json_response(_block(block))
 
 

@@ -95,10 +95,10 @@ class RenameIn(BaseModel):
 
 
 class PruneIn(BaseModel):
-    older_than_days: float | None = Field(default=None, ge=0)
-    keep_latest: int | None = Field(default=None, ge=0)
+    older_than_days: float | None = Field(default=None, ge=0, le=36500)
+    keep_latest: int | None = Field(default=None, ge=0, le=1_000_000)
     dry_run: bool = True
-    purge_trash_older_than_days: float | None = Field(default=None, ge=0)
+    purge_trash_older_than_days: float | None = Field(default=None, ge=0, le=36500)
 
 
 class PrunedSession(BaseModel):

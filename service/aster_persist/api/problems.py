@@ -66,6 +66,18 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return problem_response(problem_body(exc.status_code, code, title, detail), headers)
 
 
+async def _not_utf8(request: Request, exc: Exception) -> Response:
+    # JSON may carry lone surrogates ("\\ud800") that no file can store; they are caught
+    # where text is encoded, before anything is written.
+    body = problem_body(
+        422,
+        "invalid_text",
+        "Invalid request",
+        "text fields must be valid Unicode (a lone surrogate was sent)",
+    )
+    return problem_response(body)
+
+
 async def _crash(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error in %s %s", request.method, request.url.path)
     body = problem_body(
@@ -81,4 +93,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(AsterError, _aster_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(UnicodeEncodeError, _not_utf8)
     app.add_exception_handler(Exception, _crash)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -36,6 +37,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for code in (404, 409, 412, 413, 422, 500, 507)
 }
 NDJSON = "application/x-ndjson"
+_SEQ = re.compile(r"[0-9]{1,18}")
 MAX_KEY = 200
 
 
@@ -61,7 +63,7 @@ def parse_if_match(value: str | None) -> int | None:
     if text.startswith("W/"):
         text = text[2:]
     text = text.strip('"')
-    if not text.isdigit():
+    if not _SEQ.fullmatch(text):
         raise Invalid(f'If-Match must be a quoted seq like "12", got {value[:40]!r}')
     return int(text)
 
@@ -309,7 +311,7 @@ async def read_events(
     """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`)."""
     check_session_id(session_id)
     if cursor is not None:
-        if not cursor.isdigit():
+        if not _SEQ.fullmatch(cursor):
             raise Invalid("cursor is not one this service handed out")
         after = int(cursor)
     lines, raw, info = await _sessions(request).read(session_id)

@@ -221,6 +221,11 @@ class Catalog:
                     changed.append(summarize_file(entry, previous if grown else None))
                 except FileNotFoundError:
                     seen.discard(entry.id)
+                except OSError as exc:  # unreadable: listed as damaged, never skipped silently
+                    log.error("cannot read %s: %s", entry.path, exc)
+                    broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
+                    broken.state = "damaged"
+                    changed.append(broken)
             if len(changed) >= 500:
                 self.upsert(changed)
                 changed = []

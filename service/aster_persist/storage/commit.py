@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -109,7 +110,17 @@ class GroupCommitter:
             return
         loop = asyncio.get_running_loop()
         sync = self.store.begin_sync()
-        done = loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
+        if not sync.fds:
+            return
+        try:
+            done = loop.run_in_executor(self.syncer, self.store.sync_fds, sync)
+        except BaseException as exc:  # e.g. the executor is shut down: fail, never hang
+            for fd in sync.fds.values():
+                os.close(fd)
+            sync.failed.update({sid: str(exc) for sid in sync.fds})
+            self.store.end_sync(sync)
+            self._settle_waiting()
+            raise
         self._passes.append((sync, done))
         done.add_done_callback(self._on_pass_done)
 
@@ -122,6 +133,10 @@ class GroupCommitter:
                 sync.failed.update({sid: "sync pass failed" for sid in sync.fds})
             self.store.end_sync(sync)
             self.syncs += 1
+        self._settle_waiting()
+        self._kick()
+
+    def _settle_waiting(self) -> None:
         still = []
         for entry in self._waiting:
             sid, needed, result, future = entry
@@ -140,7 +155,6 @@ class GroupCommitter:
             else:
                 still.append(entry)
         self._waiting = still
-        self._kick()
 
     async def _drain(self) -> None:
         """Return once everything written so far has been through a sync pass."""

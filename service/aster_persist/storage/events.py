@@ -27,6 +27,24 @@ FORMAT_VERSION = 1
 
 
 Content = str | list[dict[str, Any]]
+
+
+def _server_assigned(value: None) -> None:
+    raise ValueError("assigned by the server; leave it out")
+
+
+def _header_only(value: None) -> None:
+    raise ValueError("send the idempotency key as the Idempotency-Key header")
+
+
+def _server_batch(value: None) -> None:
+    raise ValueError("set by the server; leave it out")
+
+
+# Keys a client may not set on an event (any value, null included).
+ServerSeq = Annotated[None, AfterValidator(_server_assigned)]
+NoKey = Annotated[None, AfterValidator(_header_only)]
+ServerBatch = Annotated[None, AfterValidator(_server_batch)]
 Timestamp = Annotated[
     str,
     Field(
@@ -59,7 +77,9 @@ class UserMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -69,7 +89,9 @@ class SystemMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -80,7 +102,9 @@ class ToolMessage(TypedDict):
     content: Content
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +120,9 @@ class AssistantMessage(TypedDict):
     content: NotRequired[Content | None]
     tool_calls: NotRequired[list[ToolCall] | None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 MessageEvent = Annotated[
@@ -114,7 +140,9 @@ class SummaryEvent(TypedDict):
     content: str
     through_seq: Annotated[int, Field(ge=0)]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 def _has_target(event: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +158,9 @@ class EvictionEvent(TypedDict):
     target_seq: NotRequired[Annotated[int, Field(ge=1)] | None]
     stub: NotRequired[str | None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -139,7 +169,9 @@ class TitleEvent(TypedDict):
     title: Annotated[str, Field(min_length=1, max_length=500)]
     source: NotRequired[Literal["model", "user"] | None]
     ts: NotRequired[Timestamp | None]
-    seq: NotRequired[None]  # assigned by the server
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 class SessionHeader(BaseModel):
@@ -204,8 +236,10 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
                 msg = f"unknown {what} {str(ctx['tag'])[:40]!r}; expected one of {ctx['expected_tags']}"
             else:
                 msg = f"{name} is required"
-        elif err["type"] == "none_required" and loc.endswith(".seq"):
+        elif loc.endswith(".seq") and err["type"] in ("none_required", "value_error"):
             msg = "seq is assigned by the server; leave it out"
+        elif loc.endswith(".idempotency_key") and err["type"] in ("none_required", "value_error"):
+            msg = "send the idempotency key as the Idempotency-Key header, not inside an event"
         elif err["type"] in ("dict_type", "model_type"):
             msg = "an event must be a JSON object"
         name, sep, rest = msg.partition(": ")

@@ -25,7 +25,7 @@ log = logging.getLogger("aster_persist")
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-SLUG_RE = re.compile(r"^[A-Za-z0-9._-]{0,80}-[0-9a-f]{8}$")
+SLUG_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}$")
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
 TRASH = ".trash"
 
@@ -71,6 +71,8 @@ def normalize_repo_root(repo_root: str) -> str:
     """An absolute, normalized repository root; worktrees resolve to their main root."""
     if not isinstance(repo_root, str) or not repo_root or "\x00" in repo_root:
         raise InvalidName("repo_root must be a non-empty absolute path")
+    if not is_utf8(repo_root):
+        raise InvalidName("repo_root must be valid UTF-8 text")
     if len(repo_root) > 4096:
         raise InvalidName("repo_root is longer than 4096 characters")
     if not os.path.isabs(repo_root):
@@ -81,10 +83,20 @@ def normalize_repo_root(repo_root: str) -> str:
     return main_worktree_root(root)
 
 
+def is_utf8(text: str) -> bool:
+    """False for strings holding lone surrogates, which no file or JSON can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def project_slug(repo_root: str) -> str:
     """Readable, collision-free folder name for a repository root (SPEC §2)."""
-    readable = _SLUG_RUN.sub("-", repo_root).strip("-")[:80]
-    digest = hashlib.sha256(repo_root.encode("utf-8")).hexdigest()[:8]
+    # Dots are trimmed from the ends too, so a slug never names a hidden folder.
+    readable = _SLUG_RUN.sub("-", repo_root).strip("-.")[:80].strip("-.") or "root"
+    digest = hashlib.sha256(repo_root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{readable}-{digest}"
 
 
@@ -132,13 +144,19 @@ class Home:
         return self.root / "index"
 
     def project_dir(self, slug: str) -> Path:
-        return self.sessions / check_slug(slug)
+        folder = self.sessions / check_slug(slug)
+        if folder.is_symlink():
+            raise InvalidName(f"{folder} is a symbolic link; the data home never follows one")
+        return folder
 
     def session_path(self, slug: str, session_id: str) -> Path:
         return self.project_dir(slug) / f"{check_session_id(session_id)}.jsonl"
 
     def trash_path(self, slug: str, session_id: str) -> Path:
-        return self.project_dir(slug) / TRASH / f"{check_session_id(session_id)}.jsonl"
+        trash = self.project_dir(slug) / TRASH
+        if trash.is_symlink():
+            raise InvalidName(f"{trash} is a symbolic link; the data home never follows one")
+        return trash / f"{check_session_id(session_id)}.jsonl"
 
     @classmethod
     def open(cls, explicit: Path | None, *, fallback: str = "none") -> Home:

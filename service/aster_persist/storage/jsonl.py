@@ -27,6 +27,7 @@ class Parsed:
 
     lines: list[dict[str, Any]] = field(default_factory=list)
     raw: list[bytes] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # file offset of each readable line
     good_end: int = 0  # offset just past the last complete, readable or bad, line
     torn: tuple[int, int] | None = None  # byte range of a torn tail
     bad: list[int] = field(default_factory=list)  # 1-based line numbers of bad lines
@@ -56,6 +57,7 @@ def parse(data: bytes, *, base: int = 0, first_line: int = 1) -> Parsed:
         if isinstance(value, dict):
             out.lines.append(value)
             out.raw.append(piece)
+            out.starts.append(start)
             out.good_end = offset
             out.line_count += 1
         elif i == last_index and not tail:

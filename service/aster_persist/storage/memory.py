@@ -319,7 +319,9 @@ class MemoryStore:
         A different body under an existing name is 409 unless ``replace``.
         """
         check_name(name)
-        refuse_secrets({"content": body, **{k: v for k, v in meta.items() if k != "source_session"}})
+        refuse_secrets(
+            {"content": body, **{k: v for k, v in meta.items() if k != "source_session"}}
+        )
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         for other in self.list_blocks(scope):
             if other.norm == norm and normalized(body):

@@ -30,8 +30,13 @@ class Finding:
     column: int
 
     def public(self) -> dict[str, Any]:
-        return {"loc": self.field, "kind": self.kind, "line": self.line, "column": self.column,
-                "msg": f"looks like a {self.kind}"}
+        return {
+            "loc": self.field,
+            "kind": self.kind,
+            "line": self.line,
+            "column": self.column,
+            "msg": f"looks like a {self.kind}",
+        }
 
 
 _RULES: list[tuple[str, re.Pattern[str]]] = [
@@ -43,7 +48,10 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}")),
     ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    (
+        "JSON Web Token",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ),
     ("bearer token", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{20,}=*")),
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
 ]
@@ -57,12 +65,29 @@ _PLACEHOLDER = re.compile(
 )
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.]{16,}")
 _PLUGINS = [
-    "AWSKeyDetector", "ArtifactoryDetector", "AzureStorageKeyDetector", "BasicAuthDetector",
-    "CloudantDetector", "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector",
-    "IbmCloudIamDetector", "IbmCosHmacDetector", "JwtTokenDetector", "MailchimpDetector",
-    "NpmDetector", "OpenAIDetector", "PrivateKeyDetector", "PypiTokenDetector",
-    "SendGridDetector", "SlackDetector", "SoftlayerDetector", "SquareOAuthDetector",
-    "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
+    "AWSKeyDetector",
+    "ArtifactoryDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitHubTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "JwtTokenDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PrivateKeyDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SlackDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "StripeDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
 ]
 
 

@@ -7,6 +7,7 @@ file's last known offset instead of reading the whole transcript again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 TITLE_CUT = 80
@@ -49,8 +50,10 @@ class SessionInfo:
             if isinstance(seq, int) and seq > self.last_seq:
                 self.last_seq = seq
             ts = line.get("ts")
-            if isinstance(ts, str) and ts > self.updated_at:
-                self.updated_at = ts
+            if isinstance(ts, str):
+                ts = canonical_ts(ts)
+                if ts > self.updated_at:
+                    self.updated_at = ts
             if kind == "title":
                 title = line.get("title")
                 if isinstance(title, str) and title:
@@ -74,6 +77,21 @@ class SessionInfo:
         if self.first_user:
             return "first_message"
         return None
+
+
+def canonical_ts(ts: str) -> str:
+    """A client's RFC 3339 time as the server writes it (UTC, ms, Z), so times compare as text."""
+    if len(ts) == 24 and ts.endswith("Z") and ts[10] == "T":
+        return ts
+    try:
+        moment = datetime.fromisoformat(
+            ts.replace("z", "+00:00").replace("Z", "+00:00").replace("t", "T")
+        )
+    except ValueError:
+        return ts
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def first_text(content: Any) -> str | None:

@@ -35,6 +35,7 @@ from .. import __version__
 from ..errors import (
     AsterError,
     InsufficientStorage,
+    InvalidEvent,
     PayloadTooLarge,
     PreconditionFailed,
     SessionDamaged,
@@ -54,11 +55,12 @@ from .home import (
     project_slug,
 )
 from .jsonl import Parsed, parse, read_bytes, write_new
-from .summary import SessionInfo, first_text
+from .summary import SessionInfo, canonical_ts, first_text
 
 log = logging.getLogger("aster_persist")
 
 Clock = Callable[[], datetime]
+RESERVED_HEADER_KEYS = frozenset({"type", "seq", "id", "v", "idempotency_key", "batch_size"})
 KEYS_KEPT = 10_000
 _NL = orjson.OPT_APPEND_NEWLINE
 
@@ -134,6 +136,7 @@ class SyncPass:
 
     fds: dict[str, int] = field(default_factory=dict)
     sizes: dict[str, int] = field(default_factory=dict)
+    infos: dict[str, SessionInfo] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
 
 
@@ -232,8 +235,17 @@ class TranscriptStore:
             "title": title,
         }
         for key, value in (extra or {}).items():
+            if key in RESERVED_HEADER_KEYS:
+                raise InvalidEvent(
+                    f"header.{key}: set by the server; leave it out",
+                    errors=[{"loc": f"header.{key}", "msg": "set by the server; leave it out"}],
+                )
             header.setdefault(key, value)
         validate_header(header)
+        try:
+            data = orjson.dumps(header, option=_NL)
+        except orjson.JSONEncodeError as exc:
+            raise InvalidEvent(f"header: {exc}") from None
         slug = project_slug(root)
         folder = self.home.project_dir(slug)
         new_folder = not folder.exists()
@@ -241,7 +253,6 @@ class TranscriptStore:
         if new_folder:
             fsync_dir(folder.parent)
         path = folder / f"{sid}.jsonl"
-        data = orjson.dumps(header, option=_NL)
         try:
             write_new(path, data, sync=self.durability != "none")
         except FileExistsError:
@@ -268,6 +279,10 @@ class TranscriptStore:
         try:
             data = read_bytes(path)
             parsed = parse(data)
+            cut = incomplete_batch(parsed)
+            if cut is not None:  # a cut-short batch goes aside with any torn bytes after it
+                parsed = parse(data[:cut])
+                parsed.torn = (cut, len(data))
             if parsed.torn is not None:
                 self._quarantine(path, fd, data, parsed)
             info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
@@ -364,7 +379,8 @@ class TranscriptStore:
         key = request.key
         if key is not None and key in writer.keys:
             # A replay waits for whatever sync covers the original write.
-            self._unsynced.add(sid)
+            if self.durability == "fsync":
+                self._unsynced.add(sid)
             return replace(writer.keys[key], replayed=True), writer.size
         if request.if_match is not None and request.if_match != info.last_seq:
             raise PreconditionFailed(
@@ -382,11 +398,14 @@ class TranscriptStore:
         first_user = info.first_user
         for event in request.events:
             line = {"type": event["type"], "seq": seq, **event}
+            line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
             ts = line.get("ts")
             if ts is None:
                 line["ts"] = now
-            elif ts > latest:
-                latest = ts
+            else:
+                ts = canonical_ts(ts)
+                if ts > latest:
+                    latest = ts
             if key is not None:
                 line["idempotency_key"] = key
             chunks.append(dumps(line, option=_NL))
@@ -397,6 +416,12 @@ class TranscriptStore:
                 title = line["title"]
             elif first_user is None and kind == "message" and line["role"] == "user":
                 first_user = first_text(line.get("content"))
+        if seq - first > 1:
+            # The first line of a batch says how long it is, so a batch that a power loss
+            # cut short is recognised and moved aside like a torn line (all or nothing).
+            head = orjson.loads(chunks[0])
+            head["batch_size"] = seq - first
+            chunks[0] = dumps(head, option=_NL)
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
             n = [len(c) for c in chunks].index(biggest)
@@ -421,7 +446,8 @@ class TranscriptStore:
             writer.keys[key] = result
             if len(writer.keys) > KEYS_KEPT:
                 writer.keys.popitem(last=False)
-        self._unsynced.add(sid)
+        if self.durability != "none":
+            self._unsynced.add(sid)
         if self.durability != "fsync":
             self._acknowledge(writer, writer.size)
         return result, writer.size
@@ -440,18 +466,21 @@ class TranscriptStore:
                 writer.info.state = "read_only"
             raise _storage_error(exc, f"could not append to session {sid}") from exc
 
-    def _acknowledge(self, writer: _Writer, size: int) -> None:
+    def _acknowledge(self, writer: _Writer, size: int, info: SessionInfo | None = None) -> None:
+        """Everything up to ``size`` is durable; ``info`` is the summary at that size."""
         if size > writer.acked_size:
             writer.acked_size = size
-            writer.acked_info = replace(writer.info, bad_lines=list(writer.info.bad_lines))
+            writer.acked_info = info or replace(writer.info, bad_lines=list(writer.info.bad_lines))
             self.on_change(writer.acked_info)
 
     def acked(self, session_id: str, size: int) -> bool | None:
         """True once ``size`` bytes are durable, None when they never will be."""
         writer = self._writers.get(session_id)
-        if writer is None or session_id in self._read_only:
+        if writer is None:
             return None
-        return writer.acked_size >= size
+        if writer.acked_size >= size:
+            return True
+        return None if session_id in self._read_only else False
 
     # -- syncing: begin and end on the event loop, the syncs on the syncer thread --------
 
@@ -459,16 +488,25 @@ class TranscriptStore:
         return bool(self._unsynced)
 
     def begin_sync(self) -> SyncPass:
-        """Take every session written since the last pass; hand out descriptors to sync."""
+        """Take every session written since the last pass; hand out descriptors to sync.
+
+        A session already in a running pass waits for the next one: two fdatasyncs of one
+        open file at once could let one of them miss a writeback error the other consumed.
+        """
         sync = SyncPass()
+        waiting = set()
         for sid in self._unsynced:
             writer = self._writers.get(sid)
             if writer is None or sid in self._read_only:
                 continue
+            if self._inflight[sid] > 0:
+                waiting.add(sid)
+                continue
             sync.fds[sid] = os.dup(writer.fd)
             sync.sizes[sid] = writer.size
+            sync.infos[sid] = replace(writer.info, bad_lines=list(writer.info.bad_lines))
         self._inflight.update(sync.fds.keys())
-        self._unsynced = set()
+        self._unsynced = waiting
         return sync
 
     @staticmethod
@@ -496,7 +534,7 @@ class TranscriptStore:
                 continue
             if sid not in sync.failed:
                 if self.durability == "fsync":
-                    self._acknowledge(writer, size)
+                    self._acknowledge(writer, size, sync.infos[sid])
                 continue
             log.error(
                 "fsync of %s failed (%s); the session is read-only until restart",
@@ -526,6 +564,9 @@ class TranscriptStore:
         except FileNotFoundError:
             raise SessionNotFound(f"no session {session_id}") from None
         parsed = parse(data)
+        cut = incomplete_batch(parsed)
+        if cut is not None:
+            parsed = parse(data[:cut])
         info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
         info.absorb(parsed.lines, parsed.bad)
         if not parsed.lines or parsed.lines[0].get("type") != "session":
@@ -540,7 +581,10 @@ class TranscriptStore:
     def export_bytes(self, session_id: str) -> bytes:
         path = self._live_path(session_id)
         writer = self._writers.get(session_id)
-        return read_bytes(path, 0, writer.acked_size if writer is not None else None)
+        try:
+            return read_bytes(path, 0, writer.acked_size if writer is not None else None)
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None
 
     # -- lifecycle: detach on the event loop, then move files on the writer thread -------
 
@@ -574,12 +618,11 @@ class TranscriptStore:
         except BaseException:
             self.locations[session_id] = where
             raise
+        self.on_remove(session_id)  # it has left the listing, whatever happens next
         stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
         _marker(target).write_bytes(stamp)
         fsync_dir(path.parent)
         fsync_dir(target.parent)
-        self._read_only.discard(session_id)
-        self.on_remove(session_id)
 
     def restore(self, session_id: str) -> None:
         """Bring a session back from the trash (writer thread)."""
@@ -600,8 +643,16 @@ class TranscriptStore:
         self.locations[session_id] = Location(where.slug)
         self.on_change(self.summarize(session_id))
 
-    def purge(self, session_id: str, where: Location) -> None:
-        """Delete a detached session for good, live or trashed (writer thread)."""
+    def purge(self, session_id: str, where: Location, *, only_trashed: bool = False) -> bool:
+        """Delete a detached session for good, live or trashed (writer thread).
+
+        With ``only_trashed`` (prune), a session restored in the meantime is left alone;
+        returns whether anything was deleted.
+        """
+        if only_trashed:
+            now = self.locations.get(session_id)
+            if now is None or not now.trashed or not where.trashed:
+                return False
         path = (
             self.home.trash_path(where.slug, session_id)
             if where.trashed
@@ -613,6 +664,7 @@ class TranscriptStore:
         self.locations.pop(session_id, None)
         self._read_only.discard(session_id)
         self.on_remove(session_id)
+        return True
 
     def summarize(self, session_id: str) -> SessionInfo:
         _parsed, info = self.read(session_id)
@@ -653,24 +705,51 @@ def _jsonl_entries(folder: Path) -> list[os.DirEntry[str]]:
         ]
 
 
+def incomplete_batch(parsed: Parsed) -> int | None:
+    """The offset of a last batch that was cut short (fewer lines than it announced)."""
+    lines = parsed.lines
+    if not lines:
+        return None
+    last = lines[-1].get("seq")
+    if not isinstance(last, int):
+        return None
+    for i in range(len(lines) - 1, 0, -1):
+        size = lines[i].get("batch_size")
+        if isinstance(size, int) and size > 1:
+            first = lines[i].get("seq")
+            if isinstance(first, int) and last < first + size - 1:
+                return parsed.starts[i]
+            return None
+    return None
+
+
 def _marker(trashed: Path) -> Path:
     """The file beside a trashed transcript that says when and why it went there."""
     return trashed.with_name(trashed.name + ".trashed")
 
 
 def _load_keys(keys: OrderedDict[str, AppendResult], lines: list[dict[str, Any]]) -> None:
-    """Rebuild idempotency results from the keys stored on the lines themselves."""
+    """Rebuild idempotency results from the keys stored on the lines themselves.
+
+    A key counts only for the contiguous run of event lines that carry it (the header
+    and anything else are ignored), so no client-chosen field can fake an applied append.
+    """
     spans: dict[str, list[int]] = {}
+    previous: tuple[str, int] | None = None
     for line in lines:
         key = line.get("idempotency_key")
         seq = line.get("seq")
-        if isinstance(key, str) and isinstance(seq, int):
-            span = spans.get(key)
-            if span is None:
-                spans[key] = [seq, seq, 1]
-            else:
-                span[1] = seq
-                span[2] += 1
+        if line.get("type") == "session" or not isinstance(key, str) or not isinstance(seq, int):
+            previous = None
+            continue
+        span = spans.get(key)
+        if span is not None and previous == (key, seq - 1):
+            span[1] = seq
+            span[2] += 1
+        else:
+            spans.pop(key, None)  # a later run replaces an earlier one
+            spans[key] = [seq, seq, 1]
+        previous = (key, seq)
     for key, (first, last, count) in list(spans.items())[-KEYS_KEPT:]:
         keys[key] = AppendResult(first, last, count)
 

@@ -13,6 +13,7 @@ from ..errors import Invalid, NotFound
 from ..storage import frontmatter
 from ..storage.commit import GroupCommitter
 from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
+from ..tools import TOOLS, run_tool
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -100,8 +101,11 @@ async def _scope(request: Request, repo_root: str | None) -> str:
     return await asyncio.to_thread(memory.scope_for, repo_root)
 
 
-def _block(meta: BlockMeta) -> dict[str, Any]:
-    return meta.public()
+def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
+    out = meta.public()
+    if memory is not None:
+        out |= memory.usage(meta)
+    return out
 
 
 @router.get("/memory/core", operation_id="memory-core-get", responses=ERRORS)
@@ -163,7 +167,7 @@ async def list_blocks(
     blocks = memory.list_blocks(
         await _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
     )
-    return json_response({"items": [_block(b) for b in blocks]})
+    return json_response({"items": [_block(b, memory) for b in blocks]})
 
 
 @router.get(
@@ -348,6 +352,128 @@ async def restore(request: Request, name: str, repo_root: str | None = None) -> 
     memory, committer = _memory(request)
     block = await committer.call(memory.move, await _scope(request, repo_root), name, archive=False)
     return json_response(_block(block))
+
+
+class ContextOut(BaseModel):
+    scope: str
+    content: str
+    counts: dict[str, int]
+    tokens: int
+
+
+@router.get(
+    "/memory/context", operation_id="memory-context", response_model=ContextOut, responses=ERRORS
+)
+async def context(request: Request, repo_root: str | None = None) -> Response:
+    """The markdown for a system prompt: global and project `ASTER.md` in full, then an
+    index of recallable blocks (60 lines at most), with counts and a token estimate."""
+    memory, _ = _memory(request)
+    scope = await _scope(request, repo_root)
+    result = await asyncio.to_thread(memory.render_context, None if scope == "global" else scope)
+    return json_response(result)
+
+
+class ToolCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    session_id: str | None = None
+    repo_root: str | None = None
+
+
+class ToolResult(BaseModel):
+    name: str
+    content: str
+
+
+@router.get("/memory/tools", operation_id="memory-tools", tags=["tools"])
+async def tools() -> Response:
+    """`remember`, `recall` and `forget` as OpenAI function-calling tool definitions."""
+    return json_response({"tools": TOOLS})
+
+
+@router.post(
+    "/memory/tools/call",
+    operation_id="memory-tools-call",
+    response_model=ToolResult,
+    tags=["tools"],
+    responses=ERRORS,
+)
+async def call_tool(request: Request, body: ToolCall) -> Response:
+    """Run one tool call; the reply's `content` is the text for the model."""
+    memory, committer = _memory(request)
+    scope = await _scope(request, body.repo_root)
+    text = await committer.call(
+        run_tool, memory, scope, body.name, body.arguments, session=body.session_id
+    )
+    return json_response({"name": body.name, "content": text})
+
+
+class ProcedureIn(BaseModel):
+    outcome: Literal["success", "failure"]
+    task: str = Field(min_length=1, max_length=200)
+    tools: list[str] = Field(default_factory=list)
+    result: str | None = Field(default=None, max_length=8000)
+    error: str | None = Field(default=None, max_length=8000)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    session_id: str | None = None
+
+
+@router.post(
+    "/memory/procedures", operation_id="memory-procedures", status_code=201, responses=ERRORS
+)
+async def procedure(request: Request, body: ProcedureIn, repo_root: str | None = None) -> Response:
+    """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
+    used and the outcome or error. The same record twice is kept once."""
+    memory, committer = _memory(request)
+    scope = await _scope(request, repo_root)
+    detail = body.result if body.outcome == "success" else body.error
+    lines = [f"**Task:** {body.task}", f"**Outcome:** {body.outcome}"]
+    if body.tools:
+        lines.append(f"**Tools:** {', '.join(body.tools)}")
+    if detail:
+        lines += ["", detail] if body.outcome == "success" else ["", f"**Error:** {detail}"]
+    content = "\n".join(lines) + "\n"
+    meta = {
+        "type": "procedural",
+        "tags": [body.outcome, *body.tools],
+        "importance": body.importance,
+        "description": f"{body.outcome}: {body.task}"[:200],
+        "tools": body.tools,
+        "outcome": body.outcome,
+    }
+    if body.session_id:
+        meta["source_session"] = body.session_id
+    block, merged = await committer.call(
+        memory.write_procedure,
+        scope,
+        slugify(f"{body.task}-{body.outcome}")[:56],
+        body=content,
+        meta=meta,
+        session=body.session_id,
+    )
+    return json_response(_block(block) | {"merged": merged}, 200 if merged else 201)
+
+
+class MemoryPruneIn(BaseModel):
+    max_age_days: float = Field(default=90, ge=0, le=36500)
+    max_importance: float = Field(default=0.3, ge=0, le=1)
+    dry_run: bool = True
+
+
+@router.post("/memory/prune", operation_id="memory-prune", responses=ERRORS)
+async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = None) -> Response:
+    """Archive stale, low-importance blocks (dry run by default). Pinned blocks, blocks
+    recalled 3 times or more, and blocks with relations are never touched."""
+    memory, committer = _memory(request)
+    scope = await _scope(request, repo_root)
+    result = await committer.call(
+        memory.prune,
+        scope,
+        max_age_days=body.max_age_days,
+        max_importance=body.max_importance,
+        dry_run=body.dry_run,
+    )
+    return json_response(result)
 
 
 @router.post(

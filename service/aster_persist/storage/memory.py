@@ -117,6 +117,9 @@ class MemoryStore:
         self.journal = journal
         self.clock = clock
         self.blocks: dict[tuple[str, str], BlockMeta] = {}
+        self.recalls: dict[tuple[str, str], tuple[int, str]] = {}  # derived from the journal
+        self.version = 0  # bumped on every change, so cached context orderings expire
+        self._ordered: dict[str | None, tuple[int, list[BlockMeta]]] = {}
 
     # -- scopes and paths --------------------------------------------------------
 
@@ -144,8 +147,14 @@ class MemoryStore:
     # -- loading ----------------------------------------------------------------
 
     def load(self) -> None:
-        """Read every block's frontmatter once (writer thread, at start)."""
+        """Read every block's frontmatter once, and recall counts from the journal."""
         self.blocks.clear()
+        self.recalls.clear()
+        for entry in self.journal.entries():
+            if entry.get("op") == "memory.recall" and entry.get("name"):
+                key = (str(entry["scope"]), str(entry["name"]))
+                count, _ = self.recalls.get(key, (0, ""))
+                self.recalls[key] = (count + 1, str(entry.get("ts") or ""))
         ensure_dir(self.root)
         scopes = ["global"]
         projects = self.root / "projects"
@@ -156,11 +165,11 @@ class MemoryStore:
                 folder = self.folder(scope) / (ARCHIVE if archived else "")
                 if not folder.is_dir():
                     continue
-                for entry in sorted(folder.glob("*.md")):
-                    name = entry.name[:-3]
-                    if entry.name == CORE or not NAME_RE.match(name) or entry.is_symlink():
+                for file in sorted(folder.glob("*.md")):
+                    name = file.name[:-3]
+                    if file.name == CORE or not NAME_RE.match(name) or file.is_symlink():
                         continue
-                    self._index(scope, name, archived, entry.read_bytes())
+                    self._index(scope, name, archived, file.read_bytes())
 
     def _index(self, scope: str, name: str, archived: bool, data: bytes) -> BlockMeta:
         try:
@@ -187,6 +196,7 @@ class MemoryStore:
             norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
         )
         self.blocks[(scope, name)] = block
+        self.version += 1
         return block
 
     # -- reading ----------------------------------------------------------------
@@ -367,6 +377,7 @@ class MemoryStore:
         )
         fields["updated_at"] = now
         fields["schema"] = SCHEMA
+        self.check_relations(scope, name, fields)
         before = self._state(path)
         data = frontmatter.new_document(fields, body).render().encode("utf-8")
         self._write(path, data)
@@ -380,7 +391,18 @@ class MemoryStore:
             before=before,
             after=self._after(path, data),
         )
+        self.relate(scope, name, fields, actor=actor, session=session)
         return block, False
+
+    def write_procedure(
+        self, scope: str, base: str, *, body: str, meta: dict[str, Any], session: str | None
+    ) -> tuple[BlockMeta, bool]:
+        """A procedural record under ``base``, ``base-2``… (never replacing another record)."""
+        name, n = base, 1
+        while (scope, name) in self.blocks:
+            n += 1
+            name = f"{base}-{n}"
+        return self.write_block(scope, name, body=body, meta=meta, session=session)
 
     def _merge(
         self, block: BlockMeta, meta: dict[str, Any], *, actor: str, session: str | None
@@ -452,6 +474,7 @@ class MemoryStore:
         path.unlink()
         fsync_dir(path.parent)
         del self.blocks[(scope, name)]
+        self.version += 1
         self.journal.record(
             "memory.delete",
             scope=scope,
@@ -499,8 +522,134 @@ class MemoryStore:
         self, scope: str, name: str, *, actor: str = "api", session: str | None = None
     ) -> tuple[str, BlockMeta]:
         text, block = self.read_block(scope, name)
-        self.journal.record("memory.recall", scope=scope, name=name, actor=actor, session=session)
+        entry = self.journal.record(
+            "memory.recall", scope=scope, name=name, actor=actor, session=session
+        )
+        count, _ = self.recalls.get((scope, name), (0, ""))
+        self.recalls[(scope, name)] = (count + 1, entry["ts"])
         return text, block
+
+    def usage(self, block: BlockMeta) -> dict[str, Any]:
+        count, last = self.recalls.get((block.scope, block.name), (0, ""))
+        return {"recall_count": count, "last_recalled_at": last or None}
+
+    # -- the prompt context ---------------------------------------------------------
+
+    def visible(self, project: str | None) -> list[BlockMeta]:
+        """Unarchived blocks of the global scope and a project, the project's shadowing
+        global ones of the same name; most recently updated first (cached)."""
+        cached = self._ordered.get(project)
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        merged: dict[str, BlockMeta] = {}
+        for (scope, name), block in self.blocks.items():
+            if block.archived:
+                continue
+            if (scope == "global" and name not in merged) or scope == project:
+                merged[name] = block
+        ordered = sorted(merged.values(), key=lambda b: (b.updated_at, b.name), reverse=True)
+        self._ordered[project] = (self.version, ordered)
+        return ordered
+
+    def render_context(self, project: str | None) -> dict[str, Any]:
+        """The markdown for a system prompt: core memory in full, then an index of blocks."""
+        global_core, _ = self.read_core("global")
+        project_core = self.read_core(project)[0] if project else ""
+        blocks = self.visible(project)
+        shown = blocks[:MAX_INDEX_ENTRIES]
+        parts = [text.strip() for text in (global_core, project_core) if text.strip()]
+        if blocks:
+            lines = [
+                "### Recallable memory",
+                "Call recall(name) to read a block in full before relying on it.",
+            ]
+            for block in shown:
+                line = f"- {block.name}: {block.description}"
+                if block.conflicts_with:
+                    line += f" (conflicts with {', '.join(block.conflicts_with)})"
+                lines.append(line)
+            hidden = len(blocks) - len(shown)
+            if hidden > 0:
+                lines.append(
+                    f"({hidden} more blocks are not listed here; find them with "
+                    "search_memory(query) before assuming nothing is known.)"
+                )
+            parts.append("\n".join(lines))
+        text = "\n\n".join(parts) + ("\n" if parts else "")
+        return {
+            "scope": project or "global",
+            "content": text,
+            "counts": {
+                "blocks": len(blocks),
+                "shown": len(shown),
+                "hidden": len(blocks) - len(shown),
+                "global_core_bytes": len(global_core.encode()),
+                "project_core_bytes": len(project_core.encode()),
+            },
+            "tokens": estimate_tokens(text),
+        }
+
+    # -- hygiene: relations, procedures, prune -------------------------------------
+
+    def relate(
+        self, scope: str, name: str, meta: dict[str, Any], *, actor: str, session: str | None
+    ) -> None:
+        """Apply a new block's relations: archive what it supersedes, mark conflicts on both."""
+        for other in _as_list(meta.get("supersedes")):
+            if (
+                other != name
+                and (scope, other) in self.blocks
+                and not self.blocks[(scope, other)].archived
+            ):
+                self.move(scope, other, archive=True, actor=actor, session=session)
+        for other in _as_list(meta.get("conflicts_with")):
+            block = self.blocks.get((scope, other))
+            if block is not None and other != name and name not in block.conflicts_with:
+                self.patch_block(
+                    scope,
+                    other,
+                    {"conflicts_with": [*block.conflicts_with, name]},
+                    actor=actor,
+                    session=session,
+                )
+
+    def check_relations(self, scope: str, name: str, meta: dict[str, Any]) -> None:
+        for key in ("supersedes", "conflicts_with"):
+            for other in _as_list(meta.get(key)):
+                if other == name or (scope, other) not in self.blocks:
+                    raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
+
+    def prune(
+        self,
+        scope: str,
+        *,
+        max_age_days: float,
+        max_importance: float,
+        dry_run: bool,
+        actor: str = "api",
+    ) -> dict[str, Any]:
+        """Archive stale, unimportant blocks; protected ones are never touched."""
+        now = self.clock().timestamp()
+        archived, kept = [], []
+        for block in self.list_blocks(scope):
+            usage = self.usage(block)
+            last = max(block.updated_at, usage["last_recalled_at"] or "")
+            protected = _protection(block, usage["recall_count"])
+            if protected:
+                kept.append({"name": block.name, "reason": protected})
+                continue
+            age_days = (now - _epoch(last)) / 86400 if last else float("inf")
+            if age_days >= max_age_days and block.importance <= max_importance:
+                archived.append(
+                    {
+                        "name": block.name,
+                        "reason": f"not updated or recalled for {age_days:.0f} days, importance {block.importance}",
+                    }
+                )
+        if not dry_run:
+            for item in archived:
+                self.move(scope, item["name"], archive=True, actor=actor)
+        return {"scope": scope, "dry_run": dry_run, "archived": archived, "protected": kept}
 
     # -- revert -------------------------------------------------------------------
 
@@ -557,6 +706,36 @@ class MemoryStore:
                 self._index(scope, name, archived, path.read_bytes())
             elif (scope, name) in self.blocks and self.blocks[(scope, name)].archived == archived:
                 del self.blocks[(scope, name)]
+                self.version += 1
+
+
+MAX_INDEX_ENTRIES = 60
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token for English and code: enough to budget a prompt."""
+    return (len(text) + 3) // 4
+
+
+def _protection(block: BlockMeta, recall_count: int) -> str | None:
+    if block.pinned:
+        return "pinned"
+    if recall_count >= 3:
+        return f"recalled {recall_count} times"
+    if block.supersedes:
+        return "consolidated (supersedes others)"
+    if block.conflicts_with:
+        return "carries a conflict"
+    return None
+
+
+def _epoch(ts: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _first_line(body: str) -> str:

@@ -56,8 +56,9 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
 ]
 _ASSIGNMENT = re.compile(
-    r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
-    r"|client[_-]?secret|private[_-]?key)\b[\"']?\s*[:=]\s*(?P<quote>[\"']?)(?P<value>[^\s\"',;)]{6,})"
+    r"(?i)(?<![a-z0-9])(?:[a-z0-9]+_)*(?:password|passwd|pwd|passphrase|secret|api[_-]?key"
+    r"|access[_-]?token|auth[_-]?token|client[_-]?secret|private[_-]?key)(?![a-z0-9_])"
+    r"[\"']?\s*[:=]\s*(?P<quote>[\"']?)(?P<value>[^\s\"',;)]{6,})"
 )
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$|<|\{|\[|%|\*{3,}|x{4,}|\.\.\.|changeme|example|redacted|none|null|true|false"
@@ -101,10 +102,13 @@ def _password_value(match: re.Match[str]) -> bool:
 
 @lru_cache(maxsize=1)
 def _detect_secrets() -> Any:
+    """detect-secrets' scanner, configured once for this process with the precise plugins."""
     from detect_secrets.core.scan import scan_line
     from detect_secrets.settings import transient_settings
 
-    return scan_line, transient_settings({"plugins_used": [{"name": n} for n in _PLUGINS]})
+    # The settings are process-wide in detect-secrets; this process uses only these.
+    transient_settings({"plugins_used": [{"name": n} for n in _PLUGINS]}).__enter__()
+    return scan_line
 
 
 def scan_text(text: str, field: str = "content") -> list[Finding]:
@@ -121,10 +125,8 @@ def scan_text(text: str, field: str = "content") -> list[Finding]:
                 findings.append(Finding("password assignment", field, number, match.start() + 1))
                 seen_here = True
         if not seen_here and _LONG_TOKEN.search(line):
-            scan_line, settings = _detect_secrets()
-            with settings:
-                for secret in scan_line(line):
-                    findings.append(Finding(str(secret.type), field, number, 1))
+            for secret in _detect_secrets()(line):
+                findings.append(Finding(str(secret.type), field, number, 1))
     return findings
 
 

@@ -1,0 +1,155 @@
+"""The memory tools for agents, as OpenAI function-calling definitions and their runner.
+
+The guidance lives in the tool descriptions (what belongs in memory, what does not,
+recall before relying), so an agent in any language wires memory in with two calls:
+``GET /v1/memory/tools`` into its tool list, ``POST /v1/memory/tools/call`` for each call.
+Results are the text the model should see, friendly for misses and conflicts too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .errors import AsterError, Invalid
+from .storage.memory import BlockNotFound, MemoryStore, NameTaken, slugify
+from .storage.secrets import SecretDetected
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "remember",
+            "description": (
+                "Save a durable fact for future sessions. Remember what will change a future "
+                "answer or action and is not obvious from the code: a gotcha, a convention, a "
+                "user preference, a decision and why it was made, a workflow that worked or a "
+                "failure to avoid. Do not remember what the repository already shows, "
+                "temporary state, anything from this turn only, or secrets (keys, tokens, "
+                "passwords are refused). With a title the note becomes a named block you can "
+                "recall later; without one it is added as a short line to core memory, which "
+                "is in every prompt, so keep it to one sentence."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "note": {
+                        "type": "string",
+                        "description": "The fact, in a sentence or a short paragraph.",
+                    },
+                    "title": {
+                        "type": "string",
+                        "description": "A short title; makes a named, recallable block.",
+                    },
+                },
+                "required": ["note"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "recall",
+            "description": (
+                "Read one memory block in full by its name from the 'Recallable memory' index "
+                "in your instructions. Recall a block before relying on it: the index shows "
+                "only a one-line description. Memory is supporting context; check it against "
+                "the current code and commands."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The block's name."}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "forget",
+            "description": (
+                "Delete a memory block that is wrong or no longer true, instead of overwriting "
+                "it with a placeholder. The change is journaled and can be undone by a person."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The block's name."}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+
+
+def run_tool(
+    memory: MemoryStore,
+    scope: str,
+    name: str,
+    arguments: dict[str, Any] | str,
+    *,
+    session: str | None = None,
+) -> str:
+    """Run one tool call (writer thread); the text result is what the model sees."""
+    args = _arguments(arguments)
+    try:
+        if name == "remember":
+            return _remember(memory, scope, args, session)
+        if name == "recall":
+            text, _ = memory.recall(scope, _string(args, "name"), actor="tool", session=session)
+            return text
+        if name == "forget":
+            target = _string(args, "name")
+            memory.forget(scope, target, actor="tool", session=session)
+            return f"Forgot {target!r}. A person can restore it from the journal if needed."
+    except BlockNotFound:
+        return (
+            f"No memory block is named {args.get('name')!r}. Use a name from the "
+            "'Recallable memory' index in your instructions."
+        )
+    except SecretDetected as exc:
+        kinds = sorted({str(e["kind"]) for e in exc.errors or []})
+        return f"Not remembered: it looks like it contains a secret ({', '.join(kinds)}). Secrets never go into memory."
+    except NameTaken as exc:
+        return f"Not remembered: {exc.detail}. Recall the existing block first, or choose another title."
+    except AsterError as exc:
+        return f"The {name} call failed: {exc.detail}"
+    raise Invalid(f"unknown tool {name[:40]!r}; the tools are remember, recall and forget")
+
+
+def _remember(memory: MemoryStore, scope: str, args: dict[str, Any], session: str | None) -> str:
+    note = _string(args, "note")
+    title = args.get("title")
+    if title is None or not str(title).strip():
+        result = memory.add_note(scope, note, actor="tool", session=session)
+        if result["duplicate"]:
+            return "Already in core memory; nothing added."
+        return "Added to core memory."
+    meta: dict[str, Any] = {"source_session": session} if session else {}
+    block, merged = memory.write_block(
+        scope, slugify(str(title)), body=note, meta=meta, actor="tool", session=session
+    )
+    if merged:
+        return f"Already remembered as {block.name!r}; its importance was raised."
+    return f"Remembered as {block.name!r}. It is listed in the memory index as: {block.description}"
+
+
+def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments or "{}")
+        except orjson.JSONDecodeError:
+            raise Invalid("arguments is not valid JSON") from None
+    if not isinstance(arguments, dict):
+        raise Invalid("arguments must be a JSON object")
+    return arguments
+
+
+def _string(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(f"the {key} argument must be a non-empty string")
+    return value

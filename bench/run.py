@@ -306,13 +306,77 @@ def bench_listing(work: Path, sessions: int, events: int) -> None:
         d_small.stop()
 
 
+def make_blocks(home: Path, n: int) -> None:
+    folder = home / "memory"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for i in range(n):
+        (folder / f"block-{i:05d}.md").write_text(
+            f"---\nname: block-{i:05d}\ndescription: fact number {i} about the build\n"
+            f"tags: [bench]\nimportance: 0.5\nupdated_at: '2026-01-01T00:{i // 600 % 60:02d}:{i // 10 % 60:02d}.000Z'\n"
+            f"---\nThe build needs step {i} before step {i + 1}.\n"
+        )
+
+
+def p50(fn, n: int = 200) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def bench_memory(work: Path, blocks: int) -> None:
+    home = work / "memory-home"
+    make_blocks(home, blocks)
+    d = daemon(home)
+    try:
+        with httpx.Client(base_url=d.url) as http:
+            ctx = p50(lambda: http.get("/v1/memory/context").raise_for_status())
+            text = http.get("/v1/memory/context").json()
+            assert text["counts"]["blocks"] == blocks and text["counts"]["shown"] == 60
+            sid = http.post("/v1/sessions", json={"repo_root": "/srv/bench"}).json()["id"]
+            counter = iter(range(10**9))
+
+            def round_trip() -> None:
+                i = next(counter)
+                http.post(
+                    "/v1/memory/blocks", json={"name": f"rt-{i}", "content": f"note {i} " * 5}
+                ).raise_for_status()
+                http.get(f"/v1/memory/blocks/rt-{i}").raise_for_status()
+
+            def append() -> None:
+                http.post(f"/v1/sessions/{sid}/events", json=EVENT).raise_for_status()
+
+            rts, apps = [], []
+            for _ in range(3):
+                rts.append(p50(round_trip, 100))
+                apps.append(p50(append, 100))
+            rt, ap = statistics.median(rts), statistics.median(apps)
+        add(
+            f"memory context with {blocks:,} blocks on disk",
+            f"p50 {ctx:.2f} ms",
+            "-",
+            "target < 10 ms",
+        )
+        add(
+            f"remember -> recall round trip (fsync {fsync_probe(work):.2f} ms)",
+            f"p50 {rt:.2f} ms",
+            f"p50 {ap:.2f} ms single append",
+            f"{rt / ap:.2f}x (target within 2x)",
+        )
+    finally:
+        d.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--only", choices=["appends", "listing"], default=None)
+    parser.add_argument("--blocks", type=int, default=10_000)
+    parser.add_argument("--only", choices=["appends", "listing", "memory"], default=None)
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk (make bench does it)")
@@ -323,6 +387,8 @@ def main() -> None:
             bench_appends(work, args.seconds, args.reps)
         if args.only in (None, "listing"):
             bench_listing(work, args.sessions, args.events)
+        if args.only in (None, "memory"):
+            bench_memory(work, args.blocks)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -6,6 +6,8 @@ the stores, and on shutdown finishes queued appends and closes everything in ord
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -34,6 +36,27 @@ from .storage.memory import MemoryStore
 from .storage.transcripts import Clock, utc_now
 
 log = logging.getLogger("aster_persist")
+
+
+async def prune_on_schedule(memory: MemoryStore, store: Sessions, settings: Settings) -> None:
+    """Archive stale, unimportant memory in every scope, every so often (off by default)."""
+    while True:
+        await asyncio.sleep(settings.memory_prune_every_hours * 3600)
+        for scope in memory.scopes():
+            try:
+                result = await store.committer.call(
+                    memory.prune,
+                    scope,
+                    max_age_days=settings.memory_prune_max_age_days,
+                    max_importance=settings.memory_prune_max_importance,
+                    dry_run=False,
+                    actor="consolidator",
+                )
+            except Exception:
+                log.exception("scheduled memory prune of %s failed", scope)
+                continue
+            if result["archived"]:
+                log.info("scheduled prune archived %d blocks in %s", len(result["archived"]), scope)
 
 
 def load_token(settings: Settings, home: Home) -> str | None:
@@ -94,9 +117,18 @@ def create_app(
         app.state.memory = memory
         await store.committer.call(memory.load)
         await store.start()
+        pruner = None
+        if settings.memory_prune_every_hours > 0:
+            pruner = asyncio.get_running_loop().create_task(
+                prune_on_schedule(memory, store, settings)
+            )
         try:
             yield
         finally:
+            if pruner is not None:
+                pruner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruner
             await store.close()
             journal.close()
             home.close()

@@ -106,6 +106,7 @@ class Sessions:
         *,
         slug: str | None = None,
         actor: str = "api",
+        before: Any = None,
     ) -> None:
         """Journal a lifecycle change (durably, on the writer thread) once it is done."""
         if self.journal is None:
@@ -120,6 +121,7 @@ class Sessions:
             actor=actor,
             session=session_id,
             detail=detail,
+            before=before,
         )
 
     async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
@@ -143,12 +145,39 @@ class Sessions:
     ) -> AppendResult:
         return await self.committer.append(AppendRequest(session_id, events, key, if_match))
 
-    async def rename(self, session_id: str, title: str) -> AppendResult:
+    async def rename(
+        self, session_id: str, title: str, *, detail: dict[str, Any] | None = None
+    ) -> AppendResult:
+        _lines, _raw, info = await self.read(session_id)
         result = await self.append(
             session_id, [{"type": "title", "title": title, "source": "user"}]
         )
-        await self._record("session.renamed", session_id, {"title": title, "seq": result.last_seq})
+        await self._record(
+            "session.renamed",
+            session_id,
+            {"title": title, "seq": result.last_seq, **(detail or {})},
+            before={"title": info.title, "title_source": info.title_source},
+        )
         return result
+
+    async def revert(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Undo a session lifecycle change; the undo is journaled as its own change."""
+        op, sid = entry.get("op"), entry.get("session")
+        if not isinstance(sid, str):
+            raise Invalid("the journal entry names no session")
+        detail = {"reverted": entry["id"]}
+        if op in ("session.deleted", "session.pruned"):
+            await self.restore(sid, detail=detail)
+        elif op in ("session.restored", "session.created"):
+            await self.delete(sid, reason=f"revert of {entry['id']}", detail=detail)
+        elif op == "session.renamed":
+            previous = (entry.get("before") or {}).get("title")
+            if not previous:
+                raise Invalid("the session had no title before; rename it instead")
+            await self.rename(sid, previous, detail=detail)
+        else:
+            raise Invalid(f"a {op} entry cannot be reverted: a purged session is gone for good")
+        return {"reverted": entry["id"], "session": sid}
 
     async def delete(
         self,
@@ -158,6 +187,7 @@ class Sessions:
         reason: str = "deleted",
         op: str = "",
         only_trashed: bool = False,
+        detail: dict[str, Any] | None = None,
     ) -> None:
         """Move to the trash, or delete for good; appends waiting for a sync finish first."""
         if only_trashed:
@@ -173,17 +203,23 @@ class Sessions:
             if not deleted:
                 return
             await self._record(
-                op or "session.purged", session_id, {"reason": reason}, slug=where.slug
+                op or "session.purged",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
             )
         else:
             await self.committer.call(self.store.trash, session_id, where, reason)
             await self._record(
-                op or "session.deleted", session_id, {"reason": reason}, slug=where.slug
+                op or "session.deleted",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
             )
 
-    async def restore(self, session_id: str) -> None:
+    async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
         await self.committer.call(self.store.restore, session_id)
-        await self._record("session.restored", session_id, {})
+        await self._record("session.restored", session_id, detail or {})
 
     # -- reads -------------------------------------------------------------------
 

@@ -80,6 +80,15 @@ class Settings(BaseSettings):
     open_files: int = Field(
         default=256, ge=8, description="Transcript files kept open for appends at once."
     )
+    memory_prune_every_hours: float = Field(
+        default=0, ge=0, description="Scheduled memory prune period; 0 turns the schedule off."
+    )
+    memory_prune_max_age_days: float = Field(
+        default=90, ge=0, description="Scheduled prune: blocks not updated or recalled this long."
+    )
+    memory_prune_max_importance: float = Field(
+        default=0.3, ge=0, le=1, description="Scheduled prune: and at most this important."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Log level."
     )

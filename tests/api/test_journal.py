@@ -86,3 +86,25 @@ def test_torn_journal_tail_is_moved_aside(home: Path, clock: FakeClock) -> None:
         assert [e["op"] for e in entries(c)] == ["session.created"] * 2
     aside = list(home.glob("journal.jsonl.torn-*"))
     assert len(aside) == 1 and aside[0].read_bytes() == b'{"id": "01J'
+
+
+def test_session_changes_revert(client: TestClient, home: Path) -> None:
+    sid = new_session(client, title="first")
+    client.patch(f"/v1/sessions/{sid}", json={"title": "second"})
+    renamed = entries(client, op="session.renamed")[0]
+    assert renamed["before"] == {"title": "first", "title_source": "header"}
+    assert client.post(f"/v1/journal/{renamed['id']}/revert").status_code == 200
+    assert client.get(f"/v1/sessions/{sid}").json()["title"] == "first"
+    client.delete(f"/v1/sessions/{sid}")
+    deleted = entries(client, op="session.deleted")[0]
+    assert client.post(f"/v1/journal/{deleted['id']}/revert").status_code == 200
+    assert [i["id"] for i in client.get("/v1/sessions").json()["items"]] == [sid]
+    restored = entries(client, op="session.restored")[-1]
+    assert restored["detail"] == {"reverted": deleted["id"]}
+    assert client.post(f"/v1/journal/{restored['id']}/revert").status_code == 200
+    assert client.get("/v1/sessions").json()["items"] == []
+    client.post(f"/v1/sessions/{sid}/restore")
+    client.delete(f"/v1/sessions/{sid}", params={"purge": "true"})
+    purged = entries(client, op="session.purged")[0]
+    r = client.post(f"/v1/journal/{purged['id']}/revert")
+    assert r.status_code == 422 and "gone for good" in r.json()["detail"]

@@ -258,3 +258,24 @@ def test_ordinary_notes_and_code_are_not_refused() -> None:
     assert len(notes) >= 1000
     refused = [n for n in notes if scan_text(n)]
     assert len(refused) <= len(notes) // 100, refused[:5]
+
+
+def test_scheduled_prune_is_off_by_default_and_runs_when_set(home: Path, clock: FakeClock) -> None:
+    import time
+
+    from ..conftest import make_client
+
+    with make_client(home, clock) as client:
+        remember(client, "stale", "old and minor", importance=0.1)
+        clock.advance(days=200)
+        time.sleep(0.3)
+        assert client.get("/v1/memory/blocks/stale", params={"track": "false"}).status_code == 200
+    with make_client(home, clock, memory_prune_every_hours=0.00005) as client:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if client.get("/v1/memory/blocks/stale", params={"track": "false"}).status_code == 404:
+                break
+            time.sleep(0.05)
+        assert client.get("/v1/memory/blocks/stale", params={"track": "false"}).status_code == 404
+        archived = client.get("/v1/journal", params={"op": "memory.archive"}).json()["items"]
+        assert archived[0]["actor"] == "consolidator"

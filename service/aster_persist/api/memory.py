@@ -480,13 +480,15 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
     "/journal/{entry_id}/revert", operation_id="journal-revert", tags=["journal"], responses=ERRORS
 )
 async def revert(request: Request, entry_id: str) -> Response:
-    """Undo one journaled memory change: the file goes back to its previous bytes.
-
+    """Undo one journaled change. A memory file goes back to its previous bytes; a deleted
+    session comes back from the trash, a restored one goes back, a rename is renamed back.
     The revert is journaled too, so reverting it redoes the change."""
     memory, committer = _memory(request)
-    entry = await committer.call(memory.journal.get, entry_id)
+    entry = await asyncio.to_thread(memory.journal.get, entry_id)
     if entry is None:
         raise NotFound(f"no journal entry {entry_id[:40]}")
+    if str(entry.get("op", "")).startswith("session."):
+        return json_response(await request.app.state.sessions.revert(entry))
     result = await committer.call(memory.revert, entry)
     return json_response(result)
 

@@ -16,6 +16,8 @@ import yaml
 from ..errors import Invalid
 
 _FENCE = "---"
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when the wheel has it
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TOP_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:")
 
 
@@ -43,7 +45,7 @@ def parse(text: str) -> Document:
         raise Invalid("the frontmatter has no closing --- line")
     meta_text = text[start:end]
     try:
-        meta = yaml.safe_load(meta_text) if meta_text.strip() else {}
+        meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
     except yaml.YAMLError as exc:
         raise Invalid(f"the frontmatter is not valid YAML: {exc}") from None
     if not isinstance(meta, dict):
@@ -67,8 +69,13 @@ def _closing_fence(text: str, start: int) -> int | None:
 
 def dump_value(key: str, value: Any) -> str:
     """One top-level ``key: value`` line (flow style for lists and mappings)."""
-    text: str = yaml.safe_dump(
-        {key: value}, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10_000
+    text: str = yaml.dump(
+        {key: value},
+        Dumper=_Dumper,
+        default_flow_style=True,
+        allow_unicode=True,
+        sort_keys=False,
+        width=10_000,
     ).strip()
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1]
@@ -110,7 +117,7 @@ def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
         out.append(line)
     out.extend(replacements.values())
     meta_text = "".join(out)
-    meta = yaml.safe_load(meta_text) if meta_text.strip() else {}
+    meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
     return Document(meta_text, dict(meta or {}), doc.body)
 
 

@@ -67,8 +67,10 @@ class Journal:
         before: Any = None,
         after: Any = None,
         detail: dict[str, Any] | None = None,
+        sync: bool = True,
     ) -> dict[str, Any]:
-        """Append one entry durably and return it."""
+        """Append one entry and return it; durable unless ``sync`` is False (usage records,
+        such as recalls, whose loss in a crash changes no content)."""
         assert actor in ACTORS, actor
         with self._lock:
             moment = self.clock()
@@ -92,7 +94,7 @@ class Journal:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
-            if self.durable:
+            if self.durable and sync:
                 os.fdatasync(self._fd)
         for listener in self.listeners:
             listener(entry)

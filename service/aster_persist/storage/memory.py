@@ -120,6 +120,7 @@ class MemoryStore:
         self.recalls: dict[tuple[str, str], tuple[int, str]] = {}  # derived from the journal
         self.version = 0  # bumped on every change, so cached context orderings expire
         self._ordered: dict[str | None, tuple[int, list[BlockMeta]]] = {}
+        self._by_norm: dict[tuple[str, str], str] = {}  # normalized body -> block name
 
     # -- scopes and paths --------------------------------------------------------
 
@@ -150,6 +151,7 @@ class MemoryStore:
         """Read every block's frontmatter once, and recall counts from the journal."""
         self.blocks.clear()
         self.recalls.clear()
+        self._by_norm.clear()
         for entry in self.journal.entries():
             if entry.get("op") == "memory.recall" and entry.get("name"):
                 key = (str(entry["scope"]), str(entry["name"]))
@@ -195,7 +197,12 @@ class MemoryStore:
             bytes=len(data),
             norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
         )
+        previous = self.blocks.get((scope, name))
+        if previous is not None and self._by_norm.get((scope, previous.norm)) == name:
+            del self._by_norm[(scope, previous.norm)]
         self.blocks[(scope, name)] = block
+        if not archived:
+            self._by_norm.setdefault((scope, block.norm), name)
         self.version += 1
         return block
 
@@ -333,8 +340,10 @@ class MemoryStore:
             {"content": body, **{k: v for k, v in meta.items() if k != "source_session"}}
         )
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
-        for other in self.list_blocks(scope):
-            if other.norm == norm and normalized(body):
+        twin = self._by_norm.get((scope, norm))
+        if twin is not None and normalized(body):
+            other = self.blocks.get((scope, twin))
+            if other is not None and not other.archived and other.norm == norm:
                 return self._merge(other, meta, actor=actor, session=session), True
         path = self.path(scope, name)
         existing = self.blocks.get((scope, name))
@@ -473,7 +482,9 @@ class MemoryStore:
         before = self._state(path)
         path.unlink()
         fsync_dir(path.parent)
-        del self.blocks[(scope, name)]
+        gone = self.blocks.pop((scope, name))
+        if self._by_norm.get((scope, gone.norm)) == name:
+            del self._by_norm[(scope, gone.norm)]
         self.version += 1
         self.journal.record(
             "memory.delete",
@@ -523,7 +534,7 @@ class MemoryStore:
     ) -> tuple[str, BlockMeta]:
         text, block = self.read_block(scope, name)
         entry = self.journal.record(
-            "memory.recall", scope=scope, name=name, actor=actor, session=session
+            "memory.recall", scope=scope, name=name, actor=actor, session=session, sync=False
         )
         count, _ = self.recalls.get((scope, name), (0, ""))
         self.recalls[(scope, name)] = (count + 1, entry["ts"])
@@ -619,6 +630,10 @@ class MemoryStore:
                 if other == name or (scope, other) not in self.blocks:
                     raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
 
+    def scopes(self) -> list[str]:
+        """Every scope that has blocks."""
+        return sorted({scope for scope, _ in self.blocks})
+
     def prune(
         self,
         scope: str,
@@ -705,7 +720,9 @@ class MemoryStore:
             if path.exists():
                 self._index(scope, name, archived, path.read_bytes())
             elif (scope, name) in self.blocks and self.blocks[(scope, name)].archived == archived:
-                del self.blocks[(scope, name)]
+                gone = self.blocks.pop((scope, name))
+                if self._by_norm.get((scope, gone.norm)) == name:
+                    del self._by_norm[(scope, gone.norm)]
                 self.version += 1
 
 

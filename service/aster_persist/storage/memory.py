@@ -265,6 +265,32 @@ class MemoryStore:
             fsync_dir(path.parent.parent)
         atomic_write(path, data)
 
+    def _replace_file(
+        self,
+        path: Path,
+        data: bytes,
+        op: str,
+        *,
+        scope: str,
+        name: str,
+        actor: str,
+        session: str | None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Write ``path`` atomically and journal it with the bytes it replaced."""
+        before = self._state(path)
+        self._write(path, data)
+        self.journal.record(
+            op,
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            before=before,
+            after=self._after(path, data),
+            detail=detail,
+        )
+
     def write_core(
         self,
         scope: str,
@@ -283,18 +309,8 @@ class MemoryStore:
             raise PreconditionFailed(
                 f"{CORE} of {scope} changed since you read it", headers={"ETag": current}
             )
-        before = self._state(path)
         data = text.encode("utf-8")
-        self._write(path, data)
-        self.journal.record(
-            op,
-            scope=scope,
-            name=CORE,
-            actor=actor,
-            session=session,
-            before=before,
-            after=self._after(path, data),
-        )
+        self._replace_file(path, data, op, scope=scope, name=CORE, actor=actor, session=session)
         return {"scope": scope, "etag": etag_of(data), "bytes": len(data)}
 
     def add_note(
@@ -387,19 +403,10 @@ class MemoryStore:
         fields["updated_at"] = now
         fields["schema"] = SCHEMA
         self.check_relations(scope, name, fields)
-        before = self._state(path)
         data = frontmatter.new_document(fields, body).render().encode("utf-8")
-        self._write(path, data)
+        op = "memory.write" if existing is None else "memory.edit"
+        self._replace_file(path, data, op, scope=scope, name=name, actor=actor, session=session)
         block = self._index(scope, name, False, data)
-        self.journal.record(
-            "memory.write" if before is None else "memory.edit",
-            scope=scope,
-            name=name,
-            actor=actor,
-            session=session,
-            before=before,
-            after=self._after(path, data),
-        )
         self.relate(scope, name, fields, actor=actor, session=session)
         return block, False
 
@@ -458,19 +465,17 @@ class MemoryStore:
             changes = {**changes, "updated_at": format_ts(self.clock())}
         data = frontmatter.set_keys(doc, changes).render().encode("utf-8")
         path = self.path(scope, name)
-        before = self._state(path)
-        self._write(path, data)
-        block = self._index(scope, name, False, data)
-        self.journal.record(
+        self._replace_file(
+            path,
+            data,
             op,
             scope=scope,
             name=name,
             actor=actor,
             session=session,
-            before=before,
-            after=self._after(path, data),
             detail={"keys": sorted(changes)},
         )
+        block = self._index(scope, name, False, data)
         return block
 
     def forget(

@@ -4,10 +4,10 @@ Stores raise these; one handler renders every one of them, and every other sourc
 errors (unknown route, wrong method, bad body, crash) is rendered the same way::
 
     AsterError (500)
-      NotFound (404): SessionNotFound
-      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists
+      NotFound (404): SessionNotFound, BlockNotFound
+      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists, NameTaken
       PreconditionFailed (412)
-      Invalid (422): InvalidName, InvalidEvent
+      Invalid (422): InvalidName, InvalidEvent, SecretDetected
       Forbidden (403), Unauthorized (401)
       PayloadTooLarge (413), InsufficientStorage (507)
       StorageFailed (500)
@@ -57,6 +57,11 @@ class SessionNotFound(NotFound):
     title = "Session not found"
 
 
+class BlockNotFound(NotFound):
+    code = "block_not_found"
+    title = "Memory block not found"
+
+
 class Conflict(AsterError):
     status = 409
     code = "conflict"
@@ -76,6 +81,11 @@ class SessionDamaged(Conflict):
 class SessionReadOnly(Conflict):
     code = "session_read_only"
     title = "Session is read-only"
+
+
+class NameTaken(Conflict):
+    code = "name_taken"
+    title = "Name taken"
 
 
 class PreconditionFailed(AsterError):
@@ -98,6 +108,11 @@ class InvalidName(Invalid):
 class InvalidEvent(Invalid):
     code = "invalid_event"
     title = "Invalid event"
+
+
+class SecretDetected(Invalid):
+    code = "secret_detected"
+    title = "Secret detected"
 
 
 class Unauthorized(AsterError):

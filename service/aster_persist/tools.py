@@ -12,9 +12,8 @@ from typing import Any
 
 import orjson
 
-from .errors import AsterError, Invalid
-from .storage.memory import BlockNotFound, MemoryStore, NameTaken, slugify
-from .storage.secrets import SecretDetected
+from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
+from .storage.memory import MemoryStore, slugify
 
 TOOLS: list[dict[str, Any]] = [
     {

@@ -135,13 +135,7 @@ class Guard:
             except ValueError:
                 size = -1
             if size > self.max_body:
-                await _problem(
-                    send,
-                    413,
-                    "payload_too_large",
-                    "Payload too large",
-                    f"the body is {size} bytes; the limit is {self.max_body} (ASTER_MAX_BODY_BYTES)",
-                )
+                await self._too_large(send, f"the body is {size} bytes")
                 return
             await self.app(scope, receive, send)
             return
@@ -159,17 +153,15 @@ class Guard:
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_body:
-                await _problem(
-                    send,
-                    413,
-                    "payload_too_large",
-                    "Payload too large",
-                    f"the body is over the limit of {self.max_body} bytes (ASTER_MAX_BODY_BYTES)",
-                )
+                await self._too_large(send, "the body is longer")
                 return
             chunks.append(body)
             more = message.get("more_body", False)
         await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+    async def _too_large(self, send: Send, what: str) -> None:
+        detail = f"{what}; the limit is {self.max_body} bytes (ASTER_MAX_BODY_BYTES)"
+        await _problem(send, 413, "payload_too_large", "Payload too large", detail)
 
     def _warn(self, send: Send) -> Send:
         value = f'199 aster-persist "{self.warning}"'.encode("latin-1", "replace")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Conflict, Invalid, InvalidName, NotFound, PreconditionFailed
+from ..errors import BlockNotFound, Invalid, InvalidName, NameTaken, PreconditionFailed
 from . import frontmatter
 from .home import Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .journal import Journal
@@ -29,16 +29,6 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 CORE = "ASTER.md"
 ARCHIVE = ".archive"
 SCHEMA = "aster.memory.v1"
-
-
-class BlockNotFound(NotFound):
-    code = "block_not_found"
-    title = "Memory block not found"
-
-
-class NameTaken(Conflict):
-    code = "name_taken"
-    title = "Name taken"
 
 
 def check_name(name: str) -> str:

@@ -14,12 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..errors import Invalid
-
-
-class SecretDetected(Invalid):
-    code = "secret_detected"
-    title = "Secret detected"
+from ..errors import SecretDetected
 
 
 @dataclass(frozen=True)

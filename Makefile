@@ -16,7 +16,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## start the daemon on 127.0.0.1:4627 with the default data home
 	$(BIN)/aster-persist serve
 
-test: $(STAMP)  ## the whole suite
+test: $(STAMP)  ## the whole suite (the README test runs curl)
+	@command -v curl >/dev/null || (apt-get update -qq && apt-get install -y -qq curl)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

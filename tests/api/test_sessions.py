@@ -396,3 +396,17 @@ def test_docs_and_info(client: TestClient, home: Path) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz").json()
     assert ready["status"] == "ready" and ready["index"]["caught_up"] is True
+
+
+def test_metrics(client: TestClient) -> None:
+    sid = new_session(client)
+    client.post(f"/v1/sessions/{sid}/events", json=user("a"))
+    client.post("/v1/memory/blocks", json={"name": "n", "content": "c"})
+    r = client.get("/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    values = dict(
+        line.rsplit(" ", 1) for line in r.text.splitlines() if line and not line.startswith("#")
+    )
+    assert float(values["aster_appends_total"]) == 1.0
+    assert float(values["aster_sessions"]) == 1.0 and float(values["aster_memory_blocks"]) == 1.0
+    assert float(values["aster_ready"]) == 1.0 and float(values["aster_degraded"]) == 0.0

@@ -92,3 +92,53 @@ async def _count(sessions: Any) -> int:
     import asyncio
 
     return int(await asyncio.wrap_future(sessions.catalog.submit(lambda c: c.count())))
+
+
+@router.get(
+    "/metrics",
+    operation_id="ops-metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}}},
+)
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics, read from the stores at scrape time (nothing on the hot path)."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
+
+    state = request.app.state
+    sessions = state.sessions
+    count = await _count(sessions) if sessions.ready.is_set() else 0
+
+    class Snapshot:
+        def collect(self) -> Any:
+            yield CounterMetricFamily(
+                "aster_appends", "Append requests acknowledged.", value=sessions.committer.appends
+            )
+            yield CounterMetricFamily(
+                "aster_syncs", "Group-commit sync passes.", value=sessions.committer.syncs
+            )
+            yield GaugeMetricFamily("aster_sessions", "Sessions in the catalog.", value=count)
+            yield GaugeMetricFamily(
+                "aster_open_transcripts",
+                "Transcripts open for appends.",
+                value=len(sessions.store._writers),
+            )
+            yield GaugeMetricFamily(
+                "aster_memory_blocks",
+                "Memory blocks, archived included.",
+                value=len(state.memory.blocks),
+            )
+            yield GaugeMetricFamily(
+                "aster_ready",
+                "1 when the catalog has caught up.",
+                value=int(sessions.ready.is_set()),
+            )
+            yield GaugeMetricFamily(
+                "aster_degraded",
+                "1 when serving from the temporary fallback store.",
+                value=int(bool(state.home.degraded)),
+            )
+
+    registry = CollectorRegistry()
+    registry.register(Snapshot())
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

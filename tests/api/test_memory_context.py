@@ -104,15 +104,13 @@ def test_tools_definitions_and_calls(client: TestClient) -> None:
 
 
 def test_procedures_are_procedural_blocks(client: TestClient) -> None:
-    r = client.post(
-        "/v1/memory/procedures",
-        json={
-            "outcome": "failure",
-            "task": "provider verification",
-            "tools": ["bash"],
-            "error": "missing PROVIDER_BASE_URL",
-        },
-    )
+    failure = {
+        "outcome": "failure",
+        "task": "provider verification",
+        "tools": ["bash"],
+        "error": "missing PROVIDER_BASE_URL",
+    }
+    r = client.post("/v1/memory/procedures", json=failure)
     assert r.status_code == 201
     block = r.json()
     assert block["type"] == "procedural" and block["tags"] == ["failure", "bash"]
@@ -120,15 +118,7 @@ def test_procedures_are_procedural_blocks(client: TestClient) -> None:
         "body"
     ]
     assert "**Task:** provider verification" in body and "missing PROVIDER_BASE_URL" in body
-    again = client.post(
-        "/v1/memory/procedures",
-        json={
-            "outcome": "failure",
-            "task": "provider verification",
-            "tools": ["bash"],
-            "error": "missing PROVIDER_BASE_URL",
-        },
-    )
+    again = client.post("/v1/memory/procedures", json=failure)
     assert again.status_code == 200 and again.json()["merged"] is True
     ok = client.post(
         "/v1/memory/procedures",

@@ -410,3 +410,15 @@ def test_metrics(client: TestClient) -> None:
     assert float(values["aster_appends_total"]) == 1.0
     assert float(values["aster_sessions"]) == 1.0 and float(values["aster_memory_blocks"]) == 1.0
     assert float(values["aster_ready"]) == 1.0 and float(values["aster_degraded"]) == 0.0
+
+
+def test_listing_never_reads_transcript_bodies(client: TestClient, home: Path) -> None:
+    """Listing is served from the catalog: a transcript scribbled over behind the daemon's
+    back (same size) does not change what a listing says until the file is read again."""
+    sid = new_session(client, title="kept in the catalog")
+    client.post(f"/v1/sessions/{sid}/events", json=[user("a"), user("b")])
+    before = client.get("/v1/sessions").json()
+    path = session_file(home, sid)
+    path.write_bytes(b"x" * path.stat().st_size)
+    assert client.get("/v1/sessions").json() == before
+    assert client.get(f"/v1/sessions/{sid}").json()["state"] == "damaged"  # a read does read it

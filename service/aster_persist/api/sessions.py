@@ -266,7 +266,7 @@ async def handle_append(
     if content_type is not None and "json" not in content_type:
         raise Invalid(f"send the events as application/json, not {content_type[:60]}")
     key = headers.get("idempotency-key")
-    if raw.lstrip()[:1] == b"[":  # a batch: parsed and validated in one pass
+    if raw[:64].lstrip()[:1] == b"[":  # a batch: parsed and validated in one pass
         try:
             events = validate_events_json(raw)
         except InvalidEvent:

@@ -25,7 +25,7 @@ from . import __version__
 from .api import journal as journal_api
 from .api import memory as memory_api
 from .api import ops, problems, sessions
-from .api.fastpath import AppendFastPath
+from .api.fastpath import FastPath
 from .api.guard import Guard
 from .api.models import AppendBody
 from .sessions import Sessions
@@ -165,7 +165,7 @@ def create_app(
         expose_headers=EXPOSED_HEADERS,
     )
     app.front = lambda inner: Guard(
-        AppendFastPath(inner, app),
+        FastPath(inner, app),
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=origins,
         token=token,
@@ -184,9 +184,9 @@ class AsterApp(FastAPI):
     """FastAPI with a front door outside all of the framework's own layers.
 
     ``front`` wraps the whole application: the Guard refuses foreign hosts, origins,
-    missing tokens and oversized bodies before any framework code runs, and the append
-    fast path answers the hottest route without routing, dependency solving or the
-    framework's per-request bookkeeping. Lifespan events go straight to FastAPI.
+    missing tokens and oversized bodies before any framework code runs, and the fast
+    path answers the hottest routes (append, remember, recall) without routing,
+    dependency solving or the framework's per-request bookkeeping. Lifespan events go straight to FastAPI.
     """
 
     front: Any = None

@@ -217,3 +217,35 @@ def test_bad_names_and_bodies(client: TestClient, home: Path) -> None:
     )
     assert client.post("/v1/journal/01J0000000000000000000ABCD/revert").status_code == 404
     assert files(home) == before
+
+
+def test_hot_routes_answer_like_the_documented_ones(client: TestClient, home: Path) -> None:
+    """Remember and recall take a fast path for their plain form; every other form is
+    answered by the framework, so both read the same."""
+    made = client.post(
+        "/v1/memory/blocks", params={"repo_root": REPO}, json={"name": "fast", "content": "x y"}
+    )
+    assert made.status_code == 201 and made.json()["scope"].startswith("project:")
+    assert block_path(home, "fast", REPO).exists()
+    plain = client.get("/v1/memory/blocks/fast", params={"repo_root": REPO, "track": "false"})
+    # `track=no` and a repeated parameter are not the plain form: the framework answers.
+    framework = client.get(f"/v1/memory/blocks/fast?repo_root={REPO}&track=no&track=no")
+    assert plain.status_code == framework.status_code == 200
+    assert plain.json() == framework.json()
+    assert plain.headers["etag"] == framework.headers["etag"] == made.headers["etag"]
+    markdown = client.get(
+        "/v1/memory/blocks/fast", params={"repo_root": REPO}, headers={"accept": "text/markdown"}
+    )
+    assert markdown.headers["content-type"].startswith("text/markdown")
+    assert markdown.text == plain.json()["content"]
+    assert client.get("/v1/memory/blocks/fast?track=maybe").status_code == 422
+    # A body that does not validate gets the framework's problem, fields named.
+    bad = client.post("/v1/memory/blocks", json={"name": "b", "content": "x", "importance": 7})
+    assert bad.status_code == 422
+    assert bad.headers["content-type"] == "application/problem+json"
+    assert "importance" in bad.text
+    missing = client.get("/v1/memory/blocks/nope")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+    ops = [e["op"] for e in client.get("/v1/journal", params={"op": "memory"}).json()["items"]]
+    assert ops == ["memory.write", "memory.recall"]  # track=false/no reads are not journaled

@@ -1,41 +1,151 @@
-"""The append hot path, served without the framework's routing and dependency machinery.
+"""The hot routes, served without the framework's routing and dependency machinery.
 
-Appends are the one request agents send all the time. Routing through FastAPI's router
-and dependency solver costs several times what the append itself does, so this small
-ASGI app (behind the Guard, so Host, Origin, token and size checks still apply)
-answers ``POST /v1/sessions/{id}/events`` with the very handler behind the documented
-route. Every other request passes through untouched.
+Agents append turns and remember and recall memory all the time. Routing through
+FastAPI's router, middleware and dependency solver costs several times what those
+operations do themselves, so this small ASGI app (behind the Guard, so Host, Origin,
+token and size checks still apply) answers them with the very handlers behind the
+documented routes:
+
+- ``POST /v1/sessions/{id}/events``
+- ``POST /v1/memory/blocks``
+- ``GET /v1/memory/blocks/{name}``
+
+It takes only the plain, well-formed form of each request. Anything else (an unknown
+query parameter, a body that does not validate, a markdown ``Accept``) is handed to the
+framework with its body intact, so every error reads exactly as the documented route's.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+from pydantic import ValidationError
 
 from ..errors import AsterError, problem_body
-from .guard import ASGIApp, Receive, Scope, Send
+from .guard import ASGIApp, Message, Receive, Scope, Send
+from .memory import BlockIn, recall_block, recalled, remember_block
 from .problems import problem_response
 from .sessions import handle_append
 
 log = logging.getLogger("aster_persist")
-_APPEND = re.compile(r"^/v1/sessions/([^/]+)/events$")
+
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 
-class AppendFastPath:
+@dataclass
+class Reply:
+    status: int
+    body: bytes
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+
+# A handler gets the stores' owner, the path match, the query, the headers and the body;
+# None means "not the plain form": the framework answers instead.
+Handler = Callable[
+    [Any, re.Match[str], dict[str, str], dict[str, str], bytes], Awaitable[Reply | None]
+]
+
+
+def _query(raw: bytes, allowed: set[str]) -> dict[str, str] | None:
+    """The query as a dict when it has only ``allowed`` keys, each once; else None."""
+    pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+    query = dict(pairs)
+    if len(query) != len(pairs) or not query.keys() <= allowed:
+        return None
+    return query
+
+
+async def _append(
+    owner: Any, match: re.Match[str], query: dict[str, str], headers: dict[str, str], body: bytes
+) -> Reply | None:
+    result = await handle_append(owner.state.sessions, match.group(1), headers, body)
+    reply = Reply(result.status, result.body_bytes(), [(b"etag", b'"%d"' % result.last_seq)])
+    if result.replayed:
+        reply.headers.append((b"idempotent-replayed", b"true"))
+    return reply
+
+
+async def _remember(
+    owner: Any, match: re.Match[str], query: dict[str, str], headers: dict[str, str], body: bytes
+) -> Reply | None:
+    if "json" not in headers.get("content-type", ""):
+        return None
+    try:
+        block = BlockIn.model_validate_json(body)
+    except ValidationError:
+        return None
+    memory, committer = owner.state.memory, owner.state.sessions.committer
+    status, reply, tag = await remember_block(memory, committer, block, query.get("repo_root"))
+    return Reply(status, orjson.dumps(reply), [(b"etag", tag.encode())])
+
+
+async def _recall(
+    owner: Any, match: re.Match[str], query: dict[str, str], headers: dict[str, str], body: bytes
+) -> Reply | None:
+    track = _BOOLS.get(query.get("track", "true"))
+    archived = _BOOLS.get(query.get("archived", "false"))
+    if track is None or archived is None or "markdown" in headers.get("accept", ""):
+        return None
+    memory, committer = owner.state.memory, owner.state.sessions.committer
+    text, block = await recall_block(
+        memory,
+        committer,
+        match.group(1),
+        query.get("repo_root"),
+        track=track,
+        archived=archived,
+        session_id=query.get("session_id"),
+    )
+    return Reply(200, orjson.dumps(recalled(text, block)), [(b"etag", block.etag.encode())])
+
+
+ROUTES: list[tuple[str, re.Pattern[str], set[str], Handler]] = [
+    ("POST", re.compile(r"^/v1/sessions/([^/]+)/events$"), set(), _append),
+    ("POST", re.compile(r"^/v1/memory/blocks$"), {"repo_root"}, _remember),
+    (
+        "GET",
+        re.compile(r"^/v1/memory/blocks/([^/]+)$"),
+        {"repo_root", "track", "archived", "session_id"},
+        _recall,
+    ),
+]
+
+
+class FastPath:
     def __init__(self, app: ASGIApp, owner: Any) -> None:
         self.app = app
         self.owner = owner  # the FastAPI app whose state holds the stores
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        match = _APPEND.match(scope["path"])
-        if match is None:
-            await self.app(scope, receive, send)
-            return
-        sessions: Any = self.owner.state.sessions
+        for method, pattern, allowed, handler in ROUTES:
+            match = pattern.match(scope["path"]) if scope["method"] == method else None
+            if match is None:
+                continue
+            query = _query(scope["query_string"], allowed)
+            if query is not None:
+                await self._serve(scope, receive, send, match, query, handler)
+                return
+            break
+        await self.app(scope, receive, send)
+
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        match: re.Match[str],
+        query: dict[str, str],
+        handler: Handler,
+    ) -> None:
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         extra: list[tuple[bytes, bytes]] = []
         origin = headers.get("origin")
@@ -45,20 +155,21 @@ class AppendFastPath:
                 (b"access-control-expose-headers", b"ETag, Idempotent-Replayed, Warning"),
                 (b"vary", b"Origin"),
             ]
+        chunks = []
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
         try:
-            chunks = []
-            more = True
-            while more:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
-            result = await handle_append(sessions, match.group(1), headers, b"".join(chunks))
+            reply = await handler(self.owner, match, query, headers, body)
         except AsterError as exc:
             response = problem_response(exc.problem(), exc.headers)
         except Exception:
-            log.exception("unhandled error in POST %s", scope["path"])
+            log.exception("unhandled error in %s %s", scope["method"], scope["path"])
             response = problem_response(
                 problem_body(
                     500,
@@ -68,19 +179,33 @@ class AppendFastPath:
                 )
             )
         else:
-            # The reply is three small headers and a tiny body: sent as raw ASGI messages.
-            body = result.body_bytes()
+            if reply is None:
+                await self.app(scope, _replay(body, receive), send)
+                return
+            # The reply is a few small headers and a JSON body: sent as raw ASGI messages.
             raw = [
                 (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"etag", b'"%d"' % result.last_seq),
+                (b"content-length", str(len(reply.body)).encode()),
+                *reply.headers,
                 *extra,
             ]
-            if result.replayed:
-                raw.append((b"idempotent-replayed", b"true"))
-            await send({"type": "http.response.start", "status": result.status, "headers": raw})
-            await send({"type": "http.response.body", "body": body})
+            await send({"type": "http.response.start", "status": reply.status, "headers": raw})
+            await send({"type": "http.response.body", "body": reply.body})
             return
         for name, value in extra:
             response.headers[name.decode()] = value.decode()
         await response(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that yields the body already read, then defers to the real one."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -93,12 +93,15 @@ def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
     return request.app.state.memory, request.app.state.sessions.committer
 
 
-async def _scope(request: Request, repo_root: str | None) -> str:
+async def scope_of(memory: MemoryStore, repo_root: str | None) -> str:
     """The scope a request names; resolving a worktree reads a file, so off the loop."""
-    memory: MemoryStore = request.app.state.memory
     if repo_root is None:
         return "global"
     return await asyncio.to_thread(memory.scope_for, repo_root)
+
+
+async def _scope(request: Request, repo_root: str | None) -> str:
+    return await scope_of(request.app.state.memory, repo_root)
 
 
 def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
@@ -185,7 +188,17 @@ async def recent(
 
 async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> Response:
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
+    status, reply, tag = await remember_block(memory, committer, body, repo_root)
+    return json_response(reply, status, headers={"ETag": tag})
+
+
+async def remember_block(
+    memory: MemoryStore, committer: GroupCommitter, body: BlockIn, repo_root: str | None
+) -> tuple[int, dict[str, Any], str]:
+    """Write a block (or merge it into its duplicate): the status, the reply and the ETag.
+
+    The routes and the fast path (`fastpath.py`) both answer with this."""
+    scope = await scope_of(memory, repo_root)
     name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
     meta = body.model_dump(
         exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
@@ -202,9 +215,7 @@ async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> R
         actor="api",
         session=body.session_id,
     )
-    return json_response(
-        _block(block) | {"merged": merged}, 200 if merged else 201, headers={"ETag": block.etag}
-    )
+    return 200 if merged else 201, _block(block) | {"merged": merged}, block.etag
 
 
 @router.post(
@@ -248,17 +259,38 @@ async def recall(
 ) -> Response:
     """Recall a block's full text (journaled as a recall unless `track=false`)."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
-    if track and not archived:
-        text, block = await committer.call(memory.recall, scope, name, session=session_id)
-    else:
-        text, block = memory.read_block(scope, name, archived=archived)
+    text, block = await recall_block(
+        memory, committer, name, repo_root, track=track, archived=archived, session_id=session_id
+    )
     if MARKDOWN in request.headers.get("accept", ""):
         return Response(text, media_type=MARKDOWN, headers={"ETag": block.etag})
-    body = frontmatter.parse(text).body
-    return json_response(
-        _block(block) | {"content": text, "body": body}, headers={"ETag": block.etag}
-    )
+    return json_response(recalled(text, block), headers={"ETag": block.etag})
+
+
+async def recall_block(
+    memory: MemoryStore,
+    committer: GroupCommitter,
+    name: str,
+    repo_root: str | None,
+    *,
+    track: bool,
+    archived: bool,
+    session_id: str | None,
+) -> tuple[str, BlockMeta]:
+    """A block's text and metadata, the read journaled as a recall when ``track``."""
+    scope = await scope_of(memory, repo_root)
+    if not track or archived:
+        return memory.read_block(scope, name, archived=archived)
+    # A recall writes one unsynced journal line: done here unless the journal is busy
+    # (a change being synced), then on the writer thread rather than waiting on a disk.
+    found = memory.try_recall(scope, name, session=session_id)
+    if found is None:
+        return await committer.call(memory.recall, scope, name, session=session_id)
+    return found
+
+
+def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
+    return _block(block) | {"content": text, "body": frontmatter.body_of(text)}
 
 
 @router.put("/memory/blocks/{name}", operation_id="memory-blocks-put", responses=ERRORS)

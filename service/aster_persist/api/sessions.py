@@ -243,7 +243,7 @@ async def append_events(request: Request, session_id: str) -> Response:
     """Append one event, a JSON array, or `{"events": [...]}`; all or nothing; 2xx means durable.
 
     `Idempotency-Key` makes a retry safe; `If-Match: "<seq>"` applies only at that last seq.
-    The daemon serves this route through `fastpath.AppendFastPath`; this handler is the same
+    The daemon serves this route through `fastpath.FastPath`; this handler is the same
     code behind the documented route.
     """
     result = await handle_append(

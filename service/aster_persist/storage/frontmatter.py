@@ -35,23 +35,38 @@ class Document:
         return f"{_FENCE}\n{self.meta_text}{_FENCE}\n{self.body}"
 
 
-def parse(text: str) -> Document:
-    """Split ``text``; raise Invalid when its frontmatter is not a YAML mapping."""
+def _split(text: str) -> tuple[str | None, str]:
+    """The frontmatter text (None when there is none) and the body, without parsing."""
     if not (text.startswith(_FENCE + "\n") or text.startswith(_FENCE + "\r\n")):
-        return Document(None, {}, text)
+        return None, text
     start = text.index("\n") + 1
     end = _closing_fence(text, start)
     if end is None:
         raise Invalid("the frontmatter has no closing --- line")
-    meta_text = text[start:end]
+    body_start = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
+    return text[start:end], text[body_start:]
+
+
+def body_of(text: str) -> str:
+    """The markdown after the frontmatter (all of ``text`` when it has none or a broken one)."""
+    try:
+        return _split(text)[1]
+    except Invalid:
+        return text
+
+
+def parse(text: str) -> Document:
+    """Split ``text``; raise Invalid when its frontmatter is not a YAML mapping."""
+    meta_text, body = _split(text)
+    if meta_text is None:
+        return Document(None, {}, body)
     try:
         meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
     except yaml.YAMLError as exc:
         raise Invalid(f"the frontmatter is not valid YAML: {exc}") from None
     if not isinstance(meta, dict):
         raise Invalid("the frontmatter must be a YAML mapping of keys to values")
-    body_start = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
-    return Document(meta_text, {str(k): v for k, v in meta.items()}, text[body_start:])
+    return Document(meta_text, {str(k): v for k, v in meta.items()}, body)
 
 
 def _closing_fence(text: str, start: int) -> int | None:
@@ -123,7 +138,16 @@ def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
 
 def new_document(meta: dict[str, Any], body: str) -> Document:
     """A fresh file: keys in the given order, one per line."""
-    meta_text = "".join(dump_value(key, value) for key, value in meta.items())
+    meta_text = ""
+    if meta:
+        meta_text = yaml.dump(
+            meta,
+            Dumper=_Dumper,
+            default_flow_style=None,  # block mapping, flow style for lists of scalars
+            allow_unicode=True,
+            sort_keys=False,
+            width=10_000,
+        )
     if body and not body.endswith("\n"):
         body += "\n"
     return Document(meta_text, dict(meta), body)

@@ -56,7 +56,14 @@ class Journal:
             os.close(self._fd)
             self._fd = -1
 
-    def record(
+    def record(self, op: str, *, scope: str, **fields: Any) -> dict[str, Any]:
+        """Append one entry and return it; durable unless ``sync`` is False (usage records,
+        such as recalls, whose loss in a crash changes no content)."""
+        entry = self.try_record(op, scope=scope, blocking=True, **fields)
+        assert entry is not None
+        return entry
+
+    def try_record(
         self,
         op: str,
         *,
@@ -68,11 +75,14 @@ class Journal:
         after: Any = None,
         detail: dict[str, Any] | None = None,
         sync: bool = True,
-    ) -> dict[str, Any]:
-        """Append one entry and return it; durable unless ``sync`` is False (usage records,
-        such as recalls, whose loss in a crash changes no content)."""
+        blocking: bool = False,
+    ) -> dict[str, Any] | None:
+        """``record``, but without ``blocking`` it returns None at once when another thread
+        is writing (or syncing) an entry, so the event loop never waits on a disk."""
         assert actor in ACTORS, actor
-        with self._lock:
+        if not self._lock.acquire(blocking=blocking):
+            return None
+        try:
             moment = self.clock()
             entry_id = ULID.from_datetime(moment)
             if self._last is not None and int(entry_id) <= int(self._last):
@@ -96,6 +106,8 @@ class Journal:
                 view = view[os.write(self._fd, view) :]
             if self.durable and sync:
                 os.fdatasync(self._fd)
+        finally:
+            self._lock.release()
         for listener in self.listeners:
             listener(entry)
         return entry

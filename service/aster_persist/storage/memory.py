@@ -163,12 +163,21 @@ class MemoryStore:
                         continue
                     self._index(scope, name, archived, file.read_bytes())
 
-    def _index(self, scope: str, name: str, archived: bool, data: bytes) -> BlockMeta:
-        try:
-            doc = frontmatter.parse(data.decode("utf-8"))
-            meta, body = doc.meta, doc.body
-        except (Invalid, UnicodeDecodeError):
-            meta, body = {}, data.decode("utf-8", "replace")
+    def _index(
+        self,
+        scope: str,
+        name: str,
+        archived: bool,
+        data: bytes,
+        doc: frontmatter.Document | None = None,
+    ) -> BlockMeta:
+        """Index a block file's bytes; ``doc`` is their parsed form when the caller has it."""
+        if doc is None:
+            try:
+                doc = frontmatter.parse(data.decode("utf-8"))
+            except (Invalid, UnicodeDecodeError):
+                doc = frontmatter.Document(None, {}, data.decode("utf-8", "replace"))
+        meta, body = doc.meta, doc.body
         block = BlockMeta(
             scope=scope,
             name=name,
@@ -393,10 +402,11 @@ class MemoryStore:
         fields["updated_at"] = now
         fields["schema"] = SCHEMA
         self.check_relations(scope, name, fields)
-        data = frontmatter.new_document(fields, body).render().encode("utf-8")
+        doc = frontmatter.new_document(fields, body)
+        data = doc.render().encode("utf-8")
         op = "memory.write" if existing is None else "memory.edit"
         self._replace_file(path, data, op, scope=scope, name=name, actor=actor, session=session)
-        block = self._index(scope, name, False, data)
+        block = self._index(scope, name, False, data, doc)
         self.relate(scope, name, fields, actor=actor, session=session)
         return block, False
 
@@ -453,7 +463,8 @@ class MemoryStore:
             doc = frontmatter.Document("", {}, doc.body)
         if "updated_at" not in changes:
             changes = {**changes, "updated_at": format_ts(self.clock())}
-        data = frontmatter.set_keys(doc, changes).render().encode("utf-8")
+        doc = frontmatter.set_keys(doc, changes)
+        data = doc.render().encode("utf-8")
         path = self.path(scope, name)
         self._replace_file(
             path,
@@ -465,7 +476,7 @@ class MemoryStore:
             session=session,
             detail={"keys": sorted(changes)},
         )
-        block = self._index(scope, name, False, data)
+        block = self._index(scope, name, False, data, doc)
         return block
 
     def forget(
@@ -527,10 +538,34 @@ class MemoryStore:
     def recall(
         self, scope: str, name: str, *, actor: str = "api", session: str | None = None
     ) -> tuple[str, BlockMeta]:
+        """A block's text, journaled as a recall (not synced: a lost recall changes no
+        content)."""
+        found = self.try_recall(scope, name, actor=actor, session=session, blocking=True)
+        assert found is not None
+        return found
+
+    def try_recall(
+        self,
+        scope: str,
+        name: str,
+        *,
+        actor: str = "api",
+        session: str | None = None,
+        blocking: bool = False,
+    ) -> tuple[str, BlockMeta] | None:
+        """``recall``; without ``blocking``, None when the journal is busy on another thread."""
         text, block = self.read_block(scope, name)
-        entry = self.journal.record(
-            "memory.recall", scope=scope, name=name, actor=actor, session=session, sync=False
+        entry = self.journal.try_record(
+            "memory.recall",
+            scope=scope,
+            name=name,
+            actor=actor,
+            session=session,
+            sync=False,
+            blocking=blocking,
         )
+        if entry is None:
+            return None
         count, _ = self.recalls.get((scope, name), (0, ""))
         self.recalls[(scope, name)] = (count + 1, entry["ts"])
         return text, block

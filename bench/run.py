@@ -9,16 +9,21 @@ that are compared are interleaved, and an fsync probe is printed beside durable 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import random
 import re
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -153,9 +158,28 @@ def raw_batches(folder: Path, lines: list[bytes], batches: int) -> float:
     return batches * len(lines) / elapsed
 
 
+def vocabulary() -> list[str]:
+    """Words of real transcripts (the test fixtures), most frequent first."""
+    counts: Counter[str] = Counter()
+    for path in (ROOT / "tests" / "fixtures").rglob("*.json*"):
+        counts.update(w.lower() for w in re.findall(r"[A-Za-z]{3,}", path.read_text()))
+    return [w for w, _ in counts.most_common(20_000)]
+
+
+def texts(n: int, seed: int = 7) -> list[str]:
+    """``n`` messages of 6 to 16 words drawn with Zipf's law from ``vocabulary()``."""
+    words = vocabulary()
+    rng = random.Random(seed)
+    weights = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(words))))
+    return [
+        " ".join(rng.choices(words, cum_weights=weights, k=rng.randint(6, 16))) for _ in range(n)
+    ]
+
+
 def make_store(home: Path, sessions: int, events: int) -> None:
     """Write a store of ``sessions`` transcripts holding ``events`` events in all."""
     per = events // sessions
+    pool = texts(min(events, 200_003))
     base = int(time.time() * 1000) - sessions * 1000
     for i in range(sessions):
         root = f"/srv/project-{i % 50}"
@@ -189,7 +213,7 @@ def make_store(home: Path, sessions: int, events: int) -> None:
                         "type": "message",
                         "seq": n,
                         "role": role,
-                        "content": f"turn {n} of session {i}: reading files and explaining",
+                        "content": f"turn {n}: {pool[(i * per + n) % len(pool)]}",
                         "ts": f"{ts}.{n % 1000:03d}Z",
                     }
                 )
@@ -301,9 +325,104 @@ def bench_listing(work: Path, sessions: int, events: int) -> None:
             "-",
             "target < 200 MB",
         )
+        bench_search(warm, big)
     finally:
         warm.stop()
         d_small.stop()
+    bench_catch_up(big, sessions, events)
+    bench_rebuild(big, events, big_bytes)
+
+
+def bench_search(d: Server, home: Path) -> None:
+    words = vocabulary()
+    raw = RawClient(d.port)
+    rows = []
+    for pair in ((300, 1200), (800, 3000), (150, 5000)):
+        query = f"{words[pair[0]]} {words[pair[1]]}"
+        path = f"/v1/search?q={urllib.parse.quote(query)}&limit=20"
+        status, body = raw.request("GET", path)
+        assert status == 200 and len(orjson.loads(body)["items"]) == 20, body[:200]
+        db = sqlite3.connect(f"file:{home / 'index' / 'catalog.sqlite3'}?mode=ro", uri=True)
+        matches = db.execute(
+            "SELECT count(*) FROM doc_text WHERE doc_text MATCH ?",
+            (" OR ".join(f'"{w}"' for w in query.split()),),
+        ).fetchone()[0]
+        indexed = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+        db.close()
+        rows.append((p50(lambda path=path: raw.request("GET", path), 60), query, matches))
+    latency, query, matches = sorted(rows)[1]
+    add(
+        f"search {indexed:,} documents, two words, top 20 with snippets",
+        f"p50 {latency:.2f} ms",
+        f"'{query}': {matches:,} matches",
+        "target < 20 ms (median of 3 queries)",
+    )
+
+
+def bench_catch_up(home: Path, sessions: int, events: int) -> None:
+    """Append 10,000 events to 100 transcripts while the daemon is down, then start it."""
+    per = events // sessions
+    files = sorted((home / "sessions").rglob("*.jsonl"))[:100]
+    pool = texts(100, seed=11)
+    for path in files:
+        with path.open("ab") as f:
+            for n in range(per + 1, per + 101):
+                line = {"type": "message", "seq": n, "role": "user", "content": pool[n % 100]}
+                f.write(orjson.dumps({**line, "ts": "2026-06-01T00:00:00.000Z"}) + b"\n")
+    d = daemon(home)
+    try:
+        stats = httpx.get(d.url + "/v1/info").json()["catalog"]
+        assert stats["incremental"] == len(files), stats
+    finally:
+        d.stop()
+    add(
+        "index catch-up after 10,000 events appended while stopped",
+        f"{stats['seconds']:.2f} s",
+        f"{d.ready_after:.2f} s to /readyz with process start",
+        "target < 1 s",
+    )
+
+
+def bare_parse(home: Path) -> int:
+    lines = 0
+    for path in (home / "sessions").rglob("*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            orjson.loads(line)
+            lines += 1
+    return lines
+
+
+def bench_rebuild(home: Path, events: int, transcript_bytes: int) -> None:
+    """A full rebuild of the index in-process, against a bare read-and-parse loop."""
+    from aster_persist.index.catalog import rebuild
+    from aster_persist.storage.home import Home
+
+    bare, ours = [], []
+    for _ in range(2):
+        t = time.perf_counter()
+        lines = bare_parse(home)
+        bare.append(lines / (time.perf_counter() - t))
+        opened = Home.open(home)
+        try:
+            t = time.perf_counter()
+            rebuild(opened)
+            ours.append(lines / (time.perf_counter() - t))
+        finally:
+            opened.close()
+    b, o = statistics.median(bare), statistics.median(ours)
+    add(
+        f"full index rebuild, {lines:,} lines",
+        f"{o:,.0f} lines/s ({lines / o:.1f} s)",
+        f"{b:,.0f} lines/s bare read + orjson parse",
+        f"{o / b:.2f}x (target >= 0.5x)",
+    )
+    size = sum(p.stat().st_size for p in (home / "index").iterdir() if p.is_file())
+    add(
+        "index size on disk",
+        f"{size / 1e6:.0f} MB",
+        f"{transcript_bytes / 1e6:.0f} MB of transcripts",
+        f"{size / transcript_bytes:.2f}x of the transcripts",
+    )
 
 
 def make_blocks(home: Path, n: int) -> None:

@@ -25,6 +25,7 @@ from . import __version__
 from .api import journal as journal_api
 from .api import memory as memory_api
 from .api import ops, problems, sessions
+from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
 from .api.models import AppendBody
@@ -116,7 +117,9 @@ def create_app(
         memory = MemoryStore(home, journal, clock=clock)
         app.state.memory = memory
         await store.committer.call(memory.load)
-        await store.start()
+        store.catalog.memory_doc = memory.index_doc
+        journal.listeners.append(lambda entry: reindex_memory(store, entry))
+        await store.start(await store.committer.call(memory.index_etags))
         pruner = None
         if settings.memory_prune_every_hours > 0:
             pruner = asyncio.get_running_loop().create_task(
@@ -149,6 +152,7 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(journal_api.router)
     app.include_router(memory_api.router)
+    app.include_router(search_api.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,
@@ -199,6 +203,13 @@ class AsterApp(FastAPI):
         if self._front_app is None:
             self._front_app = self.front(super().__call__)
         await self._front_app(scope, receive, send)
+
+
+def reindex_memory(store: Sessions, entry: dict[str, Any]) -> None:
+    """Every journaled change of a memory file tells the search index to read it again."""
+    op = str(entry.get("op", ""))
+    if op.startswith("memory.") and op != "memory.recall" and entry.get("name"):
+        store.catalog.mark_memory(str(entry["scope"]), str(entry["name"]))
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:

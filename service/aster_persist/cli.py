@@ -110,6 +110,46 @@ def _server_class() -> type:
 
 
 @app.command()
+def reindex(
+    home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+) -> None:
+    """Rebuild the search index and session catalog from the files, with the daemon
+    stopped. Never needed for correctness (the daemon rebuilds a missing or broken index
+    by itself); useful to compact it or to time a rebuild."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from .index.catalog import rebuild
+    from .storage.home import Home
+
+    settings = load_settings(home=home)
+    try:
+        opened = Home.open(settings.home)
+    except HomeUnavailable as exc:
+        raise _fail(str(exc)) from None
+    started = time.perf_counter()
+    try:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("indexing sessions", total=None)
+            stats = rebuild(
+                opened, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    finally:
+        opened.close()
+    typer.echo(
+        f"reindexed {stats['files']} sessions ({stats['documents']} documents) and "
+        f"{stats['memory']} memory files in {time.perf_counter() - started:.1f} s"
+    )
+
+
+@app.command()
 def openapi(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")

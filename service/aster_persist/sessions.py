@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Invalid, SessionNotFound
+from .index import search
 from .index.catalog import CatalogWorker, FileEntry, decode_cursor, encode_cursor
+from .index.text import Query
 from .storage.commit import GroupCommitter
 from .storage.home import Home, normalize_repo_root, project_slug
 from .storage.journal import Journal
@@ -44,7 +46,7 @@ class Sessions:
         journal: Journal | None = None,
     ) -> None:
         self.home = home
-        self.catalog = CatalogWorker(home.index)
+        self.catalog = CatalogWorker(home.index, home.session_path)
         self.store = TranscriptStore(
             home,
             durability=durability,
@@ -61,8 +63,9 @@ class Sessions:
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        """Find every session, then catch the catalog up in the background."""
+    async def start(self, memory_etags: dict[tuple[str, str], str] | None = None) -> None:
+        """Find every session, then catch the catalog up in the background (and the
+        memory index, from every live memory file's ETag)."""
         started = time.perf_counter()
         removed = await asyncio.to_thread(remove_leftover_temps, self.home.root)
         if removed:
@@ -82,6 +85,11 @@ class Sessions:
             try:
                 future = self.catalog.submit(lambda catalog: catalog.catch_up(files, report))
                 stats = await asyncio.wrap_future(future)
+                if memory_etags is not None and self.catalog.memory_doc is not None:
+                    load = self.catalog.memory_doc
+                    stats["memory"] = await asyncio.wrap_future(
+                        self.catalog.submit(lambda c: c.sync_memory(memory_etags, load))
+                    )
                 stats["seconds"] = round(time.perf_counter() - started, 3)
                 self.catch_up_stats = stats
                 log.info("catalog caught up: %s", stats)
@@ -261,6 +269,33 @@ class Sessions:
             last = items[-1]
             next_cursor = encode_cursor(last.updated_at, last.id)
         return Page(items, next_cursor)
+
+    async def search(
+        self, query: Query, *, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Transcript hits for ``query``, best first; sees every acknowledged append."""
+        if query.repo is not None:
+            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+        await self.ready.wait()
+        return await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: search.search_docs(c.db, query, limit=limit, cursor=cursor)
+            )
+        )
+
+    async def search_memory(
+        self, query: Query, *, scopes: list[str], kinds: tuple[str, ...], k: int
+    ) -> list[dict[str, Any]]:
+        """Memory hits for ``query`` in ``scopes``: relevance raised by recency."""
+        await self.ready.wait()
+        now = self.store.clock()
+        return await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: search.search_memory(
+                    c.db, query, scopes=scopes, kinds=kinds, now=now, k=k
+                )
+            )
+        )
 
     async def latest(self, repo_root: str) -> SessionInfo:
         page = await self.listing(repo_root=repo_root, limit=1)

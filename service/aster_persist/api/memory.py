@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from ..errors import Invalid, NotFound
+from ..index.text import parse_query
 from ..storage import frontmatter
 from ..storage.commit import GroupCommitter
-from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
+from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name, slugify
 from ..tools import TOOLS, run_tool
 from .sessions import ERRORS, json_response
 
@@ -389,6 +390,7 @@ async def restore(request: Request, name: str, repo_root: str | None = None) -> 
 class ContextOut(BaseModel):
     scope: str
     content: str
+    order: Literal["recency", "relevance"]
     counts: dict[str, int]
     tokens: int
 
@@ -396,12 +398,28 @@ class ContextOut(BaseModel):
 @router.get(
     "/memory/context", operation_id="memory-context", response_model=ContextOut, responses=ERRORS
 )
-async def context(request: Request, repo_root: str | None = None) -> Response:
+async def context(
+    request: Request,
+    repo_root: str | None = None,
+    query: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
     """The markdown for a system prompt: global and project `ASTER.md` in full, then an
-    index of recallable blocks (60 lines at most), with counts and a token estimate."""
+    index of recallable blocks (60 lines at most), with counts and a token estimate.
+    Most recently updated first; with `query`, the blocks most relevant to it first
+    (BM25 relevance raised by recency), then the rest by recency."""
     memory, _ = _memory(request)
     scope = await _scope(request, repo_root)
-    result = await asyncio.to_thread(memory.render_context, None if scope == "global" else scope)
+    project = None if scope == "global" else scope
+    relevant = None
+    if query is not None and query.strip():
+        found = await request.app.state.sessions.search_memory(
+            parse_query(query),
+            scopes=["global"] if project is None else [project, "global"],
+            kinds=("block",),
+            k=MAX_INDEX_ENTRIES,
+        )
+        relevant = [hit["name"] for hit in found]
+    result = await asyncio.to_thread(memory.render_context, project, relevant)
     return json_response(result)
 
 

@@ -13,6 +13,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +23,12 @@ import orjson
 
 from ..storage.jsonl import parse, read_bytes
 from ..storage.summary import SessionInfo
+from . import search
+from .text import Doc, docs_of
 
 log = logging.getLogger("aster_persist")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _COLUMNS = (
     "id",
     "slug",
@@ -65,12 +68,15 @@ CREATE TABLE IF NOT EXISTS sessions (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
+{search.SCHEMA}
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 _UPSERT = (
     f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
 )
+_BATCH = 500  # files (or dirty sessions) per transaction
+FLUSH_DELAY = 0.05  # seconds a flush waits after a write, to take in the writes after it
 
 
 @dataclass(frozen=True)
@@ -111,8 +117,11 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     return SessionInfo(**values)
 
 
-def summarize_file(entry: FileEntry, previous: SessionInfo | None = None) -> SessionInfo:
-    """Fold a transcript into a summary, from ``previous``'s offset when it still holds."""
+def summarize_file(
+    entry: FileEntry, previous: SessionInfo | None = None
+) -> tuple[SessionInfo, list[Doc]]:
+    """Fold a transcript into a summary, from ``previous``'s offset when it still holds;
+    return it with the search documents of the lines read."""
     info = previous
     if info is None or entry.size < info.offset:
         info = SessionInfo(id=entry.id, slug=entry.slug)
@@ -125,7 +134,23 @@ def summarize_file(entry: FileEntry, previous: SessionInfo | None = None) -> Ses
     info.file_mtime_ns = entry.mtime_ns
     if info.lines > 0 and not info.created_at:
         info.state = "damaged"  # no readable header
-    return info
+    docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
+    return info, docs
+
+
+def _docs_between(
+    path: Path, start: int, end: int, first_seq: int, header_ts: str
+) -> list[Doc] | None:
+    """The documents of the lines in ``[start, end)``; None unless they are whole lines
+    that begin with seq ``first_seq`` (the file changed under the index: read it all)."""
+    try:
+        data = read_bytes(path, start, end)
+    except FileNotFoundError:
+        return []  # moved or deleted: its removal is on the way
+    parsed = parse(data, base=start)
+    if parsed.torn is not None or (parsed.lines and parsed.lines[0].get("seq") != first_seq):
+        return None
+    return [doc for line in parsed.lines for doc in docs_of(line, header_ts)]
 
 
 def encode_cursor(updated_at: str, session_id: str) -> str:
@@ -176,15 +201,54 @@ class Catalog:
     def close(self) -> None:
         self.db.close()
 
-    def upsert(self, infos: Iterable[SessionInfo]) -> None:
+    def upsert(
+        self,
+        infos: Iterable[SessionInfo],
+        docs: dict[str, list[Doc]] | None = None,
+        replace: Iterable[str] = (),
+    ) -> None:
+        """Write summaries and their sessions' new search documents in one transaction;
+        sessions in ``replace`` lose their old documents first."""
         rows = [_row(info) for info in infos]
-        if rows:
-            with self._tx():
-                self.db.executemany(_UPSERT, rows)
+        with self._tx():
+            for session in replace:
+                search.drop_docs(self.db, session)
+            self.db.executemany(_UPSERT, rows)
+            for session, session_docs in (docs or {}).items():
+                search.insert_docs(self.db, session, session_docs)
+
+    def refresh(self, infos: list[SessionInfo], locate: Callable[[str, str], Path]) -> None:
+        """Write summaries handed over by the store, indexing the bytes each one covers
+        that the index has not seen (read back from the file: only the new bytes)."""
+        indexed: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(infos), _BATCH):
+            ids = [info.id for info in infos[start : start + _BATCH]]
+            rows = self.db.execute(
+                f"SELECT id, offset, last_seq FROM sessions WHERE id IN ({', '.join('?' * len(ids))})",
+                ids,
+            )
+            indexed.update({sid: (offset, last) for sid, offset, last in rows})
+        docs: dict[str, list[Doc]] = {}
+        replace = []
+        for info in infos:
+            offset, last_seq = indexed.get(info.id, (0, -1))
+            if info.offset == offset:
+                continue
+            path = locate(info.slug, info.id)
+            found = None
+            if info.offset > offset:
+                found = _docs_between(path, offset, info.offset, last_seq + 1, info.created_at)
+            if found is None:  # shrunk, or the new bytes do not continue what was indexed
+                replace.append(info.id)
+                found = _docs_between(path, 0, info.offset, 0, info.created_at) or []
+            docs[info.id] = found
+        self.upsert(infos, docs, replace)
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._tx():
-            self.db.executemany("DELETE FROM sessions WHERE id = ?", [(i,) for i in ids])
+            for session in ids:
+                search.drop_docs(self.db, session)
+                self.db.execute("DELETE FROM sessions WHERE id = ?", (session,))
 
     def _tx(self) -> _Tx:
         return _Tx(self.db)
@@ -196,6 +260,8 @@ class Catalog:
         known = {info.id: info for info in self.all()}
         seen = set()
         changed: list[SessionInfo] = []
+        docs: dict[str, list[Doc]] = {}
+        replace: list[str] = []
         stats = {"files": len(files), "unchanged": 0, "incremental": 0, "full": 0, "removed": 0}
         for n, entry in enumerate(files, 1):
             seen.add(entry.id)
@@ -218,7 +284,11 @@ class Catalog:
                 )
                 stats["incremental" if grown else "full"] += 1
                 try:
-                    changed.append(summarize_file(entry, previous if grown else None))
+                    info, new_docs = summarize_file(entry, previous if grown else None)
+                    if not grown and previous is not None:  # read again from the start
+                        replace.append(entry.id)
+                    changed.append(info)
+                    docs[entry.id] = new_docs
                 except FileNotFoundError:
                     seen.discard(entry.id)
                 except OSError as exc:  # unreadable: listed as damaged, never skipped silently
@@ -226,18 +296,37 @@ class Catalog:
                     broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
                     broken.state = "damaged"
                     changed.append(broken)
-            if len(changed) >= 500:
-                self.upsert(changed)
-                changed = []
+            if len(changed) >= _BATCH:
+                self.upsert(changed, docs, replace)
+                changed, docs, replace = [], {}, []
             if progress is not None and n % 256 == 0:
                 progress(n, len(files))
-        self.upsert(changed)
+        self.upsert(changed, docs, replace)
         gone = [i for i in known if i not in seen]
         stats["removed"] = len(gone)
         self.remove(gone)
         if progress is not None:
             progress(len(files), len(files))
         return stats
+
+    def refresh_memory(self, keys: Iterable[tuple[str, str]], load: MemoryDoc) -> None:
+        """Index memory files again (``load`` reads one; None when it is gone)."""
+        with self._tx():
+            for scope, name in keys:
+                doc = load(scope, name)
+                if doc is None:
+                    search.drop_memory(self.db, scope, name)
+                else:
+                    search.upsert_memory(self.db, doc)
+
+    def sync_memory(self, etags: dict[tuple[str, str], str], load: MemoryDoc) -> int:
+        """Bring the memory index in line with ``etags`` (every live file's); return how
+        many documents changed."""
+        indexed = search.memory_etags(self.db)
+        changed = [key for key, etag in etags.items() if indexed.get(key) != etag]
+        gone = [key for key in indexed if key not in etags]
+        self.refresh_memory([*changed, *gone], load)
+        return len(changed) + len(gone)
 
     def all(self) -> list[SessionInfo]:
         return [_info(r) for r in self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM sessions")]
@@ -299,46 +388,82 @@ class _Tx:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
-class CatalogWorker:
-    """Owns the catalog on one thread; appends hand it summaries to upsert later."""
+MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
 
-    def __init__(self, folder: Path) -> None:
+
+class CatalogWorker:
+    """Owns the catalog on one thread; writers hand it summaries and changed memory,
+    which it writes shortly after (and always before the next read)."""
+
+    def __init__(self, folder: Path, locate: Callable[[str, str], Path]) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
         self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
+        self.locate = locate
+        self.memory_doc: MemoryDoc | None = None  # set once memory is loaded
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()
+        self._memory: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._ticker = threading.Thread(target=self._tick, name="aster-index-tick", daemon=True)
+        self._ticker.start()
 
     def mark(self, info: SessionInfo) -> None:
         """Record a session's new summary; written before the next read (any thread)."""
         with self._lock:
             self._dirty[info.id] = info
             self._removed.discard(info.id)
+        self._wake.set()
 
     def forget(self, session_id: str) -> None:
         with self._lock:
             self._dirty.pop(session_id, None)
             self._removed.add(session_id)
+        self._wake.set()
+
+    def mark_memory(self, scope: str, name: str) -> None:
+        """A memory file changed (or went away): index it again before the next read."""
+        with self._lock:
+            self._memory.add((scope, name))
+        self._wake.set()
+
+    def _tick(self) -> None:
+        """Flush a little after writes, so the index stays current without a reader."""
+        while True:
+            self._wake.wait()
+            if self._closed:
+                return
+            time.sleep(FLUSH_DELAY)
+            self._wake.clear()
+            try:
+                self.executor.submit(self.flush)
+            except RuntimeError:  # shut down
+                return
 
     def flush(self) -> None:
-        """Write pending summaries; runs on the catalog thread."""
+        """Write pending summaries and memory; runs on the catalog thread."""
         with self._lock:
             dirty, self._dirty = self._dirty, {}
             removed, self._removed = self._removed, set()
+            memory, self._memory = self._memory, set()
         try:
             if dirty:
-                self.catalog.upsert(dirty.values())
+                self.catalog.refresh(list(dirty.values()), self.locate)
             if removed:
                 self.catalog.remove(removed)
-        except sqlite3.Error as exc:
-            # Derived data: keep the summaries in memory and try again on the next flush.
-            log.warning("catalog write failed (%s); will retry", exc)
+            if memory and self.memory_doc is not None:
+                self.catalog.refresh_memory(memory, self.memory_doc)
+        except (sqlite3.Error, OSError) as exc:
+            # Derived data: keep what is pending and try again on the next flush.
+            log.warning("index write failed (%s); will retry", exc)
             with self._lock:
                 for sid, info in dirty.items():
                     self._dirty.setdefault(sid, info)
                 self._removed |= removed - self._dirty.keys()
+                self._memory |= memory
 
     def run(self, fn: Callable[[Catalog], Any]) -> Any:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
@@ -353,8 +478,36 @@ class CatalogWorker:
         return self.executor.submit(self._call, fn)
 
     def close(self) -> None:
+        self._closed = True
+        self._wake.set()
         try:
             self.executor.submit(self.flush).result()
             self.executor.submit(self.catalog.close).result()
         finally:
             self.executor.shutdown(wait=True)
+
+
+def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Build the index of an opened (locked) home from its files alone, from scratch."""
+    from ..storage.journal import Journal
+    from ..storage.memory import MemoryStore
+    from ..storage.transcripts import TranscriptStore, utc_now
+
+    folder: Path = home.index
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{folder / 'catalog.sqlite3'}{suffix}").unlink(missing_ok=True)
+    files = [
+        FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
+        for sid, slug, path, stat in TranscriptStore(home).scan()
+    ]
+    catalog = Catalog(folder)
+    try:
+        stats = catalog.catch_up(files, progress)
+        journal = Journal(home.root / "journal.jsonl", clock=utc_now)
+        memory = MemoryStore(home, journal, clock=utc_now)
+        memory.load()
+        stats["memory"] = catalog.sync_memory(memory.index_etags(), memory.index_doc)
+        stats["documents"] = catalog.db.execute("SELECT count(*) FROM docs").fetchone()[0]
+    finally:
+        catalog.close()
+    return stats

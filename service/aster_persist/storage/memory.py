@@ -574,6 +574,67 @@ class MemoryStore:
         count, last = self.recalls.get((block.scope, block.name), (0, ""))
         return {"recall_count": count, "last_recalled_at": last or None}
 
+    # -- what the search index holds ------------------------------------------------
+
+    def index_etags(self) -> dict[tuple[str, str], str]:
+        """Every live memory file the search index should hold, with its ETag."""
+        out = {key: b.etag for key, b in self.blocks.items() if not b.archived}
+        scopes = {"global"} | {scope for scope, _ in self.blocks}
+        projects = self.root / "projects"
+        if projects.is_dir():
+            scopes |= {f"project:{p.name}" for p in projects.iterdir() if p.is_dir()}
+        for scope in scopes:
+            text, etag = self.read_core(scope)
+            if text:
+                out[(scope, CORE)] = etag
+        return out
+
+    def index_doc(self, scope: str, name: str) -> dict[str, Any] | None:
+        """The search document of a block or of ``ASTER.md`` as it is on disk now."""
+        try:
+            path = self.folder(scope) / CORE if name == CORE else self.path(scope, name)
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, Invalid):
+            return None
+        text = data.decode("utf-8", "replace")
+        doc: dict[str, Any] = {
+            "scope": scope,
+            "name": name,
+            "etag": etag_of(data),
+            "relations": {},
+        }
+        if name == CORE:
+            if not text.strip():
+                return None
+            return doc | {
+                "kind": "core",
+                "updated_at": "",
+                "importance": 1.0,
+                "description": "core memory",
+                "tags": [],
+                "body": text,
+            }
+        try:
+            parsed = frontmatter.parse(text)
+            meta, body = parsed.meta, parsed.body
+        except Invalid:
+            meta, body = {}, text
+        relations = {
+            key: _as_list(meta.get(key))
+            for key in ("supersedes", "conflicts_with")
+            if meta.get(key)
+        }
+        return doc | {
+            "kind": "block",
+            "updated_at": str(meta.get("updated_at") or meta.get("created_at") or ""),
+            "importance": _as_float(meta.get("importance"), 0.5),
+            "description": " ".join(str(meta.get("description") or "").split())
+            or _first_line(body),
+            "tags": _as_list(meta.get("tags")),
+            "body": body,
+            "relations": relations,
+        }
+
     # -- the prompt context ---------------------------------------------------------
 
     def visible(self, project: str | None) -> list[BlockMeta]:
@@ -592,11 +653,18 @@ class MemoryStore:
         self._ordered[project] = (self.version, ordered)
         return ordered
 
-    def render_context(self, project: str | None) -> dict[str, Any]:
-        """The markdown for a system prompt: core memory in full, then an index of blocks."""
+    def render_context(
+        self, project: str | None, relevant: list[str] | None = None
+    ) -> dict[str, Any]:
+        """The markdown for a system prompt: core memory in full, then an index of blocks,
+        most recent first, or with ``relevant`` (block names, best first) those first."""
         global_core, _ = self.read_core("global")
         project_core = self.read_core(project)[0] if project else ""
         blocks = self.visible(project)
+        if relevant is not None:
+            rank = {name: n for n, name in enumerate(dict.fromkeys(relevant))}
+            first = sorted((b for b in blocks if b.name in rank), key=lambda b: rank[b.name])
+            blocks = first + [b for b in blocks if b.name not in rank]
         shown = blocks[:MAX_INDEX_ENTRIES]
         parts = [text.strip() for text in (global_core, project_core) if text.strip()]
         if blocks:
@@ -620,6 +688,7 @@ class MemoryStore:
         return {
             "scope": project or "global",
             "content": text,
+            "order": "recency" if relevant is None else "relevance",
             "counts": {
                 "blocks": len(blocks),
                 "shown": len(shown),

@@ -1,0 +1,143 @@
+"""/v1/search and /v1/memory/search: BM25 full-text search over transcripts and memory.
+
+The query syntax is in `index/text.py`: plain words match any of them, ranked by BM25;
+`"phrases"`, `prefix*`, `AND`/`OR`/`NOT` and filters (`repo:`, `session:`, `kind:`,
+`role:`, `after:`, `before:`) narrow it. A query that cannot be understood is a 422 that
+says why.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from ..index.text import parse_query
+from ..sessions import Sessions
+from ..storage.memory import MemoryStore
+from .memory import scope_of
+from .sessions import ERRORS, json_response
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+DocKind = Literal["message", "tool_call", "tool_result", "summary", "title"]
+Role = Literal["user", "assistant", "tool", "system"]
+
+
+class SearchHit(BaseModel):
+    kind: str
+    score: float
+    snippet: str
+    highlights: list[list[int]]
+    session_id: str | None = None
+    seq: int | None = None
+    role: str | None = None
+    ts: str | None = None
+    repo_root: str | None = None
+    title: str | None = None
+    scope: str | None = None
+    name: str | None = None
+
+
+class SearchPage(BaseModel):
+    items: list[SearchHit]
+    next_cursor: str | None
+
+
+class MemoryHit(BaseModel):
+    kind: Literal["block", "core"]
+    scope: str
+    name: str
+    description: str
+    etag: str
+    updated_at: str
+    importance: float
+    relevance: float
+    recency: float
+    score: float
+    snippet: str
+    highlights: list[list[int]]
+    supersedes: list[str] = []
+    conflicts_with: list[str] = []
+
+
+class MemoryHits(BaseModel):
+    items: list[MemoryHit]
+
+
+async def _memory_scopes(memory: MemoryStore, repo_root: str | None) -> list[str]:
+    scope = await scope_of(memory, repo_root)
+    return ["global"] if scope == "global" else [scope, "global"]
+
+
+@router.get("/search", operation_id="search", response_model=SearchPage, responses=ERRORS)
+async def search(
+    request: Request,
+    q: Annotated[str, Query(max_length=2000)] = "",
+    kind: Literal["messages", "memory", "all"] = "messages",
+    kinds: Annotated[list[DocKind] | None, Query()] = None,
+    role: Annotated[list[Role] | None, Query()] = None,
+    repo_root: str | None = None,
+    session_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: str | None = None,
+) -> Response:
+    """Full-text search. Transcript hits (`kind=messages`, the default) carry their
+    session, seq, role, a snippet with the `highlights` as `[start, end)` character
+    offsets, and a BM25 `score` (higher is better); pages follow `next_cursor`.
+    `kind=memory` searches blocks and `ASTER.md` instead; `kind=all` adds the best
+    memory hits to the first page of transcript hits."""
+    sessions: Sessions = request.app.state.sessions
+    memory: MemoryStore = request.app.state.memory
+    query = parse_query(q)
+    query.kinds += [k for k in kinds or [] if k not in query.kinds]
+    query.roles += [r for r in role or [] if r not in query.roles]
+    query.repo = query.repo or repo_root
+    query.session = query.session or session_id
+    items: list[dict[str, object]] = []
+    next_cursor = None
+    if kind != "memory":
+        items, next_cursor = await sessions.search(query, limit=limit, cursor=cursor)
+    if kind != "messages" and cursor is None:
+        found = await sessions.search_memory(
+            query,
+            scopes=await _memory_scopes(memory, query.repo),
+            kinds=("block", "core"),
+            k=limit,
+        )
+        hits = [
+            {
+                "kind": h["kind"],
+                "scope": h["scope"],
+                "name": h["name"],
+                "snippet": h["snippet"],
+                "highlights": h["highlights"],
+                "score": h["relevance"],
+                "ts": h["updated_at"] or None,
+            }
+            for h in found
+        ]
+        items = sorted([*items, *hits], key=lambda h: -float(h["score"]))[:limit]
+    return json_response({"items": items, "next_cursor": next_cursor})
+
+
+@router.get(
+    "/memory/search", operation_id="memory-search", response_model=MemoryHits, responses=ERRORS
+)
+async def search_memory(
+    request: Request,
+    q: Annotated[str, Query(min_length=1, max_length=2000)],
+    repo_root: str | None = None,
+    k: Annotated[int, Query(ge=1, le=100)] = 5,
+) -> Response:
+    """`recallSimilar`: blocks of the project and global scopes ranked by BM25 relevance
+    raised by recency (`score = relevance * (1 + 0.5 * recency)`, recency halving every
+    30 days), with their relations. Not journaled as a recall."""
+    sessions: Sessions = request.app.state.sessions
+    memory: MemoryStore = request.app.state.memory
+    found = await sessions.search_memory(
+        parse_query(q), scopes=await _memory_scopes(memory, repo_root), kinds=("block",), k=k
+    )
+    return json_response({"items": found})

@@ -1,0 +1,328 @@
+"""Full-text search tables in the catalog database (FTS5, ``porter`` stemming).
+
+``docs`` maps each indexed document to its session, seq, kind and role; ``doc_text`` is
+the FTS5 table holding the text and the day it happened. Memory has the same pair:
+``memory_docs`` (scope, name, ETag, dates, importance, relations) and ``memory_text``.
+All of it is derived from the files and rebuilt from them when lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ..errors import Invalid
+from .text import Doc, Query
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS docs (
+    rowid INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    role TEXT,
+    ts TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS docs_session ON docs (session, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS doc_text USING fts5(
+    text, tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS memory_docs (
+    rowid INTEGER PRIMARY KEY,
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    importance REAL NOT NULL,
+    description TEXT NOT NULL,
+    relations TEXT NOT NULL,
+    UNIQUE (scope, name)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5(
+    name, description, tags, body, tokenize = 'porter unicode61'
+);
+"""
+
+_DOC_RANK = "bm25(doc_text)"
+_MEMORY_RANK = "bm25(memory_text, 2.0, 1.5, 1.5, 1.0)"
+# Private-use characters mark matches inside snippets; they become offsets, so clients
+# get plain text plus where to highlight it, never markup to trust.
+_OPEN, _CLOSE = "\ue000", "\ue001"
+
+
+def insert_docs(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
+    if not docs:
+        return
+    first = db.execute("SELECT coalesce(max(rowid), 0) + 1 FROM docs").fetchone()[0]
+    rows = range(first, first + len(docs))
+    db.executemany(
+        "INSERT INTO docs (rowid, session, seq, kind, role, ts) VALUES (?, ?, ?, ?, ?, ?)",
+        [(r, session, d.seq, d.kind, d.role, d.ts) for r, d in zip(rows, docs, strict=True)],
+    )
+    db.executemany(
+        "INSERT INTO doc_text (rowid, text) VALUES (?, ?)",
+        [(r, d.text) for r, d in zip(rows, docs, strict=True)],
+    )
+
+
+def drop_docs(db: sqlite3.Connection, session: str) -> None:
+    db.execute(
+        "DELETE FROM doc_text WHERE rowid IN (SELECT rowid FROM docs WHERE session = ?)",
+        (session,),
+    )
+    db.execute("DELETE FROM docs WHERE session = ?", (session,))
+
+
+def marked(text: str) -> tuple[str, list[list[int]]]:
+    """Strip the match markers from ``text``; return it and the [start, end) of each match."""
+    out: list[str] = []
+    spans: list[list[int]] = []
+    length = 0
+    start = -1
+    for piece in text.replace(_CLOSE, _OPEN + _CLOSE).split(_OPEN):
+        if piece.startswith(_CLOSE):
+            piece = piece[1:]
+            if start >= 0:
+                spans.append([start, length])
+                start = -1
+        elif out:
+            start = length
+        out.append(piece)
+        length += len(piece)
+    return "".join(out), spans
+
+
+def _encode(position: list[Any]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(position)).decode().rstrip("=")
+
+
+def _decode(cursor: str | None) -> tuple[float, int] | None:
+    if not cursor:
+        return None
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        score, rowid = value
+        return float(score), int(rowid)
+    except (ValueError, TypeError, orjson.JSONDecodeError):
+        raise Invalid("cursor is not one this service handed out") from None
+
+
+def _fts(call: Any) -> Any:
+    """Run an FTS5 query; its complaints about the query are the caller's 422."""
+    try:
+        return call()
+    except sqlite3.OperationalError as exc:
+        message = str(exc)
+        if "fts5" in message or "syntax" in message or "no such column" in message:
+            raise Invalid(f"the search query could not be understood: {message}") from None
+        raise
+
+
+def search_docs(
+    db: sqlite3.Connection,
+    query: Query,
+    *,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Transcript hits, best first: session, seq, kind, role, snippet, score."""
+    where = []
+    args: list[Any] = []
+    if query.match is not None:
+        where.append("doc_text MATCH ?")
+        args.append(query.match)
+    if query.session is not None:
+        where.append("d.session = ?")
+        args.append(query.session)
+    if query.repo is not None:
+        where.append("s.repo_root = ?")
+        args.append(query.repo)
+    if query.kinds:
+        where.append(f"d.kind IN ({', '.join('?' * len(query.kinds))})")
+        args.extend(query.kinds)
+    if query.roles:
+        where.append(f"d.role IN ({', '.join('?' * len(query.roles))})")
+        args.extend(query.roles)
+    if query.after is not None:
+        where.append("d.ts >= ?")
+        args.append(query.after)
+    if query.before is not None:
+        where.append("d.ts < ?")
+        args.append(query.before)
+    if query.periods:
+        where.append("(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")")
+        args.extend(bound for period in query.periods for bound in period)
+    rank = _DOC_RANK if query.match is not None else "0.0"
+    inner = (
+        f"SELECT d.rowid AS rowid, d.session, d.seq, d.kind, d.role, d.ts, s.repo_root, "
+        f"coalesce(s.title_event, s.header_title, s.first_user), {rank} AS rank "
+        "FROM doc_text JOIN docs d ON d.rowid = doc_text.rowid "
+        "JOIN sessions s ON s.id = d.session"
+    )
+    if where:
+        inner += " WHERE " + " AND ".join(where)
+    after = _decode(cursor)
+    sql = f"SELECT * FROM ({inner})"
+    if after is not None:
+        sql += " WHERE (rank > ? OR (rank = ? AND rowid > ?))"
+        args.extend([after[0], after[0], after[1]])
+    sql += " ORDER BY rank, rowid LIMIT ?"
+    args.append(limit + 1)
+    rows = _fts(lambda: db.execute(sql, args).fetchall())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    snippets = _snippets(db, query, [r[0] for r in rows])
+    hits = []
+    for rowid, session, seq, kind, role, ts, repo_root, title, rank_value in rows:
+        text, spans = snippets.get(rowid, ("", []))
+        hits.append(
+            {
+                "kind": kind,
+                "session_id": session,
+                "seq": seq,
+                "role": role,
+                "ts": ts,
+                "repo_root": repo_root,
+                "title": title,
+                "snippet": text,
+                "highlights": spans,
+                "score": round(-rank_value, 6),
+            }
+        )
+    next_cursor = _encode([rows[-1][8], rows[-1][0]]) if more and rows else None
+    return hits, next_cursor
+
+
+def _snippets(
+    db: sqlite3.Connection, query: Query, rowids: list[int]
+) -> dict[int, tuple[str, list[list[int]]]]:
+    if not rowids:
+        return {}
+    marks = ", ".join("?" * len(rowids))
+    if query.match is None:
+        rows = db.execute(
+            f"SELECT rowid, substr(text, 1, 200) FROM doc_text WHERE rowid IN ({marks})", rowids
+        ).fetchall()
+        return {r: (text, []) for r, text in rows}
+    rows = _fts(
+        lambda: db.execute(
+            f"SELECT rowid, snippet(doc_text, 0, '{_OPEN}', '{_CLOSE}', '…', 24) FROM doc_text "
+            f"WHERE doc_text MATCH ? AND rowid IN ({marks})",
+            [query.match, *rowids],
+        ).fetchall()
+    )
+    return {r: marked(text) for r, text in rows}
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+def upsert_memory(db: sqlite3.Connection, doc: dict[str, Any]) -> None:
+    """Index one memory document (a block or a scope's ``ASTER.md``), replacing it."""
+    drop_memory(db, doc["scope"], doc["name"])
+    cur = db.execute(
+        "INSERT INTO memory_docs (scope, name, kind, etag, updated_at, importance, description, "
+        "relations) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            doc["scope"],
+            doc["name"],
+            doc["kind"],
+            doc["etag"],
+            doc["updated_at"],
+            doc["importance"],
+            doc["description"],
+            orjson.dumps(doc["relations"]).decode(),
+        ),
+    )
+    db.execute(
+        "INSERT INTO memory_text (rowid, name, description, tags, body) VALUES (?, ?, ?, ?, ?)",
+        (
+            cur.lastrowid,
+            doc["name"].replace("-", " "),
+            doc["description"],
+            " ".join(doc["tags"]),
+            doc["body"][:MAX_MEMORY_TEXT],
+        ),
+    )
+
+
+MAX_MEMORY_TEXT = 256 * 1024
+
+
+def drop_memory(db: sqlite3.Connection, scope: str, name: str) -> None:
+    row = db.execute(
+        "SELECT rowid FROM memory_docs WHERE scope = ? AND name = ?", (scope, name)
+    ).fetchone()
+    if row is not None:
+        db.execute("DELETE FROM memory_text WHERE rowid = ?", row)
+        db.execute("DELETE FROM memory_docs WHERE rowid = ?", row)
+
+
+def memory_etags(db: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    return {(s, n): e for s, n, e in db.execute("SELECT scope, name, etag FROM memory_docs")}
+
+
+def recency(updated_at: str, now: datetime, half_life_days: float = 30.0) -> float:
+    """1.0 for a block changed now, 0.5 after ``half_life_days``, towards 0 after."""
+    try:
+        moment = datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    age = max(0.0, (now - moment).total_seconds() / 86400)
+    return math.pow(0.5, age / half_life_days)
+
+
+def search_memory(
+    db: sqlite3.Connection,
+    query: Query,
+    *,
+    scopes: list[str],
+    kinds: tuple[str, ...] = ("block", "core"),
+    now: datetime,
+    k: int,
+) -> list[dict[str, Any]]:
+    """Memory ranked by BM25 relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``."""
+    if query.match is None or not scopes:
+        return []
+    scope_marks = ", ".join("?" * len(scopes))
+    kind_marks = ", ".join("?" * len(kinds))
+    rows = _fts(
+        lambda: db.execute(
+            f"SELECT m.scope, m.name, m.kind, m.etag, m.updated_at, m.importance, "
+            f"m.description, m.relations, -{_MEMORY_RANK}, "
+            f"snippet(memory_text, 3, '{_OPEN}', '{_CLOSE}', '…', 24) "
+            "FROM memory_text JOIN memory_docs m ON m.rowid = memory_text.rowid "
+            f"WHERE memory_text MATCH ? AND m.scope IN ({scope_marks}) "
+            f"AND m.kind IN ({kind_marks}) ORDER BY {_MEMORY_RANK} LIMIT ?",
+            [query.match, *scopes, *kinds, max(k * 4, 50)],
+        ).fetchall()
+    )
+    hits = []
+    for scope, name, kind, etag, updated, importance, description, relations, rel, snip in rows:
+        fresh = recency(updated, now)
+        text, spans = marked(snip)
+        hits.append(
+            {
+                "kind": kind,
+                "scope": scope,
+                "name": name,
+                "description": description,
+                "etag": etag,
+                "updated_at": updated,
+                "importance": importance,
+                "relevance": round(rel, 6),
+                "recency": round(fresh, 6),
+                "score": round(rel * (1 + 0.5 * fresh), 6),
+                "snippet": text,
+                "highlights": spans,
+                **orjson.loads(relations),
+            }
+        )
+    hits.sort(key=lambda h: (-h["score"], h["name"]))
+    return hits[:k]

@@ -1,0 +1,251 @@
+"""What search sees: the text of transcript lines, and queries people type, made FTS5's.
+
+Each event gives at most two documents: its text (a user, assistant or system message,
+a tool result, a summary, a title) and, for an assistant turn that calls tools, the tool
+names with their arguments.
+
+Query syntax, for people and agents alike:
+
+- plain words match any of them; BM25 ranks turns holding more of the words, and rarer
+  ones, first (so a natural-language question works as typed);
+- ``"a phrase"``, ``prefix*``, and the operators ``AND``, ``OR``, ``NOT`` (upper case)
+  and parentheses narrow it; words are stemmed (``porter``), so "tests" finds "testing";
+- a date typed with the words (``2026-01-05`` or ``2026-01``) keeps the turns of that day
+  or month; several dates keep any of them;
+- filters: ``repo:<path>``, ``session:<id>``, ``kind:<kind>``, ``role:<role>``,
+  ``after:<date>`` and ``before:<date>`` (dates as ``YYYY-MM-DD``).
+
+Everything a person types becomes quoted FTS5 strings, so no input reaches FTS5's own
+syntax unchecked; what cannot be understood is refused with a message saying why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any, NamedTuple
+
+from ..errors import Invalid
+
+MAX_TEXT = 64 * 1024  # characters of one document that are indexed
+KINDS = ("message", "tool_call", "tool_result", "summary", "title")
+ROLES = ("user", "assistant", "tool", "system")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MONTH = re.compile(r"^\d{4}-\d{2}$")
+
+
+class Doc(NamedTuple):
+    seq: int
+    kind: str
+    role: str | None
+    ts: str
+    text: str
+
+
+def _period(text: str) -> tuple[str, str] | None:
+    """``2026-01-05`` or ``2026-01`` as a [start, end) range of timestamps; None otherwise."""
+    try:
+        if _DATE.match(text):
+            day = date.fromisoformat(text)
+            return text, (day + timedelta(days=1)).isoformat()
+        if _MONTH.match(text):
+            first = date.fromisoformat(text + "-01")
+            after = date(first.year + first.month // 12, first.month % 12 + 1, 1)
+            return first.isoformat(), after.isoformat()
+    except ValueError:
+        return None
+    return None
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's content, whatever its shape (string or content parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, dict):
+                value = part.get("text")
+                if isinstance(value, str):
+                    texts.append(value)
+        return "\n".join(texts)
+    return ""
+
+
+def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
+    """The documents of one stored line (the header gives its title, if any)."""
+    seq = line.get("seq")
+    if not isinstance(seq, int):
+        return []
+    kind = line.get("type")
+    ts = line.get("ts")
+    ts = ts if isinstance(ts, str) else header_ts
+    out: list[Doc] = []
+    if kind == "message":
+        role = line.get("role")
+        role = role if isinstance(role, str) else None
+        content = line.get("content")
+        text = content if isinstance(content, str) else content_text(content)
+        if text and not text.isspace():
+            out.append(
+                Doc(seq, "tool_result" if role == "tool" else "message", role, ts, text[:MAX_TEXT])
+            )
+        calls = line.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            parts = []
+            for call in calls:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
+            text = "\n".join(parts)
+            if text.strip():
+                out.append(Doc(seq, "tool_call", role, ts, text[:MAX_TEXT]))
+    elif kind in ("summary", "title", "session"):
+        value = line.get("title") if kind != "summary" else content_text(line.get("content"))
+        if kind == "session":
+            created = line.get("created_at")
+            seq, ts = 0, created if isinstance(created, str) else ts
+        if isinstance(value, str) and value.strip():
+            out.append(
+                Doc(seq, "summary" if kind == "summary" else "title", None, ts, value[:MAX_TEXT])
+            )
+    return out
+
+
+# -- queries ----------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r'\s*(?:(?P<quote>"(?P<phrase>[^"]*)(?P<closed>"?))'
+    r"|(?P<paren>[()])"
+    r"|(?P<filter>(?P<key>repo|session|kind|role|after|before):(?P<value>\"[^\"]*\"|\S+))"
+    r"|(?P<word>[^\s()\"]+))"
+)
+_OPERATORS = ("AND", "OR", "NOT")
+
+
+@dataclass
+class Query:
+    """A user query made safe for FTS5, with the filters it carried."""
+
+    match: str | None  # the FTS5 MATCH expression; None when only filters were given
+    repo: str | None = None
+    session: str | None = None
+    kinds: list[str] = field(default_factory=list)
+    roles: list[str] = field(default_factory=list)
+    after: str | None = None
+    before: str | None = None
+    periods: list[tuple[str, str]] = field(default_factory=list)  # [start, end) of days
+    terms: list[str] = field(default_factory=list)  # the words, for highlighting elsewhere
+
+
+def _quote(words: list[str]) -> str:
+    return '"' + " ".join(words) + '"'
+
+
+def _term(text: str, prefix: bool) -> str | None:
+    """One typed word as an FTS5 string: its word pieces as a phrase, maybe a prefix."""
+    words = _WORD.findall(text)
+    if not words:
+        return None
+    return _quote(words) + ("*" if prefix else "")
+
+
+def parse_query(text: str) -> Query:
+    """Turn what a person typed into a ``Query``; raise Invalid saying what is wrong."""
+    query = Query(match=None)
+    parts: list[str] = []  # terms, operators and parentheses, in order
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        pos = m.end()
+        if m.group("quote"):
+            if not m.group("closed"):
+                raise Invalid('a quoted phrase is missing its closing quote (")')
+            words = _WORD.findall(m.group("phrase"))
+            if words:
+                parts.append(_quote(words))
+                query.terms.extend(words)
+        elif m.group("paren"):
+            parts.append(m.group("paren"))
+        elif m.group("filter"):
+            _apply_filter(query, m.group("key"), m.group("value").strip('"'))
+        else:
+            word = m.group("word")
+            if word in _OPERATORS:
+                parts.append(word)
+                continue
+            period = _period(word)
+            if period is not None:
+                query.periods.append(period)
+                continue
+            prefix = word.endswith("*")
+            term = _term(word.rstrip("*"), prefix)
+            if term is not None:
+                parts.append(term)
+                query.terms.extend(_WORD.findall(word))
+    query.match = _combine(parts)
+    return query
+
+
+def _apply_filter(query: Query, key: str, value: str) -> None:
+    if key == "repo":
+        query.repo = value
+    elif key == "session":
+        query.session = value
+    elif key == "kind":
+        if value not in KINDS:
+            raise Invalid(f"kind:{value} is not a kind; use one of {', '.join(KINDS)}")
+        query.kinds.append(value)
+    elif key == "role":
+        if value not in ROLES:
+            raise Invalid(f"role:{value} is not a role; use one of {', '.join(ROLES)}")
+        query.roles.append(value)
+    else:
+        if not _DATE.match(value):
+            raise Invalid(f"{key}:{value} is not a date; write it as YYYY-MM-DD")
+        setattr(query, key, value)
+
+
+def _combine(parts: list[str]) -> str | None:
+    """Join terms with OR where no operator stands between them; check the structure."""
+    out: list[str] = []
+    depth = 0
+    expect_term = True
+    for part in parts:
+        if part in _OPERATORS:
+            if expect_term:
+                where = "at the start" if not out or out[-1] == "(" else f"after {out[-1]}"
+                raise Invalid(
+                    f"{part} needs a term on each side (it stands {where}); "
+                    "for example: build NOT docker"
+                )
+            out.append(part)
+            expect_term = True
+        elif part == "(":
+            if not expect_term:
+                out.append("OR")
+            out.append("(")
+            depth += 1
+            expect_term = True
+        elif part == ")":
+            if depth == 0:
+                raise Invalid("a closing parenthesis has no opening one")
+            if expect_term:
+                raise Invalid("a parenthesis or operator is followed by nothing")
+            out.append(")")
+            depth -= 1
+        else:
+            if not expect_term:
+                out.append("OR")
+            out.append(part)
+            expect_term = False
+    if depth:
+        raise Invalid("a parenthesis is not closed")
+    if out and expect_term:
+        raise Invalid(f"{out[-1]} at the end needs a term after it")
+    return " ".join(out) or None

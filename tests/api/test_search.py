@@ -347,3 +347,22 @@ def test_known_phrases_find_their_session_first(client: TestClient) -> None:
         hits = search(client, phrase)  # typed as is: no quotes, no operators
         firsts += hits[0]["session_id"] == sid
     assert firsts >= 0.9 * len(sessions), f"{firsts} of {len(sessions)} found first"
+
+
+def test_a_quarantined_tail_never_reaches_the_index(home: Path, clock: FakeClock) -> None:
+    with make_client(home, clock) as client:
+        sid = new_session(client)
+        client.post(f"/v1/sessions/{sid}/events", json=user("alpha lemur")).raise_for_status()
+        assert [h["seq"] for h in search(client, "lemur")] == [1]
+    path = next((home / "sessions").rglob(f"{sid}.jsonl"))
+    with path.open("ab") as f:  # a write cut short by a crash: no newline
+        f.write(b'{"type":"message","seq":2,"role":"user","content":"gibbon torn')
+    with make_client(home, clock) as client:
+        client.post(f"/v1/sessions/{sid}/events", json=user("beta lemur")).raise_for_status()
+        hits = sorted((h["seq"], h["snippet"]) for h in search(client, "lemur"))
+        assert hits == [(1, "alpha lemur"), (2, "beta lemur")]
+        assert search(client, "gibbon") == []
+    shutil.rmtree(home / "index")
+    with make_client(home, clock) as client:
+        assert sorted(h["seq"] for h in search(client, "lemur")) == [1, 2]
+        assert search(client, "gibbon") == []

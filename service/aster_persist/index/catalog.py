@@ -76,7 +76,9 @@ _UPSERT = (
     f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
 )
 _BATCH = 500  # files (or dirty sessions) per transaction
-FLUSH_DELAY = 0.05  # seconds a flush waits after a write, to take in the writes after it
+_CHUNK = 8 << 20  # bytes of a transcript read at once when indexing what was appended
+FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
+FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
 
 
 @dataclass(frozen=True)
@@ -138,19 +140,13 @@ def summarize_file(
     return info, docs
 
 
-def _docs_between(
-    path: Path, start: int, end: int, first_seq: int, header_ts: str
-) -> list[Doc] | None:
-    """The documents of the lines in ``[start, end)``; None unless they are whole lines
-    that begin with seq ``first_seq`` (the file changed under the index: read it all)."""
-    try:
-        data = read_bytes(path, start, end)
-    except FileNotFoundError:
-        return []  # moved or deleted: its removal is on the way
-    parsed = parse(data, base=start)
-    if parsed.torn is not None or (parsed.lines and parsed.lines[0].get("seq") != first_seq):
-        return None
-    return [doc for line in parsed.lines for doc in docs_of(line, header_ts)]
+def _continues(parsed: Any, start: int, first_seq: int) -> bool:
+    """Whether bytes read from ``start`` begin with the whole line of seq ``first_seq``."""
+    if parsed.bad and parsed.bad[0] == 1:
+        return False  # the range starts inside a line, or with a broken one
+    if parsed.torn is not None and parsed.good_end == start:
+        return False  # not even one whole line
+    return not parsed.lines or parsed.lines[0].get("seq") == first_seq
 
 
 def encode_cursor(updated_at: str, session_id: str) -> str:
@@ -223,26 +219,44 @@ class Catalog:
         indexed: dict[str, tuple[int, int]] = {}
         for start in range(0, len(infos), _BATCH):
             ids = [info.id for info in infos[start : start + _BATCH]]
+            marks = ", ".join("?" * len(ids))
             rows = self.db.execute(
-                f"SELECT id, offset, last_seq FROM sessions WHERE id IN ({', '.join('?' * len(ids))})",
-                ids,
+                f"SELECT id, offset, last_seq FROM sessions WHERE id IN ({marks})", ids
             )
             indexed.update({sid: (offset, last) for sid, offset, last in rows})
-        docs: dict[str, list[Doc]] = {}
-        replace = []
-        for info in infos:
-            offset, last_seq = indexed.get(info.id, (0, -1))
-            if info.offset == offset:
-                continue
-            path = locate(info.slug, info.id)
-            found = None
-            if info.offset > offset:
-                found = _docs_between(path, offset, info.offset, last_seq + 1, info.created_at)
-            if found is None:  # shrunk, or the new bytes do not continue what was indexed
-                replace.append(info.id)
-                found = _docs_between(path, 0, info.offset, 0, info.created_at) or []
-            docs[info.id] = found
-        self.upsert(infos, docs, replace)
+        with self._tx():
+            for info in infos:
+                offset, last_seq = indexed.get(info.id, (0, -1))
+                if info.offset == offset:
+                    continue
+                path = locate(info.slug, info.id)
+                if info.offset < offset or not self._index_range(info, path, offset, last_seq + 1):
+                    # shrunk, or the new bytes do not continue what was indexed: read it all
+                    search.drop_docs(self.db, info.id)
+                    self._index_range(info, path, 0, None)
+            self.db.executemany(_UPSERT, [_row(info) for info in infos])
+
+    def _index_range(
+        self, info: SessionInfo, path: Path, start: int, first_seq: int | None
+    ) -> bool:
+        """Index the lines of ``[start, info.offset)``, a few megabytes at a time; False
+        (nothing indexed) unless they are whole lines that begin with seq ``first_seq``
+        (when it is given)."""
+        pos = start
+        while pos < info.offset:
+            try:
+                data = read_bytes(path, pos, min(info.offset, pos + _CHUNK))
+            except FileNotFoundError:
+                return True  # moved or deleted: its removal is on the way
+            parsed = parse(data, base=pos)
+            if first_seq is not None and pos == start and not _continues(parsed, pos, first_seq):
+                return False
+            docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
+            search.insert_docs(self.db, info.id, docs)
+            if parsed.good_end <= pos:
+                break  # a torn line where a whole one was promised: keep what is whole
+            pos = parsed.good_end
+        return True
 
     def remove(self, ids: Iterable[str]) -> None:
         with self._tx():
@@ -431,13 +445,22 @@ class CatalogWorker:
         self._wake.set()
 
     def _tick(self) -> None:
-        """Flush a little after writes, so the index stays current without a reader."""
+        """Flush once writes pause, so the index stays current without a reader.
+
+        Indexing competes with appends for the processor, so during a burst of writes it
+        waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in one pass; a
+        read flushes first anyway, so nobody ever sees a stale index."""
         while True:
             self._wake.wait()
             if self._closed:
                 return
-            time.sleep(FLUSH_DELAY)
             self._wake.clear()
+            first = time.monotonic()
+            while time.monotonic() - first < FLUSH_MAX_DELAY and not self._closed:
+                time.sleep(FLUSH_QUIET)
+                if not self._wake.is_set():
+                    break  # no write during the pause
+                self._wake.clear()
             try:
                 self.executor.submit(self.flush)
             except RuntimeError:  # shut down

@@ -123,6 +123,8 @@ def test_filters_in_the_query_and_as_parameters(client: TestClient, clock: FakeC
     assert {h["session_id"] for h in search(client, "tokenizer after:2026-02-01")} == {late}
     assert late not in {h["session_id"] for h in search(client, "tokenizer before:2026-02-01")}
     assert {h["session_id"] for h in search(client, "kind:message after:2026-02-01")} == {late}
+    newest = search(client, f"session:{ids['a']}")  # filters alone: newest first
+    assert [h["seq"] for h in newest] == [5, 4, 3, 2, 1, 0] and newest[0]["score"] == 0
 
 
 def test_cursor_pages_cover_every_hit_once(client: TestClient) -> None:

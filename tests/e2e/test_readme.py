@@ -33,5 +33,7 @@ def test_readme_curl_examples(daemon: Daemon) -> None:
         f"{daemon.url}/v1/sessions/{sid}/messages", params={"view": "context"}
     ).json()
     assert [m["role"] for m in messages["messages"]] == ["user", "assistant", "tool", "assistant"]
+    hits = httpx.get(f"{daemon.url}/v1/search", params={"q": "what is the entrypoint"}).json()
+    assert (hits["items"][0]["session_id"], hits["items"][0]["seq"]) == (sid, 4)
     exported = httpx.get(f"{daemon.url}/v1/sessions/{sid}/export").content
     assert orjson.loads(exported.splitlines()[2])["idempotency_key"] == "turn-1"

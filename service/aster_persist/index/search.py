@@ -158,12 +158,16 @@ def search_docs(
     if query.periods:
         where.append("(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")")
         args.extend(bound for period in query.periods for bound in period)
-    rank = _DOC_RANK if query.match is not None else "0.0"
+    # With words, best first; with filters alone, newest first (and no full-text scan).
+    rank, source = (
+        (_DOC_RANK, "doc_text JOIN docs d ON d.rowid = doc_text.rowid")
+        if query.match is not None
+        else ("-d.rowid", "docs d")
+    )
     inner = (
         f"SELECT d.rowid AS rowid, d.session, d.seq, d.kind, d.role, d.ts, s.repo_root, "
         f"coalesce(s.title_event, s.header_title, s.first_user), {rank} AS rank "
-        "FROM doc_text JOIN docs d ON d.rowid = doc_text.rowid "
-        "JOIN sessions s ON s.id = d.session"
+        f"FROM {source} JOIN sessions s ON s.id = d.session"
     )
     if where:
         inner += " WHERE " + " AND ".join(where)
@@ -192,7 +196,7 @@ def search_docs(
                 "title": title,
                 "snippet": text,
                 "highlights": spans,
-                "score": round(-rank_value, 6),
+                "score": round(-rank_value, 6) if query.match is not None else 0.0,
             }
         )
     next_cursor = _encode([rows[-1][8], rows[-1][0]]) if more and rows else None

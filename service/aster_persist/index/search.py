@@ -158,29 +158,41 @@ def search_docs(
     if query.periods:
         where.append("(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")")
         args.extend(bound for period in query.periods for bound in period)
-    # With words, best first; with filters alone, newest first (and no full-text scan).
-    rank, source = (
-        (_DOC_RANK, "doc_text JOIN docs d ON d.rowid = doc_text.rowid")
-        if query.match is not None
-        else ("-d.rowid", "docs d")
-    )
-    inner = (
-        f"SELECT d.rowid AS rowid, d.session, d.seq, d.kind, d.role, d.ts, s.repo_root, "
-        f"coalesce(s.title_event, s.header_title, s.first_user), {rank} AS rank "
-        f"FROM {source} JOIN sessions s ON s.id = d.session"
-    )
-    if where:
-        inner += " WHERE " + " AND ".join(where)
     after = _decode(cursor)
-    sql = f"SELECT * FROM ({inner})"
+    if query.match is not None and not where[1:]:
+        # Words alone: rank in the full-text table, then look up only the page's rows.
+        inner = f"SELECT rowid, {_DOC_RANK} AS rank FROM doc_text WHERE doc_text MATCH ?"
+    elif query.match is not None:
+        inner = (
+            f"SELECT d.rowid AS rowid, {_DOC_RANK} AS rank FROM doc_text "
+            "JOIN docs d ON d.rowid = doc_text.rowid JOIN sessions s ON s.id = d.session "
+            "WHERE " + " AND ".join(where)
+        )
+    else:  # filters alone: newest first, and no full-text scan
+        inner = "SELECT d.rowid AS rowid, -d.rowid AS rank FROM docs d"
+        inner += " JOIN sessions s ON s.id = d.session"
+        if where:
+            inner += " WHERE " + " AND ".join(where)
+    sql = f"SELECT rowid, rank FROM ({inner})"
     if after is not None:
         sql += " WHERE (rank > ? OR (rank = ? AND rowid > ?))"
         args.extend([after[0], after[0], after[1]])
     sql += " ORDER BY rank, rowid LIMIT ?"
     args.append(limit + 1)
-    rows = _fts(lambda: db.execute(sql, args).fetchall())
-    more = len(rows) > limit
-    rows = rows[:limit]
+    ranked = _fts(lambda: db.execute(sql, args).fetchall())
+    more = len(ranked) > limit
+    ranked = ranked[:limit]
+    marks = ", ".join("?" * len(ranked))
+    details = {
+        row[0]: row
+        for row in db.execute(
+            "SELECT d.rowid, d.session, d.seq, d.kind, d.role, d.ts, s.repo_root, "
+            "coalesce(s.title_event, s.header_title, s.first_user) FROM docs d "
+            f"JOIN sessions s ON s.id = d.session WHERE d.rowid IN ({marks})",
+            [rowid for rowid, _ in ranked],
+        )
+    }
+    rows = [(*details[rowid], rank) for rowid, rank in ranked if rowid in details]
     snippets = _snippets(db, query, [r[0] for r in rows])
     hits = []
     for rowid, session, seq, kind, role, ts, repo_root, title, rank_value in rows:
@@ -199,7 +211,7 @@ def search_docs(
                 "score": round(-rank_value, 6) if query.match is not None else 0.0,
             }
         )
-    next_cursor = _encode([rows[-1][8], rows[-1][0]]) if more and rows else None
+    next_cursor = _encode([ranked[-1][1], ranked[-1][0]]) if more and ranked else None
     return hits, next_cursor
 
 

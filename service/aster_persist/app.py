@@ -22,6 +22,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
+from .api import events as events_api
 from .api import journal as journal_api
 from .api import memory as memory_api
 from .api import ops, problems, sessions
@@ -29,6 +30,7 @@ from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
 from .api.models import AppendBody
+from .feed import JOURNAL, Feed
 from .sessions import Sessions
 from .settings import Settings
 from .storage.home import FILE_MODE, Home
@@ -114,6 +116,13 @@ def create_app(
             journal=journal,
         )
         app.state.sessions = store
+        feed = Feed(
+            asyncio.get_running_loop(),
+            max_subscribers=settings.max_subscribers,
+            queue_size=settings.subscriber_queue,
+        )
+        app.state.feed = store.feed = feed
+        journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry))
         memory = MemoryStore(home, journal, clock=clock)
         app.state.memory = memory
         await store.committer.call(memory.load)
@@ -132,6 +141,7 @@ def create_app(
                 pruner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
+            feed.close()
             await store.close()
             journal.close()
             home.close()
@@ -153,6 +163,7 @@ def create_app(
     app.include_router(journal_api.router)
     app.include_router(memory_api.router)
     app.include_router(search_api.router)
+    app.include_router(events_api.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

@@ -166,3 +166,9 @@ def problem_body(
     if errors is not None:
         body["errors"] = errors
     return body
+
+
+class TooManySubscribers(AsterError):
+    status = 503
+    code = "too_many_subscribers"
+    title = "Too many subscribers"

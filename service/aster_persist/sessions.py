@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Invalid, SessionNotFound
+from .feed import APPENDED, Feed
 from .index import search
 from .index.catalog import CatalogWorker, FileEntry, decode_cursor, encode_cursor
 from .index.text import Query
@@ -58,6 +59,7 @@ class Sessions:
         )
         self.committer = GroupCommitter(self.store, sync_interval=sync_interval)
         self.journal = journal
+        self.feed: Feed | None = None  # set once the event loop runs
         self.ready = asyncio.Event()
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
@@ -151,7 +153,27 @@ class Sessions:
         key: str | None = None,
         if_match: int | None = None,
     ) -> AppendResult:
-        return await self.committer.append(AppendRequest(session_id, events, key, if_match))
+        result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
+        if self.feed is not None and self.feed.subscribers and not result.replayed:
+            self.notify(session_id, result.first_seq, result.last_seq, events)
+        return result
+
+    def notify(self, session_id: str, first: int, last: int, events: list[dict[str, Any]]) -> None:
+        """Tell the change feed that a session's events ``first``..``last`` are durable."""
+        if self.feed is None:
+            return
+        where = self.store.locations.get(session_id)
+        slug = where.slug if where is not None else "unknown"
+        self.feed.publish(
+            APPENDED,
+            {
+                "session_id": session_id,
+                "scope": f"project:{slug}",
+                "first_seq": first,
+                "last_seq": last,
+                "kinds": sorted({str(e.get("type")) for e in events}),
+            },
+        )
 
     async def rename(
         self, session_id: str, title: str, *, detail: dict[str, Any] | None = None

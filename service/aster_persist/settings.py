@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     max_requests: int = Field(
         default=1024, ge=1, description="Requests handled at once (503 past it)."
     )
+    max_subscribers: int = Field(
+        default=256, ge=1, description="Open event streams at once (503 past it)."
+    )
+    subscriber_queue: int = Field(
+        default=1024,
+        ge=1,
+        description="Items an event stream may fall behind by before it is dropped.",
+    )
     blob_threshold: int = Field(
         default=64 * 1024, ge=1024, description="Content larger than this is stored as a blob."
     )

@@ -84,6 +84,11 @@ async def info(request: Request) -> Response:
             "counts": {"sessions": count},
             "catalog": sessions.catch_up_stats,
             "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
+            "streams": {
+                "open": len(state.feed.subscribers),
+                "dropped": state.feed.dropped,
+                "max": settings.max_subscribers,
+            },
         }
     )
 

@@ -33,6 +33,7 @@ class Journal:
         self._lock = threading.Lock()
         self._fd = -1
         self._last: ULID | None = None
+        self._published = 0  # bytes of whole entries that listeners have been told of
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     def open(self) -> None:
@@ -46,6 +47,7 @@ class Journal:
             write_new(self.path.with_name(f"{self.path.name}.torn-{stamp}"), data[start:end])
             os.ftruncate(fd, start)
             os.fsync(fd)
+        self._published = os.fstat(fd).st_size
         ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
         if ids and ULID_RE.match(max(ids)):
             self._last = ULID.from_str(max(ids))
@@ -106,16 +108,19 @@ class Journal:
                 view = view[os.write(self._fd, view) :]
             if self.durable and sync:
                 os.fdatasync(self._fd)
+            self._published += len(data)
+            # Published under the lock, so listeners see entries in id order.
+            for listener in self.listeners:
+                listener(entry)
         finally:
             self._lock.release()
-        for listener in self.listeners:
-            listener(entry)
         return entry
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every readable entry, oldest first (a torn tail is left out)."""
+        """Every published entry, oldest first (a torn tail, and an entry still being
+        synced, are left out)."""
         try:
-            data = read_bytes(self.path)
+            data = read_bytes(self.path, 0, self._published if self._fd >= 0 else None)
         except FileNotFoundError:
             return []
         return [line for line in parse(data).lines if isinstance(line.get("id"), str)]
@@ -138,7 +143,7 @@ class Journal:
         for entry in self.entries():
             if after is not None and entry["id"] <= after:
                 continue
-            if op is not None and entry.get("op") != op and not _prefix(entry.get("op"), op):
+            if op is not None and not matches_op(entry.get("op"), op):
                 continue
             if scope is not None and entry.get("scope") != scope:
                 continue
@@ -152,6 +157,10 @@ class Journal:
             picked.append(entry)
         return picked, (picked[-1]["id"] if more and picked else None)
 
+    def entries_after(self, entry_id: str) -> list[dict[str, Any]]:
+        """Every published entry with an id after ``entry_id``, oldest first."""
+        return [entry for entry in self.entries() if entry["id"] > entry_id]
+
     def get(self, entry_id: str) -> dict[str, Any] | None:
         for entry in self.entries():
             if entry["id"] == entry_id:
@@ -159,6 +168,8 @@ class Journal:
         return None
 
 
-def _prefix(value: Any, wanted: str) -> bool:
-    """``op=session`` matches ``session.created``, ``session.deleted``…"""
-    return isinstance(value, str) and "." not in wanted and value.startswith(wanted + ".")
+def matches_op(value: Any, wanted: str) -> bool:
+    """``op=session.created`` matches itself; ``op=session`` matches every ``session.*``."""
+    if not isinstance(value, str):
+        return False
+    return value == wanted or ("." not in wanted and value.startswith(wanted + "."))

@@ -578,6 +578,18 @@ class TranscriptStore:
         info.file_size = len(data)
         return parsed, info
 
+    def read_tail(self, session_id: str, offset: int) -> tuple[list[dict[str, Any]], int]:
+        """The acknowledged lines from byte ``offset`` on, and the offset after them."""
+        path = self._live_path(session_id)
+        writer = self._writers.get(session_id)
+        end = writer.acked_size if writer is not None else None
+        try:
+            data = read_bytes(path, offset, end)
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None
+        parsed = parse(data, base=offset)
+        return parsed.lines, parsed.good_end if parsed.line_count else offset
+
     def export_bytes(self, session_id: str) -> bytes:
         path = self._live_path(session_id)
         writer = self._writers.get(session_id)

@@ -37,6 +37,7 @@ from .storage.home import FILE_MODE, Home
 from .storage.journal import Journal
 from .storage.memory import MemoryStore
 from .storage.transcripts import Clock, utc_now
+from .watcher import watch
 
 log = logging.getLogger("aster_persist")
 
@@ -129,6 +130,13 @@ def create_app(
         store.catalog.memory_doc = memory.index_doc
         journal.listeners.append(lambda entry: reindex_memory(store, entry))
         await store.start(await store.committer.call(memory.index_etags))
+        stop_watching, watching = asyncio.Event(), asyncio.Event()
+        app.state.watching = watching
+        watcher = (
+            asyncio.get_running_loop().create_task(watch(memory, store, stop_watching, watching))
+            if settings.watch
+            else None
+        )
         pruner = None
         if settings.memory_prune_every_hours > 0:
             pruner = asyncio.get_running_loop().create_task(
@@ -141,6 +149,10 @@ def create_app(
                 pruner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
+            stop_watching.set()
+            if watcher is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(watcher, 5)
             feed.close()
             await store.close()
             journal.close()

@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from .errors import Invalid, SessionNotFound
 from .feed import APPENDED, Feed
 from .index import search
-from .index.catalog import CatalogWorker, FileEntry, decode_cursor, encode_cursor
+from .index.catalog import Catalog, CatalogWorker, FileEntry, decode_cursor, encode_cursor
 from .index.text import Query
 from .storage.commit import GroupCommitter
-from .storage.home import Home, normalize_repo_root, project_slug
+from .storage.home import ULID_RE, Home, normalize_repo_root, project_slug
 from .storage.journal import Journal
 from .storage.jsonl import remove_leftover_temps
 from .storage.summary import SessionInfo
-from .storage.transcripts import AppendRequest, AppendResult, Clock, TranscriptStore, utc_now
+from .storage.transcripts import (
+    AppendRequest,
+    AppendResult,
+    Clock,
+    Location,
+    TranscriptStore,
+    utc_now,
+)
 
 log = logging.getLogger("aster_persist")
 
@@ -292,6 +302,59 @@ class Sessions:
             next_cursor = encode_cursor(last.updated_at, last.id)
         return Page(items, next_cursor)
 
+    # -- changes made by other programs ---------------------------------------------
+
+    async def reconcile(self, paths: list[Path]) -> None:
+        """Take in transcripts another program appended to (or added): index them, tell
+        the feed, and journal it as the watcher. This daemon's own appends are known by
+        their size and left alone."""
+        root = Path(os.path.realpath(self.home.sessions))
+        for path in sorted(set(paths)):
+            path = Path(os.path.realpath(path))
+            sid, slug = path.name[:-6], path.parent.name
+            if path.suffix != ".jsonl" or path.parent.parent != root or not ULID_RE.match(sid):
+                continue
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                continue
+            writer = self.store.writer(sid)
+            if writer is not None:
+                if stat.st_size == writer.size:
+                    continue  # our own append
+                await self.committer.quiesce(sid)
+                self.store.release(sid)
+            where = self.store.locations.get(sid)
+            if where is None:
+                self.store.locations[sid] = Location(slug)
+            elif where.trashed or where.slug != slug:
+                continue
+            entry = FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
+            taken = await asyncio.wrap_future(self.catalog.submit(partial(_take_in, entry)))
+            if taken is None:
+                continue
+            before, info, kinds = taken
+            first = before.last_seq + 1 if before is not None else 1
+            if self.feed is not None:
+                self.feed.publish(
+                    APPENDED,
+                    {
+                        "session_id": sid,
+                        "scope": f"project:{slug}",
+                        "first_seq": first,
+                        "last_seq": info.last_seq,
+                        "kinds": kinds,
+                    },
+                )
+            await self._record(
+                "session.appended",
+                sid,
+                {"first_seq": first, "last_seq": info.last_seq, "by": "another program"},
+                slug=slug,
+                actor="watcher",
+                before={"bytes": before.file_size if before is not None else 0},
+            )
+
     async def search(
         self, query: Query, *, limit: int, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
@@ -388,3 +451,7 @@ def _pruned(info: SessionInfo, reason: str) -> dict[str, Any]:
         "updated_at": info.updated_at,
         "reason": reason,
     }
+
+
+def _take_in(entry: FileEntry, catalog: Catalog) -> Any:
+    return catalog.take_in(entry)

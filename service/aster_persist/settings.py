@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     max_subscribers: int = Field(
         default=256, ge=1, description="Open event streams at once (503 past it)."
     )
+    watch: bool = Field(
+        default=True,
+        description="Journal and index changes made to the data home by people and programs.",
+    )
     subscriber_queue: int = Field(
         default=1024,
         ge=1,

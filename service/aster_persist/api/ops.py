@@ -84,6 +84,7 @@ async def info(request: Request) -> Response:
             "counts": {"sessions": count},
             "catalog": sessions.catch_up_stats,
             "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
+            "watching": state.watching.is_set(),
             "streams": {
                 "open": len(state.feed.subscribers),
                 "dropped": state.feed.dropped,

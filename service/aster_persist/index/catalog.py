@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,7 @@ _UPSERT = (
     f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
 )
 _BATCH = 500  # files (or dirty sessions) per transaction
+_EVENT_KIND = {"tool_call": "message", "tool_result": "message"}  # document kind -> event type
 _CHUNK = 8 << 20  # bytes of a transcript read at once when indexing what was appended
 FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
 FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
@@ -322,6 +323,19 @@ class Catalog:
         if progress is not None:
             progress(len(files), len(files))
         return stats
+
+    def take_in(self, entry: FileEntry) -> tuple[SessionInfo | None, SessionInfo, list[str]] | None:
+        """Index a transcript another program changed; None when the index already has it.
+        Returns the summary before, the summary now and the kinds of the new events."""
+        before = self.get(entry.id)
+        if before is not None and (before.file_size, before.slug) == (entry.size, entry.slug):
+            return None
+        grown = before is not None and before.slug == entry.slug and entry.size >= before.offset
+        previous = replace(before, bad_lines=list(before.bad_lines)) if grown and before else None
+        info, docs = summarize_file(entry, previous)
+        self.upsert([info], {entry.id: docs}, [] if grown else [entry.id])
+        kinds = sorted({_EVENT_KIND.get(doc.kind, doc.kind) for doc in docs})
+        return before, info, kinds
 
     def refresh_memory(self, keys: Iterable[tuple[str, str]], load: MemoryDoc) -> None:
         """Index memory files again (``load`` reads one; None when it is gone)."""

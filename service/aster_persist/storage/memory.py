@@ -21,7 +21,7 @@ from ..errors import BlockNotFound, Invalid, InvalidName, NameTaken, Preconditio
 from . import frontmatter
 from .home import Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .journal import Journal
-from .jsonl import atomic_write
+from .jsonl import TEMP_MARK, atomic_write
 from .secrets import refuse_secrets
 from .transcripts import Clock, format_ts
 
@@ -111,6 +111,10 @@ class MemoryStore:
         self.version = 0  # bumped on every change, so cached context orderings expire
         self._ordered: dict[str | None, tuple[int, list[BlockMeta]]] = {}
         self._by_norm: dict[tuple[str, str], str] = {}  # normalized body -> block name
+        # The bytes of every live memory file as this store last wrote or saw them, so a
+        # change on disk that did not come from here (a hand edit) can be told apart and
+        # journaled with the content it replaced.
+        self._known: dict[str, bytes] = {}
 
     # -- scopes and paths --------------------------------------------------------
 
@@ -159,9 +163,16 @@ class MemoryStore:
                     continue
                 for file in sorted(folder.glob("*.md")):
                     name = file.name[:-3]
-                    if file.name == CORE or not NAME_RE.match(name) or file.is_symlink():
+                    if file.is_symlink():
                         continue
-                    self._index(scope, name, archived, file.read_bytes())
+                    if file.name == CORE and not archived:
+                        self._known[_key(file)] = file.read_bytes()
+                    if file.name == CORE or not NAME_RE.match(name):
+                        continue
+                    data = file.read_bytes()
+                    if not archived:
+                        self._known[_key(file)] = data
+                    self._index(scope, name, archived, data)
 
     def _index(
         self,
@@ -263,6 +274,11 @@ class MemoryStore:
         if new_folder:
             fsync_dir(path.parent.parent)
         atomic_write(path, data)
+        self._known[_key(path)] = data
+
+    def _unlink(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        self._known.pop(_key(path), None)
 
     def _replace_file(
         self,
@@ -486,7 +502,7 @@ class MemoryStore:
         self.read_block(scope, name)
         path = self.path(scope, name)
         before = self._state(path)
-        path.unlink()
+        self._unlink(path)
         fsync_dir(path.parent)
         gone = self.blocks.pop((scope, name))
         if self._by_norm.get((scope, gone.norm)) == name:
@@ -523,6 +539,9 @@ class MemoryStore:
         fsync_dir(source.parent)
         fsync_dir(target.parent)
         data = target.read_bytes()
+        self._known.pop(_key(source), None)
+        if not archive:
+            self._known[_key(target)] = data
         block = self._index(scope, name, archive, data)
         self.journal.record(
             "memory.archive" if archive else "memory.restore",
@@ -573,6 +592,76 @@ class MemoryStore:
     def usage(self, block: BlockMeta) -> dict[str, Any]:
         count, last = self.recalls.get((block.scope, block.name), (0, ""))
         return {"recall_count": count, "last_recalled_at": last or None}
+
+    # -- changes made by hand ---------------------------------------------------------
+
+    def where(self, path: Path) -> tuple[str, str] | None:
+        """The (scope, name) of a live memory file's path; None for anything else."""
+        path = Path(_key(path))
+        root = Path(_key(self.root))
+        if path.suffix != ".md" or path.name.startswith(TEMP_MARK):
+            return None
+        if path.parent == root:
+            scope = "global"
+        elif path.parent.parent == root / "projects":
+            scope = f"project:{path.parent.name}"
+        else:
+            return None  # the archive, or deeper
+        name = path.name[:-3]
+        if path.name != CORE and not NAME_RE.match(name):
+            return None
+        return scope, path.name if path.name == CORE else name
+
+    def reconcile(self, paths: list[Path], *, actor: str = "watcher") -> list[dict[str, Any]]:
+        """Journal what changed on disk without this store knowing (a hand edit, a file
+        added or removed by hand), with the content it replaced, and index it; return
+        the entries. The store's own writes match what it knows and are left alone."""
+        entries = []
+        for path in sorted(set(paths)):
+            found = self.where(path)
+            if found is None:
+                continue
+            scope, name = found
+            path = self.folder(scope) / (CORE if name == CORE else f"{name}.md")
+            key = _key(path)
+            known = self._known.get(key)
+            try:
+                data: bytes | None = None if path.is_symlink() else path.read_bytes()
+            except (FileNotFoundError, IsADirectoryError):
+                data = None
+            if data == known:
+                continue
+            before = (
+                None
+                if known is None
+                else {"path": self._rel(path), "content": known.decode("utf-8", "surrogateescape")}
+            )
+            if data is None:
+                op = "memory.delete"
+                self._known.pop(key, None)
+            else:
+                op = "memory.write" if known is None else "memory.edit"
+                self._known[key] = data
+            if name != CORE:
+                if data is None:
+                    gone = self.blocks.pop((scope, name), None)
+                    if gone is not None and self._by_norm.get((scope, gone.norm)) == name:
+                        del self._by_norm[(scope, gone.norm)]
+                    self.version += 1
+                else:
+                    self._index(scope, name, False, data)
+            entries.append(
+                self.journal.record(
+                    op,
+                    scope=scope,
+                    name=name,
+                    actor=actor,
+                    before=before,
+                    after=None if data is None else self._after(path, data),
+                    detail={"by": "hand"},
+                )
+            )
+        return entries
 
     # -- what the search index holds ------------------------------------------------
 
@@ -777,10 +866,10 @@ class MemoryStore:
         current = {self._rel(p): self._state(p) for p in targets}
         now_state = next((s for s in current.values() if s is not None), None)
         if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
-            self._inside(after["path"]).unlink(missing_ok=True)
+            self._unlink(self._inside(after["path"]))
         if before is None:
             if isinstance(after, dict):
-                self._inside(after["path"]).unlink(missing_ok=True)
+                self._unlink(self._inside(after["path"]))
             data = None
         else:
             data = before["content"].encode("utf-8", "surrogateescape")
@@ -823,6 +912,10 @@ class MemoryStore:
                 if self._by_norm.get((scope, gone.norm)) == name:
                     del self._by_norm[(scope, gone.norm)]
                 self.version += 1
+
+
+def _key(path: Path) -> str:
+    return os.path.realpath(path)
 
 
 MAX_INDEX_ENTRIES = 60

@@ -604,6 +604,13 @@ class TranscriptStore:
         """True while the session has writes waiting for, or in, a sync."""
         return session_id in self._unsynced or self._inflight[session_id] > 0
 
+    def release(self, session_id: str) -> None:
+        """Close the session's writer (event loop, when not busy); the next append opens
+        the file again and reads what another program added to it."""
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            os.close(writer.fd)
+
     def detach(self, session_id: str) -> Location:
         """Close the session's writer and hide it from appends (event loop, when not busy)."""
         check_session_id(session_id)

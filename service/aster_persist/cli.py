@@ -149,6 +149,67 @@ def reindex(
     )
 
 
+def describe(entry: dict[str, Any]) -> str:
+    """One journal entry as a line for people."""
+    what = entry.get("name") or entry.get("session") or ""
+    detail = entry.get("detail") or {}
+    extra = ""
+    if "first_seq" in detail:
+        extra = f" seq {detail['first_seq']}-{detail['last_seq']}"
+    elif "title" in detail:
+        extra = f" {detail['title']!r}"
+    return f"{entry['ts']}  {entry['op']:<17} {entry['scope']}  {what}{extra}  ({entry['actor']})"
+
+
+@app.command("journal")
+def journal_command(
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing changes as they happen.")
+    ] = False,
+    json_lines: Annotated[bool, typer.Option("--json", help="One JSON entry per line.")] = False,
+    after: Annotated[str | None, typer.Option(help="Start after this entry id.")] = None,
+    op: Annotated[
+        str | None, typer.Option(help="Only this op (`memory` for every memory.*).")
+    ] = None,
+    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
+    url: Annotated[str | None, typer.Option(help="The daemon (ASTER_URL).")] = None,
+) -> None:
+    """Print the journal; with --follow, the live change feed (resuming by itself after
+    the daemon restarts). Without --follow and --after, every entry from the first."""
+    from . import client
+
+    def emit(entry: dict[str, Any]) -> None:
+        line = orjson.dumps(entry).decode() if json_lines else describe(entry)
+        typer.echo(line)
+
+    with client.connect(url) as http:
+        try:
+            last = after
+            if not follow or after is not None:
+                for entry in client.journal(http, after=after, op=op, scope=scope):
+                    emit(entry)
+                    last = entry["id"]
+            elif follow:
+                # from now on: the newest entry is where the feed starts
+                last = _newest(http)
+            if follow:
+                for entry in client.follow(http, after=last, op=op, scope=scope):
+                    emit(entry)
+        except client.ServiceError as exc:
+            raise _fail(str(exc)) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(0) from None
+
+
+def _newest(http: Any) -> str | None:
+    from . import client
+
+    newest = None
+    for entry in client.journal(http):
+        newest = entry["id"]
+    return newest
+
+
 @app.command()
 def openapi(
     output: Annotated[

@@ -13,6 +13,7 @@ import itertools
 import os
 import random
 import re
+import selectors
 import shutil
 import signal
 import socket
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections import Counter
@@ -519,6 +521,138 @@ def bench_memory(work: Path, blocks: int) -> None:
         d.stop()
 
 
+class Subscribers:
+    """``n`` SSE clients of /v1/events on raw sockets, read by one thread with selectors;
+    each notice's arrival time is kept by (session, last seq)."""
+
+    def __init__(self, port: int, n: int, parse: bool = True) -> None:
+        self.parse = parse
+        self.socks = []
+        for _ in range(n):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            sock.setblocking(False)
+            self.socks.append(sock)
+        self.arrivals: dict[tuple[str, int], list[float]] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        selector = selectors.DefaultSelector()
+        buffers = {}
+        for sock in self.socks:
+            selector.register(sock, selectors.EVENT_READ)
+            buffers[sock] = b""
+        pattern = re.compile(rb'"session_id":"([0-9A-Z]{26})".*?"last_seq":(\d+)')
+        while not self.stop.is_set():
+            for key, _ in selector.select(0.1):
+                sock = key.fileobj
+                try:
+                    data = sock.recv(1 << 20)  # type: ignore[union-attr]
+                except BlockingIOError:
+                    continue
+                if not data or not self.parse:
+                    continue
+                now = time.perf_counter()
+                buf = buffers[sock] + data
+                *events, buffers[sock] = buf.split(b"\r\n\r\n")
+                for event in events:
+                    if b"session.appended" in event:
+                        found = pattern.search(event)
+                        if found:
+                            key_ = (found.group(1).decode(), int(found.group(2)))
+                            self.arrivals.setdefault(key_, []).append(now)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        for sock in self.socks:
+            sock.close()
+
+
+def bench_live(work: Path, seconds: int) -> None:
+    home = work / "live-home"
+    d = daemon(home, ASTER_MAX_SUBSCRIBERS="200")
+    try:
+        raw = RawClient(d.port)
+        sid = orjson.loads(raw.request("POST", "/v1/sessions", b'{"repo_root": "/srv/live"}')[1])[
+            "id"
+        ]
+        event = orjson.dumps(EVENT)
+        subs = Subscribers(d.port, 100)
+        time.sleep(1)
+        replies: dict[tuple[str, int], float] = {}
+        period = 1 / 200
+        start = time.perf_counter()
+        for n in range(200 * seconds):  # 200 appends a second, paced
+            _, body = raw.request("POST", f"/v1/sessions/{sid}/events", event)
+            replies[(sid, orjson.loads(body)["last_seq"])] = time.perf_counter()
+            delay = start + (n + 1) * period - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        time.sleep(1)
+        subs.close()
+        latencies = [
+            max(0.0, arrived - replies[key]) * 1000
+            for key, times in subs.arrivals.items()
+            if key in replies
+            for arrived in times
+        ]
+        expected = len(replies) * 100
+        latencies.sort()
+        p99 = latencies[int(len(latencies) * 0.99) - 1] if latencies else float("nan")
+        add(
+            "feed delivery, 100 subscribers, 200 appends/s",
+            f"p99 {p99:.1f} ms (p50 {statistics.median(latencies):.1f} ms)",
+            f"{len(latencies):,} of {expected:,} notices received",
+            "target p99 < 50 ms",
+        )
+        paths = [f"/v1/sessions/{sid}/events"]
+        with_subs, without = [], []
+        for _ in range(3):
+            without.append(wrk(d.url, paths, event, 8, seconds, work))
+            dropped = httpx.get(d.url + "/v1/info").json()["streams"]["dropped"]
+            subs = Subscribers(d.port, 100, parse=False)
+            time.sleep(0.5)
+            with_subs.append(wrk(d.url, paths, event, 8, seconds, work))
+            streams = httpx.get(d.url + "/v1/info").json()["streams"]
+            assert streams["open"] == 100 and streams["dropped"] == dropped, streams
+            subs.close()
+            time.sleep(0.5)
+        w, wo = statistics.median(with_subs), statistics.median(without)
+        add(
+            "durable append, c=8, with 100 feed subscribers",
+            f"{w:,.0f} req/s",
+            f"{wo:,.0f} req/s with none",
+            f"{w / wo:.2f}x (target >= 0.8x)",
+        )
+        # A hand edit, from the write to its journal entry arriving on the feed.
+        block = home / "memory" / "hand.md"
+        subs_one = socket.create_connection(("127.0.0.1", d.port))
+        subs_one.sendall(b"GET /v1/events?op=memory HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        subs_one.settimeout(5)
+        subs_one.recv(65536)  # the response head
+        times = []
+        for n in range(10):
+            t = time.perf_counter()
+            block.write_text(f"---\ndescription: edit {n}\n---\nEdited by hand, round {n}.\n")
+            buf = b""
+            while b"memory." not in buf:
+                buf += subs_one.recv(65536)
+            times.append(time.perf_counter() - t)
+            time.sleep(0.2)
+        subs_one.close()
+        add(
+            "hand edit of a block until it is on the feed",
+            f"p50 {statistics.median(times) * 1000:.0f} ms",
+            "-",
+            "target p50 < 1 s",
+        )
+    finally:
+        d.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=4)
@@ -526,7 +660,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--blocks", type=int, default=10_000)
-    parser.add_argument("--only", choices=["appends", "listing", "memory"], default=None)
+    parser.add_argument("--only", choices=["appends", "listing", "memory", "live"], default=None)
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk (make bench does it)")
@@ -539,6 +673,8 @@ def main() -> None:
             bench_listing(work, args.sessions, args.events)
         if args.only in (None, "memory"):
             bench_memory(work, args.blocks)
+        if args.only in (None, "live"):
+            bench_live(work, args.seconds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -123,7 +123,7 @@ def create_app(
             queue_size=settings.subscriber_queue,
         )
         app.state.feed = store.feed = feed
-        journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry))
+        journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))
         memory = MemoryStore(home, journal, clock=clock)
         app.state.memory = memory
         await store.committer.call(memory.load)

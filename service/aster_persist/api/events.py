@@ -4,7 +4,8 @@
 `session.appended` notices (no id, so a resume point is always a journal entry). With
 `Last-Event-ID` (or `?after=`) it first replays every entry after that id from the
 journal, then continues live: it subscribes before it reads, and skips live entries it
-has already sent, so the switch loses and repeats nothing.
+has already sent, so the switch loses and repeats nothing. Each write to a stream
+carries everything that is new for it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import anyio
-import orjson
 from fastapi import APIRouter, Header, Query, Request
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import EventSourceResponse
 
 from ..errors import Invalid, NotFound, SessionNotFound
-from ..feed import APPENDED, DROPPED, JOURNAL, Feed, Subscriber
+from ..feed import APPENDED, JOURNAL, Feed, Subscriber, encode
 from ..sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
@@ -28,7 +28,7 @@ from .sessions import ERRORS
 router = APIRouter(prefix="/v1", tags=["live"])
 
 HEARTBEAT = 15.0  # seconds between comment lines on an idle stream
-SEND_TIMEOUT = 30.0  # a client that takes longer to accept one event is disconnected
+SEND_TIMEOUT = 30.0  # a client that takes longer to accept one write is disconnected
 SHUTDOWN_GRACE = 2.0  # seconds a stream has to finish cleanly when the server stops
 STREAM: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/event-stream": {}}, "description": "An SSE stream"}
@@ -36,20 +36,20 @@ STREAM: dict[int | str, dict[str, Any]] = {
 
 
 def _respond(
-    feed: Feed, subscriber: Subscriber, stream: Callable[[], AsyncIterator[ServerSentEvent]]
+    feed: Feed, subscriber: Subscriber, stream: Callable[[], AsyncIterator[bytes]]
 ) -> EventSourceResponse:
     """Stream ``stream()``; on server shutdown it ends cleanly (the last chunk sent)."""
     shutdown = anyio.Event()
 
-    async def ended() -> AsyncIterator[ServerSentEvent]:
+    async def ended() -> AsyncIterator[bytes]:
         async def watch() -> None:
             await shutdown.wait()
             feed.end(subscriber)
 
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
-            async for event in stream():
-                yield event
+            async for chunk in stream():
+                yield chunk
         finally:
             watcher.cancel()
             feed.unsubscribe(subscriber)
@@ -61,10 +61,6 @@ def _respond(
         shutdown_event=shutdown,
         shutdown_grace_period=SHUTDOWN_GRACE,
     )
-
-
-def _event(kind: str, data: dict[str, Any], event_id: str | None = None) -> ServerSentEvent:
-    return ServerSentEvent(data=orjson.dumps(data).decode(), event=kind, id=event_id)
 
 
 @router.get("/events", operation_id="events-stream", responses={**ERRORS, **STREAM})
@@ -95,28 +91,32 @@ async def events(
             return matches_op(kind if kind == APPENDED else item.get("op"), op)
         return True
 
+    filtered = scope is not None or op is not None
     feed: Feed = request.app.state.feed
     journal: Journal = request.app.state.journal
-    subscriber = feed.subscribe(accepts)  # before reading the journal: nothing falls between
+    # Subscribe before reading the journal: nothing can fall between the two.
+    subscriber = feed.subscribe(accepts if filtered else None)
 
-    async def stream() -> AsyncIterator[ServerSentEvent]:
+    async def stream() -> AsyncIterator[bytes]:
         last = start
         if start is not None:
+            replay = []
             for entry in await asyncio.to_thread(journal.entries_after, start):
                 if accepts(JOURNAL, entry):
-                    yield _event(JOURNAL, entry, entry["id"])
+                    replay.append(encode(JOURNAL, entry, entry["id"]))
                 last = entry["id"]
-        while True:
-            kind, item = await subscriber.queue.get()
-            if (kind, item) == DROPPED:
-                return
-            if kind == JOURNAL:
-                if last is not None and item["id"] <= last:
-                    continue  # already sent from the journal
-                last = item["id"]
-                yield _event(JOURNAL, item, item["id"])
-            else:
-                yield _event(kind, item)
+            if replay:
+                yield b"".join(replay)
+        while (items := await feed.next(subscriber)) is not None:
+            chunk = []
+            for item in items:
+                if item.kind == JOURNAL:
+                    if last is not None and item.data["id"] <= last:
+                        continue  # already sent from the journal
+                    last = item.data["id"]
+                chunk.append(item.encoded)
+            if chunk:
+                yield b"".join(chunk)
 
     return _respond(feed, subscriber, stream)
 
@@ -148,7 +148,7 @@ async def session_stream(
         lambda kind, item: kind == APPENDED and item["session_id"] == session_id
     )
 
-    async def stream() -> AsyncIterator[ServerSentEvent]:
+    async def stream() -> AsyncIterator[bytes]:
         sent = start
         offset = 0
         while True:
@@ -158,13 +158,15 @@ async def session_stream(
                 )
             except SessionNotFound:
                 return  # deleted while followed
+            chunk = []
             for line in lines:
                 seq = line.get("seq")
                 if isinstance(seq, int) and seq > sent and line.get("type") != "session":
                     sent = seq
-                    yield _event("event", line, str(seq))
-            kind, item = await subscriber.queue.get()
-            if (kind, item) == DROPPED:
+                    chunk.append(encode("event", line, str(seq)))
+            if chunk:
+                yield b"".join(chunk)
+            if await feed.next(subscriber) is None:
                 return
 
     return _respond(feed, subscriber, stream)

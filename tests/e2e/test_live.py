@@ -148,15 +148,28 @@ def test_change_feed_filters_and_append_notices(daemon: Daemon) -> None:
     url = daemon.url
     feed = Reader(f"{url}/v1/events?op=session", stop_after=2)
     memory_only = Reader(f"{url}/v1/events?op=memory", stop_after=1)
-    for reader in (feed, memory_only):
+    one_repo = Reader(f"{url}/v1/events?repo_root=/srv/live", stop_after=3)
+    for reader in (feed, memory_only, one_repo):
         reader.start()
         reader.opened.wait(10)
     time.sleep(0.3)
     sid = created(url, repo_root="/srv/live")
     httpx.post(f"{url}/v1/sessions/{sid}/events", json=[user("a"), user("b")]).raise_for_status()
     httpx.post(f"{url}/v1/memory/blocks", json={"name": "m", "content": "x"}).raise_for_status()
-    feed.join(10)
-    memory_only.join(10)
+    with httpx.Client(base_url=url) as http:
+        other = new_session(http, repo_root="/srv/elsewhere")
+        http.post(f"/v1/sessions/{other}/events", json=user("c")).raise_for_status()
+        http.post(f"/v1/sessions/{sid}/events", json=user("d")).raise_for_status()
+    for reader in (feed, memory_only, one_repo):
+        reader.join(10)
+    assert [
+        (e["event"], e["data"].get("session_id") or e["data"].get("session"))
+        for e in one_repo.events
+    ] == [
+        ("journal", sid),
+        ("session.appended", sid),
+        ("session.appended", sid),
+    ]
     kinds = [(e["event"], e["data"].get("op")) for e in feed.events]
     assert kinds == [("journal", "session.created"), ("session.appended", None)]
     notice = feed.events[1]

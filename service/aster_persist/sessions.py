@@ -8,6 +8,7 @@ the disk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -16,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from . import importers
 from .errors import Invalid, SessionNotFound
 from .feed import APPENDED, Feed
 from .index import search
@@ -301,6 +303,65 @@ class Sessions:
             last = items[-1]
             next_cursor = encode_cursor(last.updated_at, last.id)
         return Page(items, next_cursor)
+
+    # -- import -------------------------------------------------------------------
+
+    async def import_file(
+        self, data: bytes, *, format: str = "auto", repo_root: str | None = None
+    ) -> dict[str, Any]:
+        """Sessions from a file another tool wrote (or an export of this one). Every
+        conversation is read and checked before anything is written; one already here
+        (same source, so same id) is reported, not copied."""
+        found, conversations = await asyncio.to_thread(importers.read, data, format)
+        for conversation in conversations:
+            if not (repo_root or conversation.source.get("repo_root") or conversation.cwd):
+                raise importers.ImportProblem(
+                    "the file does not say which project it belongs to; pass repo_root"
+                )
+        results: list[dict[str, Any]] = []
+        for conversation in conversations:
+            sid = conversation.id()
+            if sid in self.store.locations:
+                results.append({"id": sid, "status": "already_imported"})
+                continue
+            root = repo_root or conversation.source.get("repo_root") or conversation.cwd
+            extra = (
+                {k: v for k, v in conversation.source.items() if k != "repo_root"}
+                if found == "native"
+                else {
+                    "x_import": {
+                        "format": found,
+                        "fingerprint": conversation.fingerprint,
+                        **conversation.source,
+                    }
+                }
+            )
+            await self.create(
+                repo_root=str(root),
+                session_id=sid,
+                cwd=conversation.cwd,
+                model=conversation.model,
+                title=conversation.title,
+                created_at=conversation.created_at,
+                aster_version=conversation.source.get("aster_version")
+                if found == "native"
+                else None,
+                extra={k: v for k, v in extra.items() if k != "aster_version"},
+            )
+            try:
+                if conversation.events:
+                    await self.append(sid, conversation.events)
+            except BaseException:
+                with contextlib.suppress(Exception):  # all or nothing: no half session
+                    await self.delete(sid, purge=True, reason="import failed")
+                raise
+            results.append({"id": sid, "status": "imported", "events": len(conversation.events)})
+        return {
+            "format": found,
+            "imported": sum(r["status"] == "imported" for r in results),
+            "already_imported": sum(r["status"] == "already_imported" for r in results),
+            "sessions": results,
+        }
 
     # -- changes made by other programs ---------------------------------------------
 

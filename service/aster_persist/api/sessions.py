@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
+from pydantic import BaseModel
 from starlette.responses import Response
 
 from ..errors import Invalid, InvalidEvent
@@ -199,6 +200,47 @@ async def restore_session(request: Request, session_id: str) -> Response:
     await sessions.restore(session_id)
     _lines, _raw, info = await sessions.read(session_id)
     return json_response(_summary(info))
+
+
+class ImportedSession(BaseModel):
+    id: str
+    status: Literal["imported", "already_imported"]
+    events: int | None = None
+
+
+class ImportOut(BaseModel):
+    format: str
+    imported: int
+    already_imported: int
+    sessions: list[ImportedSession]
+
+
+@router.post(
+    "/sessions/import",
+    operation_id="sessions-import",
+    response_model=ImportOut,
+    responses={**ERRORS, 201: {"model": ImportOut, "description": "Sessions were imported"}},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+        }
+    },
+)
+async def import_sessions(
+    request: Request,
+    format: Literal["auto", "native", "claude-code", "codex", "openai-chat"] = "auto",
+    repo_root: str | None = None,
+) -> Response:
+    """Import a transcript file written by another tool, or exported from here: one
+    session per conversation, in the project of the source's working folder (or
+    `repo_root`). Importing the same source again creates nothing and says so (200)."""
+    result = await _sessions(request).import_file(
+        await request.body(), format=format, repo_root=repo_root
+    )
+    return json_response(result, 201 if result["imported"] else 200)
 
 
 @router.post(

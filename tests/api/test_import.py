@@ -1,0 +1,216 @@
+"""Importing real transcripts written by other tools (the fixtures), and our own exports."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ..conftest import FakeClock, make_client, snapshot
+from .test_messages import assert_valid_chat
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+CLAUDE = sorted((FIXTURES / "claude-code").rglob("*.jsonl"))
+CODEX = sorted((FIXTURES / "codex").rglob("*.jsonl"))
+TAU = FIXTURES / "openai-chat" / "tau-bench" / "gpt-4o-airline.json"
+
+
+def import_file(client: TestClient, path: Path, **params: Any) -> dict[str, Any]:
+    r = client.post("/v1/sessions/import", content=path.read_bytes(), params=params)
+    assert r.status_code in (200, 201), r.text
+    return dict(r.json())
+
+
+def events_of(client: TestClient, sid: str) -> list[dict[str, Any]]:
+    return list(
+        client.get(f"/v1/sessions/{sid}/events", params={"limit": 100_000}).json()["events"]
+    )
+
+
+def kinds(events: list[dict[str, Any]]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for e in events:
+        if e["type"] == "message":
+            out[e["role"]] += 1
+            out["tool_calls"] += len(e.get("tool_calls") or [])
+        else:
+            out[e["type"]] += 1
+    return out
+
+
+def check_chat(client: TestClient, sid: str) -> None:
+    messages = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()
+    messages = messages["messages"]
+    assert_valid_chat(messages)
+    calls: set[str] = set()
+    for message in messages:
+        for tool_call in message.get("tool_calls") or []:
+            calls.add(tool_call["id"])
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in calls, "a tool result without its call"
+
+
+def claude_counts(path: Path) -> Counter[str]:
+    """What a Claude Code file holds, counted straight from its records."""
+    out: Counter[str] = Counter()
+    last_id = None  # an API message split over consecutive records is one turn
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        kind = record.get("type")
+        content = (record.get("message") or {}).get("content")
+        blocks = content if isinstance(content, list) else []
+        if (
+            kind == "summary"
+            or record.get("isCompactSummary")
+            or record.get("subtype") == "compact_boundary"
+        ):
+            out["summary"] += 1
+            last_id = None
+        elif kind == "user":
+            out["tool"] += sum(b.get("type") == "tool_result" for b in blocks)
+            if isinstance(content, str) or any(b.get("type") != "tool_result" for b in blocks):
+                out["user"] += 1
+            last_id = None
+        elif kind == "assistant":
+            message_id = record["message"].get("id")
+            if message_id is None or message_id != last_id:
+                out["assistant"] += 1
+            last_id = message_id
+            out["tool_calls"] += sum(b.get("type") == "tool_use" for b in blocks)
+        else:
+            out["kept"] += 1
+    return out
+
+
+@pytest.mark.parametrize("path", CLAUDE, ids=lambda p: p.name[:12])
+def test_claude_code_files(client: TestClient, path: Path) -> None:
+    result = import_file(client, path)
+    assert result["format"] == "claude-code" and result["imported"] == 1
+    sid = result["sessions"][0]["id"]
+    events = events_of(client, sid)
+    expected = claude_counts(path)
+    got = kinds(events)
+    for key in ("user", "assistant", "tool", "tool_calls", "summary"):
+        assert got[key] == expected[key], (key, got[key], expected[key])
+    kept = sum(len((e.get("x_source") or {}).get("records", [])) for e in events)
+    assert kept == expected["kept"]  # progress, snapshots, queue operations: none dropped
+    source = [json.loads(line) for line in path.read_text().splitlines()]
+    sidechain = sum(
+        bool(r.get("isSidechain")) for r in source if r.get("type") in ("user", "assistant")
+    )
+    assert (sum(bool(e.get("x_sidechain")) for e in events) > 0) == (sidechain > 0)
+    thinking = sum(
+        b.get("type") == "thinking"
+        for r in source
+        if r.get("type") == "assistant"
+        for b in r["message"]["content"]
+        if isinstance(b, dict)
+    )
+    assert sum(len(e.get("thinking", [])) for e in events) == thinking
+    header = client.get(f"/v1/sessions/{sid}").json()
+    first = next(r for r in source if r.get("cwd"))
+    assert header["repo_root"] == first["cwd"]
+    times = [e["ts"] for e in events if "ts" in e]
+    assert times[0].startswith(next(r["timestamp"] for r in source if r.get("timestamp"))[:16])
+    check_chat(client, sid)
+
+
+def test_codex_rollout(client: TestClient) -> None:
+    path = CODEX[0]
+    result = import_file(client, path)
+    assert result["format"] == "codex"
+    sid = result["sessions"][0]["id"]
+    events = events_of(client, sid)
+    source = [json.loads(line) for line in path.read_text().splitlines()]
+    items = Counter(
+        (r["payload"].get("type"), r["payload"].get("role"))
+        for r in source
+        if r["type"] == "response_item"
+    )
+    got = kinds(events)
+    assert got["user"] == items[("message", "user")]
+    assert got["tool_calls"] == items[("function_call", None)] + items[("custom_tool_call", None)]
+    assert (
+        got["tool"]
+        == items[("function_call_output", None)] + items[("custom_tool_call_output", None)]
+    )
+    assert got["assistant"] == items[("message", "assistant")] + got["tool_calls"]
+    kept = sum(len((e.get("x_source") or {}).get("records", [])) for e in events)
+    reasoning = items[("reasoning", None)] + items[("web_search_call", None)]
+    others = sum(r["type"] in ("event_msg", "turn_context") for r in source)
+    assert kept == reasoning + others
+    meta = source[0]["payload"]
+    header = client.get(f"/v1/sessions/{sid}").json()["header"]
+    assert header["repo_root"] == meta["cwd"] and header["model"] == "gpt-5.5"
+    assert header["created_at"].startswith(meta["timestamp"][:19])
+    check_chat(client, sid)
+
+
+def test_openai_chat_array_is_one_session_per_conversation(client: TestClient) -> None:
+    before = client.get("/v1/sessions").json()["items"]
+    r = client.post("/v1/sessions/import", content=TAU.read_bytes())
+    assert r.status_code == 422 and "repo_root" in r.json()["detail"]
+    assert client.get("/v1/sessions").json()["items"] == before
+    result = import_file(client, TAU, repo_root="/srv/airline")
+    records = json.loads(TAU.read_text())
+    assert result["imported"] == len(records) == 200
+    for record, session in list(zip(records, result["sessions"], strict=True))[:20]:
+        got = kinds(events_of(client, session["id"]))
+        roles = Counter(m["role"] for m in record["traj"])
+        for role in ("system", "user", "assistant", "tool"):
+            assert got[role] == roles[role]
+        check_chat(client, session["id"])
+
+
+def test_importing_the_same_files_twice_creates_each_once(client: TestClient) -> None:
+    paths = [*CLAUDE, *CODEX]
+    first = [import_file(client, p)["sessions"][0] for p in paths]
+    second = [import_file(client, p)["sessions"][0] for p in paths]
+    assert {s["status"] for s in first} == {"imported"}
+    assert {s["status"] for s in second} == {"already_imported"}
+    assert [s["id"] for s in first] == [s["id"] for s in second]
+    assert len(client.get("/v1/sessions", params={"limit": 100}).json()["items"]) == len(paths)
+
+
+def test_native_export_round_trips(home: Path, tmp_path: Path, clock: FakeClock) -> None:
+    exported = {}
+    with make_client(home, clock) as client:
+        for path in [*CLAUDE, *CODEX]:
+            sid = import_file(client, path)["sessions"][0]["id"]
+            exported[sid] = client.get(f"/v1/sessions/{sid}/export").content
+    with make_client(tmp_path / "other", clock) as client:
+        for sid, data in exported.items():
+            r = client.post("/v1/sessions/import", content=data)
+            assert r.status_code == 201 and r.json()["format"] == "native", r.text
+            assert r.json()["sessions"][0]["id"] == sid
+            assert client.get(f"/v1/sessions/{sid}/export").content == data
+            again = client.post("/v1/sessions/import", content=data).json()
+            assert again["already_imported"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (
+            b'{"type":"user","sessionId":"x","message":{"role":"user","content":"hi"}}\nnot json\n',
+            "line 2",
+        ),
+        (b"hello", "starts with neither"),
+        (b'{"nothing": "known"}\n', "not a format"),
+        (b'[{"messages": [{"content": "no role"}]}]', "message 1"),
+        (b"", "starts with neither"),
+    ],
+)
+def test_bad_files_are_422_and_write_nothing(
+    client: TestClient, home: Path, body: bytes, says: str
+) -> None:
+    before = snapshot(home)
+    r = client.post("/v1/sessions/import", content=body, params={"repo_root": "/srv/x"})
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    assert says in r.json()["detail"]
+    assert snapshot(home) == before

@@ -149,6 +149,91 @@ def reindex(
     )
 
 
+sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+
+
+def transcript_files(paths: list[Path]) -> list[Path]:
+    """The files named, and every .jsonl and .json file under the folders named."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(
+                p for p in path.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file()
+            )
+        else:
+            out.append(path)
+    return out
+
+
+@sessions_app.command("import")
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files, or folders to search for them.")],
+    format: Annotated[
+        str, typer.Option(help="auto, native, claude-code, codex or openai-chat.")
+    ] = "auto",
+    repo_root: Annotated[
+        str | None, typer.Option(help="The project, when a file does not say.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="The results as JSON.")] = False,
+    url: Annotated[str | None, typer.Option(help="The daemon (ASTER_URL).")] = None,
+) -> None:
+    """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
+    tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from . import client
+
+    files = transcript_files(paths)
+    if not files:
+        raise _fail("no .jsonl or .json files found there")
+    results: list[dict[str, Any]] = []
+    with client.connect(url) as http, Progress(transient=True, disable=json_out) as bar:
+        task = bar.add_task("importing", total=len(files))
+        for path in files:
+            row: dict[str, Any] = {"file": str(path)}
+            try:
+                done = client.import_file(
+                    http, path.read_bytes(), format=format, repo_root=repo_root
+                )
+                row |= {
+                    "format": done["format"],
+                    "imported": done["imported"],
+                    "already_imported": done["already_imported"],
+                    "sessions": [s["id"] for s in done["sessions"]],
+                }
+            except client.DaemonUnavailable as exc:
+                raise _fail(str(exc)) from None
+            except (client.ServiceError, OSError) as exc:
+                row["failed"] = str(exc)
+            results.append(row)
+            bar.advance(task)
+    failed = [r for r in results if "failed" in r]
+    if json_out:
+        typer.echo(orjson.dumps({"files": results}).decode())
+    else:
+        table = Table("file", "format", "imported", "already here", "failed")
+        for r in results:
+            table.add_row(
+                r["file"],
+                r.get("format", "-"),
+                str(r.get("imported", 0)),
+                str(r.get("already_imported", 0)),
+                r.get("failed", ""),
+            )
+        console = Console()
+        console.print(table)
+        console.print(
+            f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
+            f"{sum(r.get('already_imported', 0) for r in results)} already here, "
+            f"{len(failed)} files failed"
+        )
+    if failed:
+        raise typer.Exit(1)
+
+
 def describe(entry: dict[str, Any]) -> str:
     """One journal entry as a line for people."""
     what = entry.get("name") or entry.get("session") or ""

@@ -101,6 +101,26 @@ def follow(
         time.sleep(retry)
 
 
+def import_file(
+    http: httpx.Client, data: bytes, *, format: str = "auto", repo_root: str | None = None
+) -> dict[str, Any]:
+    """Import one file's bytes; the daemon's summary of what it did."""
+    params = {"format": format, **({"repo_root": repo_root} if repo_root else {})}
+    try:
+        response = http.post(
+            "/v1/sessions/import",
+            content=data,
+            params=params,
+            headers={"Content-Type": "application/octet-stream"},
+            timeout=httpx.Timeout(10, read=300),
+        )
+    except httpx.TransportError as exc:
+        raise DaemonUnavailable(f"the daemon is not running at {http.base_url} ({exc})") from None
+    if response.status_code >= 400:
+        raise ServiceError(_problem(response))
+    return dict(response.json())
+
+
 def _get(http: httpx.Client, path: str, params: dict[str, Any]) -> Any:
     try:
         response = http.get(path, params=params)

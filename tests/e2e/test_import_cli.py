@@ -1,0 +1,46 @@
+"""`aster-persist sessions import`: whole folders of other tools' transcripts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..conftest import Daemon
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aster_persist", "sessions", "import", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_import_a_folder_twice(daemon: Daemon, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "claude-code", tree / "claude")
+    shutil.copytree(FIXTURES / "codex", tree / "codex")
+    (tree / "broken.jsonl").write_text('{"type": "user"}\n{oops\n')
+    first = run(str(tree), "--json", "--url", daemon.url)
+    assert first.returncode == 1, first.stderr  # one file failed
+    results = json.loads(first.stdout)["files"]
+    assert sum(r.get("imported", 0) for r in results) == 4
+    [broken] = [r for r in results if "failed" in r]
+    assert broken["file"].endswith("broken.jsonl") and "line 2" in broken["failed"]
+    (tree / "broken.jsonl").unlink()
+    second = run(str(tree), "--url", daemon.url)
+    assert second.returncode == 0, second.stderr
+    assert "0 sessions imported, 4 already here, 0 files failed" in second.stdout
+
+
+def test_import_says_when_the_daemon_is_not_running(tmp_path: Path) -> None:
+    from ..conftest import free_port
+
+    done = run(str(FIXTURES / "codex"), "--url", f"http://127.0.0.1:{free_port()}")
+    assert done.returncode == 1 and "not running" in done.stderr

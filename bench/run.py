@@ -653,6 +653,49 @@ def bench_live(work: Path, seconds: int) -> None:
         d.stop()
 
 
+def bench_import(work: Path) -> None:
+    """Import the fixtures folder into a fresh home, against a bare orjson parse of it."""
+    files = sorted(
+        p for p in (ROOT / "tests" / "fixtures").rglob("*") if p.suffix in (".json", ".jsonl")
+    )
+    blobs = [p.read_bytes() for p in files]
+
+    def bare() -> float:
+        t = time.perf_counter()
+        for data in blobs:
+            if data.lstrip()[:1] == b"[":
+                orjson.loads(data)
+            else:
+                for line in data.splitlines():
+                    orjson.loads(line)
+        return time.perf_counter() - t
+
+    ours, base = [], []
+    events = 0
+    for rep in range(3):
+        d = daemon(work / f"import-home-{rep}")
+        try:
+            with httpx.Client(base_url=d.url, timeout=300) as http:
+                t = time.perf_counter()
+                events = 0
+                for path, data in zip(files, blobs, strict=True):
+                    params = {"repo_root": "/srv/imported"} if path.suffix == ".json" else {}
+                    r = http.post("/v1/sessions/import", content=data, params=params)
+                    assert r.status_code == 201, r.text
+                    events += sum(s["events"] for s in r.json()["sessions"])
+                ours.append(events / (time.perf_counter() - t))
+        finally:
+            d.stop()
+        base.append(events / bare())
+    o, b = statistics.median(ours), statistics.median(base)
+    add(
+        f"import the fixtures ({len(files)} files, {events:,} events, fsync {fsync_probe(work):.2f} ms)",
+        f"{o:,.0f} events/s",
+        f"{b:,.0f} events/s bare orjson parse",
+        f"{o / b:.2f}x (target >= 0.3x)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=4)
@@ -660,7 +703,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--blocks", type=int, default=10_000)
-    parser.add_argument("--only", choices=["appends", "listing", "memory", "live"], default=None)
+    parser.add_argument(
+        "--only", choices=["appends", "listing", "memory", "live", "import"], default=None
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is needed: apt-get install wrk (make bench does it)")
@@ -675,6 +720,8 @@ def main() -> None:
             bench_memory(work, args.blocks)
         if args.only in (None, "live"):
             bench_live(work, args.seconds)
+        if args.only in (None, "import"):
+            bench_import(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

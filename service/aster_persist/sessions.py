@@ -38,6 +38,7 @@ from .storage.transcripts import (
 )
 
 log = logging.getLogger("aster_persist")
+IMPORT_CONCURRENCY = 16  # conversations of one file written at once
 
 
 @dataclass
@@ -318,50 +319,59 @@ class Sessions:
                 raise importers.ImportProblem(
                     "the file does not say which project it belongs to; pass repo_root"
                 )
-        results: list[dict[str, Any]] = []
-        for conversation in conversations:
+        gate = asyncio.Semaphore(IMPORT_CONCURRENCY)  # so their syncs are shared
+        seen: set[str] = set()
+
+        async def one(conversation: importers.Conversation) -> dict[str, Any]:
             sid = conversation.id()
-            if sid in self.store.locations:
-                results.append({"id": sid, "status": "already_imported"})
-                continue
-            root = repo_root or conversation.source.get("repo_root") or conversation.cwd
-            extra = (
-                {k: v for k, v in conversation.source.items() if k != "repo_root"}
-                if found == "native"
-                else {
-                    "x_import": {
-                        "format": found,
-                        "fingerprint": conversation.fingerprint,
-                        **conversation.source,
-                    }
-                }
-            )
-            await self.create(
-                repo_root=str(root),
-                session_id=sid,
-                cwd=conversation.cwd,
-                model=conversation.model,
-                title=conversation.title,
-                created_at=conversation.created_at,
-                aster_version=conversation.source.get("aster_version")
-                if found == "native"
-                else None,
-                extra={k: v for k, v in extra.items() if k != "aster_version"},
-            )
-            try:
-                if conversation.events:
-                    await self.append(sid, conversation.events)
-            except BaseException:
-                with contextlib.suppress(Exception):  # all or nothing: no half session
-                    await self.delete(sid, purge=True, reason="import failed")
-                raise
-            results.append({"id": sid, "status": "imported", "events": len(conversation.events)})
+            if sid in self.store.locations or sid in seen:
+                return {"id": sid, "status": "already_imported"}
+            seen.add(sid)
+            async with gate:
+                await self._import_one(found, conversation, repo_root)
+            return {"id": sid, "status": "imported", "events": len(conversation.events)}
+
+        results = await asyncio.gather(*(one(c) for c in conversations))
         return {
             "format": found,
             "imported": sum(r["status"] == "imported" for r in results),
             "already_imported": sum(r["status"] == "already_imported" for r in results),
             "sessions": results,
         }
+
+    async def _import_one(
+        self, found: str, conversation: importers.Conversation, repo_root: str | None
+    ) -> None:
+        sid = conversation.id()
+        root = repo_root or conversation.source.get("repo_root") or conversation.cwd
+        extra = (
+            {k: v for k, v in conversation.source.items() if k != "repo_root"}
+            if found == "native"
+            else {
+                "x_import": {
+                    "format": found,
+                    "fingerprint": conversation.fingerprint,
+                    **conversation.source,
+                }
+            }
+        )
+        await self.create(
+            repo_root=str(root),
+            session_id=sid,
+            cwd=conversation.cwd,
+            model=conversation.model,
+            title=conversation.title,
+            created_at=conversation.created_at,
+            aster_version=conversation.source.get("aster_version") if found == "native" else None,
+            extra={k: v for k, v in extra.items() if k != "aster_version"},
+        )
+        try:
+            if conversation.events:
+                await self.append(sid, conversation.events)
+        except BaseException:
+            with contextlib.suppress(Exception):  # all or nothing: no half session
+                await self.delete(sid, purge=True, reason="import failed")
+            raise
 
     # -- changes made by other programs ---------------------------------------------
 

@@ -147,6 +147,13 @@ def wrk(
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
 
+def settle(url: str) -> None:
+    """Let the daemon index what earlier runs appended (a search waits for that), so
+    no run pays for the one before it."""
+    httpx.get(url + "/v1/search", params={"q": "settle", "limit": 1}, timeout=300)
+    time.sleep(0.2)
+
+
 def raw_batches(folder: Path, lines: list[bytes], batches: int) -> float:
     """Events/s of a bare loop appending the same lines, one fdatasync per batch."""
     fd = os.open(folder / "raw.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -257,6 +264,7 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
             ratios, ours_all, base_all = [], [], []
             for _ in range(reps):
                 b = wrk(base.url, ["/noop"], body, conns, seconds, work)
+                settle(d.url)
                 o = wrk(d.url, paths, body, conns, seconds, work)
                 ratios.append(o / b)
                 ours_all.append(o)
@@ -275,6 +283,7 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
         ratios, ours_all, base_all = [], [], []
         for _ in range(reps):
             raw = raw_batches(work, lines, 300)
+            settle(d.url)
             o = wrk(d.url, paths, batch, 8, seconds, work) * 100
             ratios.append(o / raw)
             ours_all.append(o)
@@ -544,7 +553,7 @@ class Subscribers:
         for sock in self.socks:
             selector.register(sock, selectors.EVENT_READ)
             buffers[sock] = b""
-        pattern = re.compile(rb'"session_id":"([0-9A-Z]{26})".*?"last_seq":(\d+)')
+        pattern = re.compile(rb'"session_id":"([0-9A-Z]{26})".*?"first_seq":(\d+),"last_seq":(\d+)')
         while not self.stop.is_set():
             for key, _ in selector.select(0.1):
                 sock = key.fileobj
@@ -560,9 +569,10 @@ class Subscribers:
                 for event in events:
                     if b"session.appended" in event:
                         found = pattern.search(event)
-                        if found:
-                            key_ = (found.group(1).decode(), int(found.group(2)))
-                            self.arrivals.setdefault(key_, []).append(now)
+                        if found:  # one notice may cover several appends
+                            sid = found.group(1).decode()
+                            for seq in range(int(found.group(2)), int(found.group(3)) + 1):
+                                self.arrivals.setdefault((sid, seq), []).append(now)
 
     def close(self) -> None:
         self.stop.set()
@@ -609,23 +619,25 @@ def bench_live(work: Path, seconds: int) -> None:
             "target p99 < 50 ms",
         )
         paths = [f"/v1/sessions/{sid}/events"]
-        with_subs, without = [], []
-        for _ in range(3):
+        with_subs, without, ratios = [], [], []
+        for _ in range(5):  # interleaved pairs; the median of the pairs' ratios
+            settle(d.url)
             without.append(wrk(d.url, paths, event, 8, seconds, work))
             dropped = httpx.get(d.url + "/v1/info").json()["streams"]["dropped"]
             subs = Subscribers(d.port, 100, parse=False)
             time.sleep(0.5)
+            settle(d.url)
             with_subs.append(wrk(d.url, paths, event, 8, seconds, work))
             streams = httpx.get(d.url + "/v1/info").json()["streams"]
             assert streams["open"] == 100 and streams["dropped"] == dropped, streams
             subs.close()
+            ratios.append(with_subs[-1] / without[-1])
             time.sleep(0.5)
-        w, wo = statistics.median(with_subs), statistics.median(without)
         add(
             "durable append, c=8, with 100 feed subscribers",
-            f"{w:,.0f} req/s",
-            f"{wo:,.0f} req/s with none",
-            f"{w / wo:.2f}x (target >= 0.8x)",
+            f"{statistics.median(with_subs):,.0f} req/s",
+            f"{statistics.median(without):,.0f} req/s with none",
+            f"{statistics.median(ratios):.2f}x (target >= 0.8x)",
         )
         # A hand edit, from the write to its journal entry arriving on the feed.
         block = home / "memory" / "hand.md"

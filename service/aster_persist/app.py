@@ -115,6 +115,7 @@ def create_app(
             open_files=settings.open_files,
             sync_interval=settings.sync_interval_ms / 1000,
             journal=journal,
+            blob_threshold=settings.blob_threshold,
         )
         app.state.sessions = store
         feed = Feed(

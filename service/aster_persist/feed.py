@@ -38,16 +38,36 @@ BUSY = 20
 Accepts = Callable[[str, dict[str, Any]], bool]
 
 
-@dataclass(frozen=True)
 class Item:
-    kind: str
-    data: dict[str, Any]
-    encoded: bytes  # the Server-Sent Event, ready to send
+    """One event of the feed; encoded as a Server-Sent Event once, when first sent."""
+
+    __slots__ = ("_encoded", "data", "event_id", "kind")
+
+    def __init__(self, kind: str, data: dict[str, Any], event_id: str | None = None) -> None:
+        self.kind = kind
+        self.data = data
+        self.event_id = event_id
+        self._encoded: bytes | None = None
+
+    @property
+    def encoded(self) -> bytes:
+        if self._encoded is None:
+            self._encoded = encode(self.kind, self.data, self.event_id)
+        return self._encoded
 
 
 def encode(kind: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
     head = f"id: {event_id}\r\n" if event_id is not None else ""
     return f"{head}event: {kind}\r\ndata: ".encode() + orjson.dumps(data) + b"\r\n\r\n"
+
+
+def _continues(last: Item, item: Item) -> bool:
+    """Whether ``item`` is the next append notice of the same session as ``last``."""
+    return (
+        last.kind == item.kind == APPENDED
+        and last.data["session_id"] == item.data["session_id"]
+        and last.data["last_seq"] + 1 == item.data["first_seq"]
+    )
 
 
 @dataclass(eq=False)
@@ -72,6 +92,7 @@ class Feed:
     _wake_at: float = 0.0
     _wake_scheduled: bool = False
     _window: float = QUICK_WINDOW
+    _read_upto: int = 0  # the furthest any follower has read
     _since_wake: int = 0
     _thread: int = field(default_factory=threading.get_ident)
 
@@ -99,7 +120,7 @@ class Feed:
         """Add an item for every follower (any thread; never blocks)."""
         if not self.subscribers or self.closed:
             return
-        item = Item(kind, data, encode(kind, data, event_id))
+        item = Item(kind, data, event_id)
         if kind != JOURNAL and threading.get_ident() == self._thread:
             self._add(item)  # journal entries always queue up, so they stay in id order
         else:
@@ -107,11 +128,22 @@ class Feed:
                 self.loop.call_soon_threadsafe(self._add, item)
 
     def _add(self, item: Item) -> None:
+        self._since_wake += 1
+        if self._log and self._read_upto < self._end and _continues(self._log[-1], item):
+            # Nobody has read the last notice yet, and this one carries on from it: one
+            # notice for the run (a flood of appends to a session is one line per wake).
+            last = self._log[-1].data
+            data = {
+                **last,
+                "last_seq": item.data["last_seq"],
+                "kinds": sorted({*last["kinds"], *item.data["kinds"]}),
+            }
+            self._log[-1] = Item(APPENDED, data)
+            return
         self._log.append(item)
         if len(self._log) > self.queue_size:
             self._log.popleft()
             self._first += 1
-        self._since_wake += 1
         if not self._wake_scheduled:
             self._wake_scheduled = True
             delay = max(0.0, self._wake_at + self._window - time.monotonic())
@@ -147,6 +179,7 @@ class Feed:
                 start = subscriber.position - self._first
                 items = list(islice(self._log, start, None))
                 subscriber.position = self._end
+                self._read_upto = max(self._read_upto, self._end)
                 if subscriber.accepts is not None:
                     items = [i for i in items if subscriber.accepts(i.kind, i.data)]
                 if items:

@@ -17,16 +17,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from . import importers
 from .errors import Invalid, SessionNotFound
 from .feed import APPENDED, Feed
 from .index import search
 from .index.catalog import Catalog, CatalogWorker, FileEntry, decode_cursor, encode_cursor
 from .index.text import Query
+from .storage.blobs import BlobStore
 from .storage.commit import GroupCommitter
 from .storage.home import ULID_RE, Home, normalize_repo_root, project_slug
 from .storage.journal import Journal
-from .storage.jsonl import remove_leftover_temps
+from .storage.jsonl import parse, remove_leftover_temps
 from .storage.summary import SessionInfo
 from .storage.transcripts import (
     AppendRequest,
@@ -58,8 +61,10 @@ class Sessions:
         open_files: int = 256,
         sync_interval: float = 0.2,
         journal: Journal | None = None,
+        blob_threshold: int = 64 * 1024,
     ) -> None:
         self.home = home
+        self.blobs = BlobStore(home.root / "blobs", blob_threshold)
         self.catalog = CatalogWorker(home.index, home.session_path)
         self.store = TranscriptStore(
             home,
@@ -166,6 +171,8 @@ class Sessions:
         key: str | None = None,
         if_match: int | None = None,
     ) -> AppendResult:
+        if self.blobs.needed(events):  # large contents go to blobs first, synced
+            events = await asyncio.to_thread(self.blobs.extract, events)
         result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
         if self.feed is not None and self.feed.subscribers and not result.replayed:
             self.notify(session_id, result.first_seq, result.last_seq, events)
@@ -266,12 +273,34 @@ class Sessions:
 
     # -- reads -------------------------------------------------------------------
 
-    async def read(self, session_id: str) -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
-        parsed, info = await asyncio.to_thread(self.store.read, session_id)
-        return parsed.lines, parsed.raw, info
+    async def read(
+        self, session_id: str, *, inline: bool = True
+    ) -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
+        """The acknowledged lines (large contents put back unless ``inline`` is False),
+        the bytes of each, and the summary."""
+
+        def read() -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
+            parsed, info = self.store.read(session_id)
+            lines, raw = parsed.lines, parsed.raw
+            if inline:
+                lines, changed = self.blobs.inline(lines)
+                if changed:
+                    raw = [orjson.dumps(line) for line in lines]
+            return lines, raw, info
+
+        return await asyncio.to_thread(read)
 
     async def export(self, session_id: str) -> bytes:
-        return await asyncio.to_thread(self.store.export_bytes, session_id)
+        """The transcript as stored, with large contents put back in place."""
+
+        def export() -> bytes:
+            data = self.store.export_bytes(session_id)
+            if b'"content_ref"' not in data:
+                return data
+            lines, _changed = self.blobs.inline(parse(data).lines)
+            return b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+
+        return await asyncio.to_thread(export)
 
     async def listing(
         self,

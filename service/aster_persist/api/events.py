@@ -75,7 +75,15 @@ async def events(
     """The change feed: journal entries after `Last-Event-ID` (or `after`), then live,
     with `session.appended` notices; filtered by `scope`, `op` (`op=memory` matches every
     `memory.*`) and `repo_root`."""
-    start = last_event_id or after
+    return await open_feed(
+        request.app, last_event_id or after, scope=scope, op=op, repo_root=repo_root
+    )
+
+
+async def open_feed(
+    app: Any, start: str | None, *, scope: str | None, op: str | None, repo_root: str | None
+) -> EventSourceResponse:
+    """The change feed's response (the route, and the fast path, answer with this)."""
     if start is not None and not ULID_RE.match(start):
         raise Invalid("Last-Event-ID must be a journal entry id (a ULID)")
     if repo_root is not None:
@@ -92,8 +100,8 @@ async def events(
         return True
 
     filtered = scope is not None or op is not None
-    feed: Feed = request.app.state.feed
-    journal: Journal = request.app.state.journal
+    feed: Feed = app.state.feed
+    journal: Journal = app.state.journal
     # Subscribe before reading the journal: nothing can fall between the two.
     subscriber = feed.subscribe(accepts if filtered else None)
 
@@ -148,14 +156,16 @@ async def session_stream(
         lambda kind, item: kind == APPENDED and item["session_id"] == session_id
     )
 
+    def tail(offset: int) -> tuple[list[dict[str, Any]], int]:
+        lines, end = sessions.store.read_tail(session_id, offset)
+        return sessions.blobs.inline(lines)[0], end
+
     async def stream() -> AsyncIterator[bytes]:
         sent = start
         offset = 0
         while True:
             try:
-                lines, offset = await asyncio.to_thread(
-                    sessions.store.read_tail, session_id, offset
-                )
+                lines, offset = await asyncio.to_thread(tail, offset)
             except SessionNotFound:
                 return  # deleted while followed
             chunk = []

@@ -9,6 +9,8 @@ documented routes:
 - ``POST /v1/sessions/{id}/events``
 - ``POST /v1/memory/blocks``
 - ``GET /v1/memory/blocks/{name}``
+- ``GET /v1/events`` (the change feed: each follower's writes skip the framework's
+  per-message wrappers)
 
 It takes only the plain, well-formed form of each request. Anything else (an unknown
 query parameter, a body that does not validate, a markdown ``Accept``) is handed to the
@@ -117,6 +119,9 @@ ROUTES: list[tuple[str, re.Pattern[str], set[str], Handler]] = [
 ]
 
 
+_FEED_QUERY = {"after", "scope", "op", "repo_root"}
+
+
 class FastPath:
     def __init__(self, app: ASGIApp, owner: Any) -> None:
         self.app = app
@@ -126,6 +131,11 @@ class FastPath:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] == "GET" and scope["path"] == "/v1/events":
+            query = _query(scope["query_string"], _FEED_QUERY)
+            if query is not None:
+                await self._feed(scope, receive, send, query)
+                return
         for method, pattern, allowed, handler in ROUTES:
             match = pattern.match(scope["path"]) if scope["method"] == method else None
             if match is None:
@@ -136,6 +146,17 @@ class FastPath:
                 return
             break
         await self.app(scope, receive, send)
+
+    async def _feed(
+        self, scope: Scope, receive: Receive, send: Send, query: dict[str, str]
+    ) -> None:
+        """The change feed, streamed without the framework's per-message send wrappers
+        (every event of every follower would pass through each of them)."""
+        try:
+            response = await _feed_response(self.owner, scope, query)
+        except AsterError as exc:
+            response = problem_response(exc.problem(), exc.headers)
+        await response(scope, receive, send)
 
     async def _serve(
         self,
@@ -195,6 +216,24 @@ class FastPath:
         for name, value in extra:
             response.headers[name.decode()] = value.decode()
         await response(scope, receive, send)
+
+
+async def _feed_response(owner: Any, scope: Scope, query: dict[str, str]) -> Any:
+    from .events import open_feed
+
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+    response = await open_feed(
+        owner,
+        headers.get("last-event-id") or query.get("after"),
+        scope=query.get("scope"),
+        op=query.get("op"),
+        repo_root=query.get("repo_root"),
+    )
+    origin = headers.get("origin")
+    if origin is not None:  # the Guard has already checked it against the allowlist
+        response.headers["access-control-allow-origin"] = origin
+        response.headers["vary"] = "Origin"
+    return response
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -153,7 +153,7 @@ async def get_session(
 ) -> Response:
     """One session's summary and header. ETag is its last seq."""
     check_session_id(session_id)
-    lines, _raw, info = await _sessions(request).read(session_id)
+    lines, _raw, info = await _sessions(request).read(session_id, inline=False)
     tag = etag(info.last_seq)
     if if_none_match is not None and tag in [t.strip() for t in if_none_match.split(",")]:
         return Response(status_code=304, headers={"ETag": tag})
@@ -173,7 +173,7 @@ async def rename_session(request: Request, session_id: str, body: RenameIn) -> R
     check_session_id(session_id)
     sessions = _sessions(request)
     await sessions.rename(session_id, body.title)
-    _lines, _raw, info = await sessions.read(session_id)
+    _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
 
 
@@ -198,7 +198,7 @@ async def restore_session(request: Request, session_id: str) -> Response:
     check_session_id(session_id)
     sessions = _sessions(request)
     await sessions.restore(session_id)
-    _lines, _raw, info = await sessions.read(session_id)
+    _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(_summary(info))
 
 
@@ -349,14 +349,17 @@ async def read_events(
     limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
     type: Annotated[list[str] | None, Query()] = None,
     cursor: str | None = None,
+    inline: bool = True,
 ) -> Response:
-    """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`)."""
+    """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`).
+    A large content stored as a blob is put back in place unless `inline=false`, which
+    shows its reference (`content_ref`, `bytes`, `preview`)."""
     check_session_id(session_id)
     if cursor is not None:
         if not _SEQ.fullmatch(cursor):
             raise Invalid("cursor is not one this service handed out")
         after = int(cursor)
-    lines, raw, info = await _sessions(request).read(session_id)
+    lines, raw, info = await _sessions(request).read(session_id, inline=inline)
     picked: list[int] = []
     more = False
     for i, line in enumerate(lines):

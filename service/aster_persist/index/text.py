@@ -63,6 +63,8 @@ def content_text(content: Any) -> str:
     """The text of a message's content, whatever its shape (string or content parts)."""
     if isinstance(content, str):
         return content
+    if isinstance(content, dict):  # a large content kept in a blob: its preview
+        return str(content.get("preview") or "")
     if isinstance(content, list):
         texts = []
         for part in content:

@@ -50,7 +50,12 @@ def _files(paths: list[Path]) -> list[Path]:
 async def watch(
     memory: MemoryStore, sessions: Sessions, stop: asyncio.Event, ready: asyncio.Event
 ) -> None:
-    """Reconcile changed files until ``stop`` is set; ``ready`` is set once watching."""
+    """Reconcile changed files until ``stop`` is set; ``ready`` is set once watching.
+
+    Watching starts once the index has caught up (so start-up is not slowed by walking
+    the tree twice); memory edited in between is found by one comparison of every
+    memory file as soon as the watch is in place."""
+    await sessions.ready.wait()
     roots = [memory.root, sessions.home.sessions]
     for root in roots:
         root.mkdir(parents=True, exist_ok=True)
@@ -65,7 +70,10 @@ async def watch(
         rust_timeout=200,
     )
     async for changes in changes_seen:
-        ready.set()
+        if not ready.is_set():
+            ready.set()
+            notes = [p for p in memory.root.rglob("*.md") if ".archive" not in p.parts]
+            await sessions.committer.call(memory.reconcile, notes)
         if not changes:
             continue
         paths = _files([Path(path) for _, path in changes])

@@ -124,6 +124,36 @@ def _fts(call: Any) -> Any:
         raise
 
 
+def _conditions(query: Query) -> tuple[list[str], list[Any]]:
+    """The WHERE clauses of a query (the full-text match first) and their arguments."""
+    where: list[str] = []
+    args: list[Any] = []
+
+    def add(clause: str, *values: Any) -> None:
+        where.append(clause)
+        args.extend(values)
+
+    if query.match is not None:
+        add("doc_text MATCH ?", query.match)
+    if query.session is not None:
+        add("d.session = ?", query.session)
+    if query.repo is not None:
+        add("s.repo_root = ?", query.repo)
+    for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):
+        if values:
+            add(f"{column} IN ({', '.join('?' * len(values))})", *values)
+    if query.after is not None:
+        add("d.ts >= ?", query.after)
+    if query.before is not None:
+        add("d.ts < ?", query.before)
+    if query.periods:
+        add(
+            "(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")",
+            *(bound for period in query.periods for bound in period),
+        )
+    return where, args
+
+
 def search_docs(
     db: sqlite3.Connection,
     query: Query,
@@ -132,32 +162,7 @@ def search_docs(
     cursor: str | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Transcript hits, best first: session, seq, kind, role, snippet, score."""
-    where = []
-    args: list[Any] = []
-    if query.match is not None:
-        where.append("doc_text MATCH ?")
-        args.append(query.match)
-    if query.session is not None:
-        where.append("d.session = ?")
-        args.append(query.session)
-    if query.repo is not None:
-        where.append("s.repo_root = ?")
-        args.append(query.repo)
-    if query.kinds:
-        where.append(f"d.kind IN ({', '.join('?' * len(query.kinds))})")
-        args.extend(query.kinds)
-    if query.roles:
-        where.append(f"d.role IN ({', '.join('?' * len(query.roles))})")
-        args.extend(query.roles)
-    if query.after is not None:
-        where.append("d.ts >= ?")
-        args.append(query.after)
-    if query.before is not None:
-        where.append("d.ts < ?")
-        args.append(query.before)
-    if query.periods:
-        where.append("(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")")
-        args.extend(bound for period in query.periods for bound in period)
+    where, args = _conditions(query)
     after = _decode(cursor)
     if query.match is not None and not where[1:]:
         # Words alone: rank in the full-text table, then look up only the page's rows.

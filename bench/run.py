@@ -1,9 +1,12 @@
 """make bench: the daemon against baselines measured in the same run, printed as a table.
 
 Baselines: a no-op FastAPI POST endpoint on the same uvicorn settings (appends), a raw
-in-process append loop with one fdatasync per 100 lines (batches), and the same listing
-on a small store (listing). Load comes from wrk, which does not measure itself. Runs
-that are compared are interleaved, and an fsync probe is printed beside durable figures.
+in-process append loop with one fdatasync per 100 lines (batches), the same listing on a
+small store (listing), a bare read-and-parse loop over the same files (index rebuild,
+import), a single append (remember and recall) and the same appends without followers
+(the live feed). Load comes from wrk, which does not measure itself, or from raw
+sockets. Runs that are compared are interleaved, the index settles before each timed
+run, and an fsync probe is printed beside durable figures.
 """
 
 from __future__ import annotations

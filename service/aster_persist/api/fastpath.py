@@ -30,6 +30,7 @@ import orjson
 from pydantic import ValidationError
 
 from ..errors import AsterError, problem_body
+from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import BlockIn, recall_block, recalled, remember_block
 from .problems import problem_response
@@ -219,8 +220,6 @@ class FastPath:
 
 
 async def _feed_response(owner: Any, scope: Scope, query: dict[str, str]) -> Any:
-    from .events import open_feed
-
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
     response = await open_feed(
         owner,

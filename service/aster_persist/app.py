@@ -122,6 +122,7 @@ def create_app(
             asyncio.get_running_loop(),
             max_subscribers=settings.max_subscribers,
             queue_size=settings.subscriber_queue,
+            heartbeat=settings.heartbeat_seconds,
         )
         app.state.feed = store.feed = feed
         journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))

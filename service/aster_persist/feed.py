@@ -84,6 +84,7 @@ class Feed:
     loop: asyncio.AbstractEventLoop
     max_subscribers: int
     queue_size: int
+    heartbeat: float = 15.0  # seconds between comment lines on an idle stream
     subscribers: list[Subscriber] = field(default_factory=list)
     dropped: int = 0  # subscribers dropped for falling behind, since start
     closed: bool = False

@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     max_subscribers: int = Field(
         default=256, ge=1, description="Open event streams at once (503 past it)."
     )
+    heartbeat_seconds: float = Field(
+        default=15.0,
+        ge=0.1,
+        le=300,
+        description="Idle event streams get a comment line this often.",
+    )
     watch: bool = Field(
         default=True,
         description="Journal and index changes made to the data home by people and programs.",

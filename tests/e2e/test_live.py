@@ -189,7 +189,12 @@ def test_change_feed_filters_and_append_notices(daemon: Daemon) -> None:
 
 @pytest.fixture
 def small_daemon(home: Path) -> Iterator[Daemon]:
-    d = Daemon(home, env={"ASTER_MAX_SUBSCRIBERS": "3", "ASTER_SUBSCRIBER_QUEUE": "8"})
+    env = {
+        "ASTER_MAX_SUBSCRIBERS": "3",
+        "ASTER_SUBSCRIBER_QUEUE": "8",
+        "ASTER_HEARTBEAT_SECONDS": "0.3",
+    }
+    d = Daemon(home, env=env)
     d.start()
     yield d
     d.kill()
@@ -247,3 +252,18 @@ def test_shutdown_ends_open_streams_within_the_timeout(daemon: Daemon) -> None:
     for reader in readers:
         reader.join(5)
         assert not reader.is_alive() and reader.error is None  # ended, last chunk and all
+
+
+def test_idle_streams_get_heartbeats(small_daemon: Daemon) -> None:
+    with (
+        httpx.Client(timeout=httpx.Timeout(10, read=5)) as http,
+        http.stream("GET", f"{small_daemon.url}/v1/events") as response,
+    ):
+        started = time.monotonic()
+        beats = 0
+        for line in response.iter_lines():
+            if line.startswith(":"):
+                beats += 1
+                if beats == 3:
+                    break
+    assert 0.6 < time.monotonic() - started < 3  # three comment lines, about 0.3 s apart

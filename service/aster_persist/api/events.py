@@ -27,7 +27,6 @@ from .sessions import ERRORS
 
 router = APIRouter(prefix="/v1", tags=["live"])
 
-HEARTBEAT = 15.0  # seconds between comment lines on an idle stream
 SEND_TIMEOUT = 30.0  # a client that takes longer to accept one write is disconnected
 SHUTDOWN_GRACE = 2.0  # seconds a stream has to finish cleanly when the server stops
 STREAM: dict[int | str, dict[str, Any]] = {
@@ -56,7 +55,7 @@ def _respond(
 
     return EventSourceResponse(
         ended(),
-        ping=HEARTBEAT,
+        ping=feed.heartbeat,
         send_timeout=SEND_TIMEOUT,
         shutdown_event=shutdown,
         shutdown_grace_period=SHUTDOWN_GRACE,

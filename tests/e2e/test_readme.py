@@ -37,3 +37,20 @@ def test_readme_curl_examples(daemon: Daemon) -> None:
     assert (hits["items"][0]["session_id"], hits["items"][0]["seq"]) == (sid, 4)
     exported = httpx.get(f"{daemon.url}/v1/sessions/{sid}/export").content
     assert orjson.loads(exported.splitlines()[2])["idempotency_key"] == "turn-1"
+
+
+def test_readme_settings_table_matches_the_settings() -> None:
+    """Every setting is in the README's table with its default, and nothing else is."""
+    from aster_persist.settings import Settings
+
+    rows = dict(re.findall(r"^\| `ASTER_([A-Z_]+)` \| ([^|]+) \|", README.read_text(), re.M))
+    fields = Settings.model_fields
+    assert set(rows) == {name.upper() for name in fields}
+    for name, field in fields.items():
+        default = field.default
+        if default is None or not isinstance(default, (bool, int, float, str)):
+            continue  # documented in words (derived, or empty)
+        shown = str(default).lower() if isinstance(default, bool) else str(default)
+        if isinstance(default, float) and default.is_integer():
+            shown = str(int(default))
+        assert rows[name.upper()].strip() == f"`{shown}`", name

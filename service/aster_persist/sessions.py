@@ -175,10 +175,11 @@ class Sessions:
             events = await asyncio.to_thread(self.blobs.extract, events)
         result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
         if self.feed is not None and self.feed.subscribers and not result.replayed:
-            self.notify(session_id, result.first_seq, result.last_seq, events)
+            kinds = sorted({str(e.get("type")) for e in events})
+            self.notify(session_id, result.first_seq, result.last_seq, kinds)
         return result
 
-    def notify(self, session_id: str, first: int, last: int, events: list[dict[str, Any]]) -> None:
+    def notify(self, session_id: str, first: int, last: int, kinds: list[str]) -> None:
         """Tell the change feed that a session's events ``first``..``last`` are durable."""
         if self.feed is None:
             return
@@ -191,7 +192,7 @@ class Sessions:
                 "scope": f"project:{slug}",
                 "first_seq": first,
                 "last_seq": last,
-                "kinds": sorted({str(e.get("type")) for e in events}),
+                "kinds": kinds,
             },
         )
 
@@ -435,17 +436,7 @@ class Sessions:
                 continue
             before, info, kinds = taken
             first = before.last_seq + 1 if before is not None else 1
-            if self.feed is not None:
-                self.feed.publish(
-                    APPENDED,
-                    {
-                        "session_id": sid,
-                        "scope": f"project:{slug}",
-                        "first_seq": first,
-                        "last_seq": info.last_seq,
-                        "kinds": kinds,
-                    },
-                )
+            self.notify(sid, first, info.last_seq, kinds)
             await self._record(
                 "session.appended",
                 sid,

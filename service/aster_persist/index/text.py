@@ -139,7 +139,6 @@ class Query:
     after: str | None = None
     before: str | None = None
     periods: list[tuple[str, str]] = field(default_factory=list)  # [start, end) of days
-    terms: list[str] = field(default_factory=list)  # the words, for highlighting elsewhere
 
 
 def _quote(words: list[str]) -> str:
@@ -171,7 +170,6 @@ def parse_query(text: str) -> Query:
             words = _WORD.findall(m.group("phrase"))
             if words:
                 parts.append(_quote(words))
-                query.terms.extend(words)
         elif m.group("paren"):
             parts.append(m.group("paren"))
         elif m.group("filter"):
@@ -189,7 +187,6 @@ def parse_query(text: str) -> Query:
             term = _term(word.rstrip("*"), prefix)
             if term is not None:
                 parts.append(term)
-                query.terms.extend(_WORD.findall(word))
     query.match = _combine(parts)
     return query
 

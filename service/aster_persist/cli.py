@@ -1,4 +1,6 @@
-"""The command line: ``aster-persist serve`` runs the daemon; more commands come as clients."""
+"""The command line: ``serve`` runs the daemon; ``reindex`` and ``doctor`` work on a home
+with the daemon stopped; every other command is a client of the running daemon
+(`commands.py`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import orjson
 import typer
 from pydantic import ValidationError
 
+from .commands import journal_command, memory_app, search_command, sessions_app, table
 from .errors import HomeUnavailable
 from .settings import Settings
 
@@ -149,150 +152,78 @@ def reindex(
     )
 
 
-sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(memory_app, name="memory")
+app.command("journal")(journal_command)
+app.command("search")(search_command)
 
 
-def transcript_files(paths: list[Path]) -> list[Path]:
-    """The files named, and every .jsonl and .json file under the folders named."""
-    out: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            out += sorted(
-                p for p in path.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file()
-            )
-        else:
-            out.append(path)
-    return out
-
-
-@sessions_app.command("import")
-def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files, or folders to search for them.")],
-    format: Annotated[
-        str, typer.Option(help="auto, native, claude-code, codex or openai-chat.")
-    ] = "auto",
-    repo_root: Annotated[
-        str | None, typer.Option(help="The project, when a file does not say.")
-    ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="The results as JSON.")] = False,
-    url: Annotated[str | None, typer.Option(help="The daemon (ASTER_URL).")] = None,
-) -> None:
-    """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
-    tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
-    from rich.console import Console
-    from rich.progress import Progress
-    from rich.table import Table
-
-    from . import client
-
-    files = transcript_files(paths)
-    if not files:
-        raise _fail("no .jsonl or .json files found there")
-    results: list[dict[str, Any]] = []
-    with client.connect(url) as http, Progress(transient=True, disable=json_out) as bar:
-        task = bar.add_task("importing", total=len(files))
-        for path in files:
-            row: dict[str, Any] = {"file": str(path)}
-            try:
-                done = client.import_file(
-                    http, path.read_bytes(), format=format, repo_root=repo_root
-                )
-                row |= {
-                    "format": done["format"],
-                    "imported": done["imported"],
-                    "already_imported": done["already_imported"],
-                    "sessions": [s["id"] for s in done["sessions"]],
-                }
-            except client.DaemonUnavailable as exc:
-                raise _fail(str(exc)) from None
-            except (client.ServiceError, OSError) as exc:
-                row["failed"] = str(exc)
-            results.append(row)
-            bar.advance(task)
-    failed = [r for r in results if "failed" in r]
-    if json_out:
-        typer.echo(orjson.dumps({"files": results}).decode())
-    else:
-        table = Table("file", "format", "imported", "already here", "failed")
-        for r in results:
-            table.add_row(
-                r["file"],
-                r.get("format", "-"),
-                str(r.get("imported", 0)),
-                str(r.get("already_imported", 0)),
-                r.get("failed", ""),
-            )
-        console = Console()
-        console.print(table)
-        console.print(
-            f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
-            f"{sum(r.get('already_imported', 0) for r in results)} already here, "
-            f"{len(failed)} files failed"
-        )
-    if failed:
-        raise typer.Exit(1)
-
-
-def describe(entry: dict[str, Any]) -> str:
-    """One journal entry as a line for people."""
-    what = entry.get("name") or entry.get("session") or ""
-    detail = entry.get("detail") or {}
-    extra = ""
-    if "first_seq" in detail:
-        extra = f" seq {detail['first_seq']}-{detail['last_seq']}"
-    elif "title" in detail:
-        extra = f" {detail['title']!r}"
-    return f"{entry['ts']}  {entry['op']:<17} {entry['scope']}  {what}{extra}  ({entry['actor']})"
-
-
-@app.command("journal")
-def journal_command(
-    follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing changes as they happen.")
+@app.command()
+def doctor(
+    repair: Annotated[
+        bool, typer.Option(help="Quarantine what is broken (moved aside, never deleted).")
     ] = False,
-    json_lines: Annotated[bool, typer.Option("--json", help="One JSON entry per line.")] = False,
-    after: Annotated[str | None, typer.Option(help="Start after this entry id.")] = None,
-    op: Annotated[
-        str | None, typer.Option(help="Only this op (`memory` for every memory.*).")
-    ] = None,
-    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
-    url: Annotated[str | None, typer.Option(help="The daemon (ASTER_URL).")] = None,
+    home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="The findings as JSON.")] = False,
 ) -> None:
-    """Print the journal; with --follow, the live change feed (resuming by itself after
-    the daemon restarts). Without --follow and --after, every entry from the first."""
-    from . import client
+    """Check the whole data home with the daemon stopped: torn tails, damaged lines,
+    leftover temporary files, blob references with no blob, an index that disagrees with
+    the files. Exits 0 when all is well (or all was repaired), 1 when something is left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
-    def emit(entry: dict[str, Any]) -> None:
-        line = orjson.dumps(entry).decode() if json_lines else describe(entry)
-        typer.echo(line)
+    from .doctor import Doctor
+    from .storage.home import Home
 
-    with client.connect(url) as http:
-        try:
-            last = after
-            if not follow or after is not None:
-                for entry in client.journal(http, after=after, op=op, scope=scope):
-                    emit(entry)
-                    last = entry["id"]
-            elif follow:
-                # from now on: the newest entry is where the feed starts
-                last = _newest(http)
-            if follow:
-                for entry in client.follow(http, after=last, op=op, scope=scope):
-                    emit(entry)
-        except client.ServiceError as exc:
-            raise _fail(str(exc)) from None
-        except KeyboardInterrupt:
-            raise typer.Exit(0) from None
-
-
-def _newest(http: Any) -> str | None:
-    from . import client
-
-    newest = None
-    for entry in client.journal(http):
-        newest = entry["id"]
-    return newest
+    settings = load_settings(home=home)
+    try:
+        opened = Home.open(settings.home)
+    except HomeUnavailable as exc:
+        raise _fail(f"{exc} (doctor works on a home no daemon is using)", 3) from None
+    try:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            transient=True,
+            disable=json_out,
+        ) as bar:
+            task = bar.add_task("checking sessions", total=None)
+            findings = Doctor(opened, repair=repair).run(
+                lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    finally:
+        opened.close()
+    left = [f for f in findings if not f.repaired]
+    if json_out:
+        sys.stdout.write(
+            orjson.dumps(
+                {"home": str(opened.root), "findings": [f.public() for f in findings]}
+            ).decode()
+            + "\n"
+        )
+    elif not findings:
+        typer.echo(f"{opened.root}: all well")
+    else:
+        table(
+            "problem",
+            "file",
+            "detail",
+            "repair",
+            rows=[
+                [
+                    f.kind,
+                    f.path,
+                    f.detail,
+                    (f"moved to {f.moved_to}" if f.moved_to else "done")
+                    if f.repaired
+                    else ("run with --repair" if f.repairable else "cannot be repaired"),
+                ]
+                for f in findings
+            ],
+        )
+        typer.echo(f"{len(findings)} problems found, {len(findings) - len(left)} repaired")
+    if left:
+        raise typer.Exit(1)
 
 
 @app.command()

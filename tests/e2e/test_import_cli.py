@@ -43,4 +43,4 @@ def test_import_says_when_the_daemon_is_not_running(tmp_path: Path) -> None:
     from ..conftest import free_port
 
     done = run(str(FIXTURES / "codex"), "--url", f"http://127.0.0.1:{free_port()}")
-    assert done.returncode == 1 and "not running" in done.stderr
+    assert done.returncode == 3 and "not running" in done.stderr

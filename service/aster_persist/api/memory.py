@@ -90,6 +90,54 @@ class BlockRead(Block):
     body: str
 
 
+class SavedBlock(Block):
+    merged: bool = Field(description="True when the content matched a block already kept.")
+
+
+class Core(BaseModel):
+    scope: str
+    content: str
+    etag: str
+
+
+class CoreWritten(BaseModel):
+    scope: str
+    etag: str
+    bytes: int | None = None
+
+
+class Note(CoreWritten):
+    duplicate: bool = Field(default=False, description="True when the note was already there.")
+
+
+class PruneItem(BaseModel):
+    name: str
+    reason: str
+
+
+class MemoryPruneOut(BaseModel):
+    scope: str
+    dry_run: bool
+    archived: list[PruneItem]
+    protected: list[PruneItem]
+
+
+class ToolList(BaseModel):
+    tools: list[dict[str, Any]]
+
+
+class Reverted(BaseModel):
+    """A memory revert answers with its own journal entry; a session revert with the
+    entry it undid (`reverted`) and the session."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    op: str | None = None
+    reverted: str | None = None
+    session: str | None = None
+
+
 def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
     return request.app.state.memory, request.app.state.sessions.committer
 
@@ -112,7 +160,7 @@ def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]
     return out
 
 
-@router.get("/memory/core", operation_id="memory-core-get", responses=ERRORS)
+@router.get("/memory/core", operation_id="memory-core-get", response_model=Core, responses=ERRORS)
 async def get_core(
     request: Request,
     repo_root: str | None = None,
@@ -129,7 +177,9 @@ async def get_core(
     return json_response({"scope": scope, "content": text, "etag": etag}, headers={"ETag": etag})
 
 
-@router.put("/memory/core", operation_id="memory-core-put", responses=ERRORS)
+@router.put(
+    "/memory/core", operation_id="memory-core-put", response_model=CoreWritten, responses=ERRORS
+)
 async def put_core(
     request: Request,
     repo_root: str | None = None,
@@ -144,7 +194,11 @@ async def put_core(
 
 
 @router.post(
-    "/memory/core/notes", operation_id="memory-core-note", status_code=201, responses=ERRORS
+    "/memory/core/notes",
+    operation_id="memory-core-note",
+    status_code=201,
+    response_model=Note,
+    responses=ERRORS,
 )
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
@@ -220,14 +274,24 @@ async def remember_block(
 
 
 @router.post(
-    "/memory/blocks", operation_id="memory-blocks-create", status_code=201, responses=ERRORS
+    "/memory/blocks",
+    operation_id="memory-blocks-create",
+    status_code=201,
+    response_model=SavedBlock,
+    responses=ERRORS,
 )
 async def create_block(request: Request, body: BlockIn, repo_root: str | None = None) -> Response:
     """Remember a named block. The same content (normalized) returns the existing block."""
     return await _remember(request, body, repo_root)
 
 
-@router.post("/memory/remember", operation_id="memory-remember", status_code=201, responses=ERRORS)
+@router.post(
+    "/memory/remember",
+    operation_id="memory-remember",
+    status_code=201,
+    response_model=SavedBlock | Note,
+    responses=ERRORS,
+)
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
     if body.title is None:
@@ -294,7 +358,12 @@ def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
     return _block(block) | {"content": text, "body": frontmatter.body_of(text)}
 
 
-@router.put("/memory/blocks/{name}", operation_id="memory-blocks-put", responses=ERRORS)
+@router.put(
+    "/memory/blocks/{name}",
+    operation_id="memory-blocks-put",
+    response_model=SavedBlock,
+    responses=ERRORS,
+)
 async def put_block(
     request: Request,
     name: str,
@@ -435,7 +504,7 @@ class ToolResult(BaseModel):
     content: str
 
 
-@router.get("/memory/tools", operation_id="memory-tools", tags=["tools"])
+@router.get("/memory/tools", operation_id="memory-tools", response_model=ToolList, tags=["tools"])
 async def tools() -> Response:
     """`remember`, `recall` and `forget` as OpenAI function-calling tool definitions."""
     return json_response({"tools": TOOLS})
@@ -469,7 +538,11 @@ class ProcedureIn(BaseModel):
 
 
 @router.post(
-    "/memory/procedures", operation_id="memory-procedures", status_code=201, responses=ERRORS
+    "/memory/procedures",
+    operation_id="memory-procedures",
+    status_code=201,
+    response_model=SavedBlock,
+    responses=ERRORS,
 )
 async def procedure(request: Request, body: ProcedureIn, repo_root: str | None = None) -> Response:
     """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
@@ -510,7 +583,9 @@ class MemoryPruneIn(BaseModel):
     dry_run: bool = True
 
 
-@router.post("/memory/prune", operation_id="memory-prune", responses=ERRORS)
+@router.post(
+    "/memory/prune", operation_id="memory-prune", response_model=MemoryPruneOut, responses=ERRORS
+)
 async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = None) -> Response:
     """Archive stale, low-importance blocks (dry run by default). Pinned blocks, blocks
     recalled 3 times or more, and blocks with relations are never touched."""
@@ -527,7 +602,11 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
 
 
 @router.post(
-    "/journal/{entry_id}/revert", operation_id="journal-revert", tags=["journal"], responses=ERRORS
+    "/journal/{entry_id}/revert",
+    operation_id="journal-revert",
+    response_model=Reverted,
+    tags=["journal"],
+    responses=ERRORS,
 )
 async def revert(request: Request, entry_id: str) -> Response:
     """Undo one journaled change. A memory file goes back to its previous bytes; a deleted

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from ..errors import Invalid, InvalidEvent
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
-from ..storage.events import validate_events, validate_events_json
+from ..storage.events import SessionHeader, validate_events, validate_events_json
 from ..storage.home import check_session_id
 from ..storage.transcripts import AppendResult
 from .models import (
@@ -84,7 +84,7 @@ def _summary(info: Any) -> dict[str, Any]:
     "/sessions",
     status_code=201,
     operation_id="sessions-create",
-    response_model=dict[str, Any],
+    response_model=SessionHeader,
     responses=ERRORS,
 )
 async def create_session(request: Request, body: SessionIn) -> Response:

@@ -63,11 +63,13 @@ def daemon(url: str | None) -> Iterator[api.Client]:
 
 def emit_json(value: Any) -> None:
     """One JSON document on stdout (models as the API sends them)."""
+    sys.stdout.write(orjson.dumps(value, default=_plain).decode() + "\n")
+
+
+def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    elif isinstance(value, list):
-        value = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+        return value.model_dump(mode="json")
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
 def table(*columns: str, rows: list[list[Any]]) -> None:

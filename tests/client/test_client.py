@@ -1,0 +1,372 @@
+"""The Python client against a real daemon: the API tests' scenarios, sync and async.
+
+Each scenario is written once; ``call`` awaits what the async client returns and passes
+the sync client's results through, so both clients run the very same steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from aster_persist.api.journal import JournalEntry
+from aster_persist.client import (
+    ApiError,
+    AsyncClient,
+    Client,
+    Conflict,
+    DaemonUnavailable,
+    Invalid,
+    NotFound,
+    PreconditionFailed,
+)
+
+from ..conftest import Daemon, assistant, call, free_port, tool, user
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+T = TypeVar("T")
+AnyClient = Client | AsyncClient
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    daemon = Daemon(tmp_path_factory.mktemp("client") / "home").start()
+    yield daemon
+    daemon.kill()
+
+
+@pytest.fixture(params=["sync", "async"])
+async def aster(request: pytest.FixtureRequest, server: Daemon) -> AsyncIterator[AnyClient]:
+    if request.param == "sync":
+        with Client(server.url) as sync:
+            yield sync
+    else:
+        async with AsyncClient(server.url) as asynchronous:
+            yield asynchronous
+
+
+async def run(value: T | Awaitable[T]) -> T:
+    """A sync client's result as it is; an async client's, awaited."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def refused(kind: type[ApiError], step: Callable[[], Any]) -> ApiError:
+    with pytest.raises(kind) as caught:
+        await run(step())
+    return caught.value
+
+
+def repo(request: pytest.FixtureRequest) -> str:
+    """A project of the test's own, so tests sharing the daemon never see each other."""
+    return f"/srv/{request.node.name.replace('[', '-').rstrip(']')}"
+
+
+async def test_a_session_from_creation_to_restore(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    root = repo(request)
+    header = await run(aster.create_session(root, title="Fix the build", model="m-1"))
+    sid = header.id
+    assert header.repo_root == root and header.model == "m-1"
+
+    one = await run(aster.append(sid, user("why does the build fail?")))
+    assert (one.first_seq, one.last_seq, one.count) == (1, 1, 1)
+    batch = await run(
+        aster.append(
+            sid,
+            [
+                assistant(calls=[call("c1", "run", '{"cmd": "make"}')]),
+                tool("c1", "error: missing header"),
+                assistant("The header is missing."),
+            ],
+        )
+    )
+    assert (batch.first_seq, batch.last_seq) == (2, 4)
+
+    detail = await run(aster.get_session(sid))
+    assert detail.events == 4 and detail.title == "Fix the build" and detail.state == "ok"
+    page = await run(aster.events(sid, after=1, limit=2))
+    assert [e["seq"] for e in page.events] == [2, 3] and page.next_cursor == "3"
+    tools_only = await run(aster.events(sid, type=["message"], limit=10))
+    assert len(tools_only.events) == 4
+    history = await run(aster.messages(sid))
+    assert [m["content"] for m in history.messages] == [
+        "why does the build fail?",
+        "The header is missing.",
+    ]
+    context = await run(aster.messages(sid, view="context"))
+    assert [m["role"] for m in context.messages] == ["user", "assistant", "tool", "assistant"]
+    assert context.messages[1]["tool_calls"][0]["function"]["name"] == "run"
+
+    renamed = await run(aster.rename_session(sid, "Missing header"))
+    assert renamed.title == "Missing header"
+    listed = await run(aster.list_sessions(root))
+    assert [s.id for s in listed.items] == [sid]
+    assert (await run(aster.latest_session(root))).id == sid
+    projects = await run(aster.projects())
+    assert any(p.repo_root == root and p.sessions == 1 for p in projects.items)
+
+    exported = await run(aster.export(sid))
+    assert exported.count(b"\n") == 6 and b"missing header" in exported  # + the title event
+    chat = await run(aster.export_openai(sid))
+    assert chat[0] == {"role": "user", "content": "why does the build fail?"}
+
+    await run(aster.delete_session(sid))
+    gone = await refused(NotFound, lambda: aster.get_session(sid))
+    assert gone.status == 404 and gone.code == "session_not_found" and sid in gone.detail
+    assert (await run(aster.restore_session(sid))).id == sid
+    assert (await run(aster.get_session(sid))).events == 5  # four turns and the title
+
+
+async def test_retries_guards_and_refusals_are_typed(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    sid = (await run(aster.create_session(repo(request)))).id
+    first = await run(aster.append(sid, user("once"), idempotency_key="k-1"))
+    again = await run(aster.append(sid, user("once"), idempotency_key="k-1"))
+    assert again == first
+    assert (await run(aster.get_session(sid))).events == 1
+
+    stale = await refused(PreconditionFailed, lambda: aster.append(sid, user("x"), if_match='"0"'))
+    assert stale.status == 412
+    assert (await run(aster.append(sid, user("next"), if_match='"1"'))).first_seq == 2
+
+    bad = await refused(Invalid, lambda: aster.append(sid, {"type": "message", "role": "robot"}))
+    assert bad.status == 422 and bad.errors and "role" in str(bad.errors)
+    assert (await run(aster.get_session(sid))).events == 2  # nothing written
+
+    await refused(Invalid, lambda: aster.get_session("not-a-session-id"))
+    missing = await refused(NotFound, lambda: aster.events("01J0000000000000000000ABCD"))
+    assert missing.code == "session_not_found"
+    await refused(Conflict, lambda: aster.create_session(repo(request), id=sid))
+
+
+async def test_memory_from_remember_to_revert(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    root = repo(request)
+    saved = await run(
+        aster.remember(
+            "Run the tests with make test.", root, name="testing", tags=["ci"], importance=0.6
+        )
+    )
+    assert (saved.name, saved.merged, saved.tags) == ("testing", False, ["ci"])
+    merged = await run(aster.remember("run the tests  with make test.", root, name="other"))
+    assert merged.merged and merged.name == "testing"
+    taken = await refused(Conflict, lambda: aster.remember("Something else.", root, name="testing"))
+    assert "testing" in taken.detail
+
+    read = await run(aster.recall("testing", root))
+    assert read.body == "Run the tests with make test.\n" and "name: testing" in read.content
+    await refused(
+        PreconditionFailed,
+        lambda: aster.put_block(
+            "testing", "---\ndescription: x\n---\nNew.\n", root, if_match='"0"'
+        ),
+    )
+    replaced = await run(
+        aster.put_block(
+            "testing", "---\ndescription: how\n---\nUse make test.\n", root, if_match=read.etag
+        )
+    )
+    assert replaced.description == "how" and replaced.etag != read.etag
+    patched = await run(aster.patch_block("testing", root, pinned=True, tags=["ci", "make"]))
+    assert patched.pinned and patched.tags == ["ci", "make"]
+    assert [b.name for b in (await run(aster.blocks(root, tag="make"))).items] == ["testing"]
+    assert [b.name for b in (await run(aster.recent(root, n=5))).items] == ["testing"]
+
+    assert (await run(aster.archive("testing", root))).archived
+    assert (await run(aster.blocks(root))).items == []
+    assert not (await run(aster.restore("testing", root))).archived
+
+    await run(aster.forget("testing", root))
+    await refused(NotFound, lambda: aster.recall("testing", root))
+    entries = [
+        e
+        for e in (await run(aster.journal_page(op="memory.delete", limit=500))).items
+        if e.name == "testing" and e.scope != "global"
+    ]
+    reverted = await run(aster.revert(entries[-1].id))
+    assert reverted.op == "memory.revert"
+    assert (await run(aster.recall("testing", root, track=False))).body == "Use make test.\n"
+
+    secret = await refused(
+        Invalid,
+        lambda: aster.remember("token ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a", root),
+    )
+    assert secret.code == "secret_detected" and "16C7e42F" not in str(secret.problem)
+
+
+async def test_core_memory_context_search_and_tools(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    root = repo(request)
+    core = await run(aster.core(root))
+    written = await run(aster.put_core("# Project\n- Uses uv.\n", root, if_match=core.etag))
+    await refused(PreconditionFailed, lambda: aster.put_core("# Lost\n", root, if_match=core.etag))
+    note = await run(aster.add_note("Deploys on Fridays are frozen.", root))
+    assert not note.duplicate and note.etag != written.etag
+    assert (await run(aster.add_note("deploys on fridays are frozen.", root))).duplicate
+    await run(aster.remember("Postgres runs on port 5433 here.", root, name="database"))
+    done = await run(
+        aster.remember_procedure("success", "release", root, tools=["make"], result="tagged")
+    )
+    assert done.type == "procedural"
+
+    context = await run(aster.context(root, query="postgres port"))
+    assert "Uses uv." in context.content and "database" in context.content
+    assert context.order == "relevance"
+    hits = await run(aster.search_memory("postgres", root))
+    assert hits.items[0].name == "database" and hits.items[0].highlights
+
+    tools = await run(aster.tools())
+    assert {t["function"]["name"] for t in tools.tools} >= {"remember", "recall", "forget"}
+    result = await run(aster.call_tool("recall", {"name": "database"}, repo_root=root))
+    assert "5433" in result.content
+
+    pruned = await run(aster.prune_memory(root, max_age_days=0, max_importance=1))
+    assert pruned.dry_run and {i.name for i in pruned.archived} >= {"database"}
+    assert (await run(aster.recall("database", root, track=False))).archived is False
+
+
+async def test_search_import_and_ops(aster: AnyClient, request: pytest.FixtureRequest) -> None:
+    root = repo(request)
+    sid = (await run(aster.create_session(root))).id
+    await run(aster.append(sid, user("the flaky websocket test times out")))
+    page = await run(aster.search("websocket timeouts", repo_root=root))
+    assert page.items[0].session_id == sid and page.items[0].seq == 1
+    assert page.items[0].highlights
+    both = await run(aster.search("websocket", kind="all", session_id=sid, limit=5))
+    assert {h.session_id for h in both.items} == {sid}
+    syntax = await refused(Invalid, lambda: aster.search('"unclosed phrase'))
+    assert syntax.status == 422
+
+    data = (FIXTURES / "openai-chat" / "tau-bench" / "gpt-4o-airline.json").read_bytes()
+    first = await run(aster.import_file(data, repo_root=root))  # (or by the other client)
+    assert first.format == "openai-chat" and len(first.sessions) == 200
+    second = await run(aster.import_file(data, repo_root=root))
+    assert second.imported == 0 and second.already_imported == 200
+    await refused(Invalid, lambda: aster.import_file(b"not a transcript", format="codex"))
+
+    assert (await run(aster.health())).status == "ok"
+    assert (await run(aster.ready())).status == "ready"
+    assert (await run(aster.info()))["version"]
+    assert "aster_appends_total" in await run(aster.metrics())
+    await run(aster.create_session(root))
+    listing = await run(aster.list_sessions(root, limit=1))
+    assert len(listing.items) == 1 and listing.next_cursor
+
+
+async def test_follow_replays_then_streams_live(
+    aster: AnyClient, server: Daemon, request: pytest.FixtureRequest
+) -> None:
+    root = repo(request)
+    start = (await run(aster.journal_page(limit=1000))).items
+    after = start[-1].id if start else None
+    await run(aster.remember("First fact.", root, name="first"))
+
+    def later() -> None:  # a change made by someone else once the feed is open
+        with httpx.Client() as other:
+            other.post(
+                f"{server.url}/v1/memory/blocks",
+                params={"repo_root": root},
+                json={"name": "second", "content": "Second fact."},
+            )
+
+    seen: list[JournalEntry] = []
+    timer = threading.Timer(0.5, later)
+    timer.start()
+    if isinstance(aster, Client):
+        for item in aster.follow(after=after, op="memory"):
+            assert isinstance(item, JournalEntry)
+            seen.append(item)
+            if item.name == "second":
+                break
+    else:
+        feed = aster.follow(after=after, op="memory")
+        try:
+            async for item in feed:
+                assert isinstance(item, JournalEntry)
+                seen.append(item)
+                if item.name == "second":
+                    break
+        finally:
+            await feed.aclose()
+    timer.join()
+    names = [e.name for e in seen if e.scope != "global"]
+    assert names[-2:] == ["first", "second"]
+
+
+async def test_follow_session_tails_a_transcript(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    sid = (await run(aster.create_session(repo(request)))).id
+    await run(aster.append(sid, [user("one"), assistant("two")]))
+    events: list[dict[str, Any]] = []
+    if isinstance(aster, Client):
+        for event in aster.follow_session(sid, after=1):
+            events.append(event)
+            break
+    else:
+        feed = aster.follow_session(sid, after=1)
+        events.append(await feed.__anext__())
+        await feed.aclose()
+    assert events[0]["seq"] == 2 and events[0]["content"] == "two"
+
+
+async def test_an_absent_daemon_is_its_own_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with Client(url) as sync, pytest.raises(DaemonUnavailable, match="not running"):
+        sync.health()
+    async with AsyncClient(url) as asynchronous:
+        with pytest.raises(DaemonUnavailable, match="not running"):
+            await asynchronous.list_sessions()
+
+
+def test_the_token_comes_from_the_environment_or_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "secured"
+    daemon = Daemon(home, env={"ASTER_AUTH": "token"}).start(wait=False)
+    try:
+        for _ in range(200):  # up when /healthz (open to all) answers
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(daemon.url + "/healthz", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        monkeypatch.delenv("ASTER_TOKEN", raising=False)
+        monkeypatch.setenv("ASTER_HOME", str(home))
+        with Client(daemon.url) as aster:  # the home's token file
+            assert aster.list_sessions().items == []
+        with Client(daemon.url, token="wrong") as aster:
+            with pytest.raises(ApiError) as caught:
+                aster.list_sessions()
+            assert caught.value.status == 401
+        monkeypatch.setenv("ASTER_TOKEN", (home / "token").read_text().strip())
+        monkeypatch.setenv("ASTER_HOME", str(tmp_path / "elsewhere"))
+        assert asyncio.run(_list(daemon.url)) == 0
+    finally:
+        daemon.kill()
+
+
+async def _list(url: str) -> int:
+    async with AsyncClient(url) as aster:
+        return len((await aster.list_sessions()).items)

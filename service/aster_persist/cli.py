@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from pydantic import ValidationError
 
+from . import settings as settings_module
 from .commands import journal_command, memory_app, search_command, sessions_app, table
 from .errors import HomeUnavailable
 from .settings import Settings
@@ -31,20 +31,25 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, with command-line flags taking precedence."""
+    """Settings from flags, the environment and ``<home>/config.toml``; exit 2 if bad."""
     try:
-        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
-        settings.check()
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        name = "ASTER_" + str(err["loc"][0]).upper() if err.get("loc") else "a setting"
-        raise _fail(f"invalid setting {name}={err.get('input')!r}: {err['msg']}", 2) from None
+        return settings_module.load_settings(**overrides)
     except ValueError as exc:
         raise _fail(str(exc), 2) from None
-    return settings
 
 
-@app.command()
+def settings_help() -> str:
+    """Every setting with its default, for ``serve --help``."""
+    lines = ["Settings (environment, or <home>/config.toml with the same names):", ""]
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = str(default).lower() if isinstance(default, bool) else default
+        shown = "-" if shown in (None, []) else shown
+        lines.append(f"ASTER_{name.upper()} (default: {shown}): {field.description}")
+    return "\n\n".join(lines)
+
+
+@app.command(epilog=settings_help())
 def serve(
     host: Annotated[str | None, typer.Option(help="Address to bind (ASTER_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (ASTER_PORT).")] = None,

@@ -1,19 +1,23 @@
 """Every ASTER_* setting, validated once at start.
 
-Settings come from the environment (``ASTER_HOME``, ``ASTER_PORT``…). Lists accept a
-comma-separated value or a JSON array. A bad value stops the daemon with a message that
-names the setting and the value.
+Settings come from command-line flags, then the environment (``ASTER_HOME``,
+``ASTER_PORT``…), then ``<home>/config.toml`` (the same names, with or without the
+``ASTER_`` prefix, in any case: ``port = 4630``), then the defaults. Lists accept a
+comma-separated value or a JSON array (a TOML array in the file). A bad value, or a key
+the file should not have, stops the daemon with a message that names it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+CONFIG_FILE = "config.toml"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4627
 
@@ -155,3 +159,59 @@ class Settings(BaseSettings):
         if self.host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
             names.append(self.host)
         return [f"http://{name}:{self.port}" for name in names]
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used; the message names it, its value and its source."""
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Flags (``overrides``), then the environment, then ``<home>/config.toml``."""
+    from .storage.home import resolve_home
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    first = _validated(given, {})
+    path = resolve_home(first.home) / CONFIG_FILE
+    from_file = read_config(path)
+    if not from_file:
+        first.check()
+        return first
+    explicit = {name: getattr(first, name) for name in first.model_fields_set}
+    settings = _validated({**from_file, **explicit}, from_file, path)
+    settings.check()
+    return settings
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The settings in a config file, by field name; nothing when there is no file."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SettingsError(f"{path} cannot be read: {exc}") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.lower().removeprefix("aster_")
+        if name not in Settings.model_fields:
+            raise SettingsError(f"{path}: unknown setting {key!r}")
+        if name == "home":
+            raise SettingsError(f"{path}: home cannot be set in the home's own config file")
+        out[name] = value
+    return out
+
+
+def _validated(
+    values: dict[str, Any], from_file: dict[str, Any], path: Path | None = None
+) -> Settings:
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err.get("loc") else ""
+        where = f" in {path}" if path is not None and name in from_file else ""
+        label = f"ASTER_{name.upper()}" if name else "a setting"
+        raise SettingsError(
+            f"invalid setting {label}={err.get('input')!r}{where}: {err['msg']}"
+        ) from None

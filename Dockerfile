@@ -20,7 +20,7 @@ ENV PATH=/opt/aster/bin:$PATH \
     ASTER_PORT=4627 \
     ASTER_AUTH=token \
     ASTER_ALLOWED_HOSTS=aster-persist
-USER aster
+USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 4627
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s --retries=3 \

@@ -30,6 +30,7 @@ from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
 from .api.models import AppendBody
+from .errors import PROBLEM_MEDIA_TYPE
 from .feed import JOURNAL, Feed
 from .sessions import Sessions
 from .settings import Settings
@@ -247,5 +248,43 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     for name, definition in schema.pop("$defs", {}).items():
         components.setdefault(name, definition)
     components["AppendBody"] = schema
+    _name_nested_unions(doc, components)
+    _problems_as_problem_json(doc)
     app.openapi_schema = doc
     return doc
+
+
+def _problems_as_problem_json(doc: dict[str, Any]) -> None:
+    """Refusals are sent as `application/problem+json`; say so, with their schema."""
+    for methods in doc["paths"].values():
+        for op in methods.values():
+            for code, response in op.get("responses", {}).items():
+                content = response.get("content", {})
+                if (
+                    code[0] in "45"
+                    and PROBLEM_MEDIA_TYPE in content
+                    and "application/json" in content
+                ):
+                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+
+
+def _name_nested_unions(node: Any, components: dict[str, Any]) -> None:
+    """A union inside a discriminated union (messages, by role, inside events, by type)
+    becomes a named schema: OpenAPI wants every discriminator mapping to be a reference,
+    and client generators follow it."""
+    if isinstance(node, list):
+        for item in node:
+            _name_nested_unions(item, components)
+        return
+    if not isinstance(node, dict):
+        return
+    mapping = node.get("discriminator", {}).get("mapping", {})
+    for value, target in list(mapping.items()):
+        if isinstance(target, dict):
+            name = f"{value.capitalize()}Event"
+            components.setdefault(name, target)
+            ref = f"#/components/schemas/{name}"
+            mapping[value] = ref
+            node["oneOf"] = [{"$ref": ref} if item == target else item for item in node["oneOf"]]
+    for child in list(node.values()):
+        _name_nested_unions(child, components)

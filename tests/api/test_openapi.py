@@ -28,3 +28,60 @@ def test_every_route_has_a_stable_operation_id() -> None:
     assert {"UserMessage", "AssistantMessage", "ToolMessage", "TitleEvent"} <= doc["components"][
         "schemas"
     ].keys()
+
+
+def test_every_operation_documents_its_bodies_errors_and_streams() -> None:
+    """What a generated client needs: a schema for every request and success body,
+    problem bodies for errors, SSE routes as text/event-stream with their events."""
+    import json
+
+    doc = json.loads(openapi_text())
+    streams = {"events-stream", "sessions-events-stream"}
+    plain = {"ops-metrics"}  # Prometheus text
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            where = f"{method.upper()} {path}"
+            body = op.get("requestBody")
+            if body is not None:
+                for media, content in body["content"].items():
+                    assert content.get("schema"), f"{where}: {media} body has no schema"
+            if method in ("post", "put", "patch") and op["operationId"] not in (
+                "journal-revert",
+                "memory-archive",
+                "memory-restore",
+                "sessions-restore",
+            ):
+                assert body is not None, f"{where} reads a body it does not document"
+            ok = {code: r for code, r in op["responses"].items() if code.startswith("2")}
+            assert ok, where
+            for code, response in ok.items():
+                if code == "204":
+                    continue
+                content = response.get("content", {})
+                if op["operationId"] in streams:
+                    assert list(content) == ["text/event-stream"], where
+                    events = content["text/event-stream"]["schema"]["items"]["oneOf"]
+                    assert all(e["properties"]["event"]["const"] for e in events)
+                    continue
+                for media, entry in content.items():
+                    if op["operationId"] in plain:
+                        continue
+                    schema = entry.get("schema", {})
+                    assert schema.get("$ref") or schema.get("anyOf") or schema.get("type"), (
+                        f"{where}: {code} {media} has no schema"
+                    )
+            if body is not None or op.get("parameters"):  # input can be wrong: say how
+                assert "422" in op["responses"], where
+                problem = op["responses"]["422"]["content"]["application/problem+json"]
+                assert problem["schema"]["$ref"] == "#/components/schemas/Problem", where
+
+
+def test_request_bodies_carry_examples() -> None:
+    import json
+
+    doc = json.loads(openapi_text())
+    schemas = doc["components"]["schemas"]
+    for name in ("SessionIn", "BlockIn", "RememberIn", "RenameIn", "PruneIn", "ToolCall"):
+        assert schemas[name].get("examples"), name
+    append = doc["paths"]["/v1/sessions/{session_id}/events"]["post"]["requestBody"]
+    assert len(append["content"]["application/json"]["examples"]) == 3

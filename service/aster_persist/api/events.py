@@ -29,9 +29,75 @@ router = APIRouter(prefix="/v1", tags=["live"])
 
 SEND_TIMEOUT = 30.0  # a client that takes longer to accept one write is disconnected
 SHUTDOWN_GRACE = 2.0  # seconds a stream has to finish cleanly when the server stops
-STREAM: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/event-stream": {}}, "description": "An SSE stream"}
-}
+
+
+def _stream_doc(description: str, *events: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
+    """The 200 response of an SSE route: each item of the stream is one of ``events``
+    (the SSE fields ``event``, ``id`` and ``data``, ``data`` being JSON)."""
+    return {
+        200: {
+            "description": description,
+            "content": {
+                "text/event-stream": {
+                    "schema": {"type": "array", "items": {"oneOf": list(events)}},
+                    "example": events[0]["example"],
+                }
+            },
+        }
+    }
+
+
+def _sse(name: str, data: dict[str, Any], example: str, *, id_doc: str | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {"event": {"const": name}, "data": data}
+    if id_doc:
+        properties["id"] = {"type": "string", "description": id_doc}
+    return {
+        "type": "object",
+        "title": f"SSE event `{name}`",
+        "properties": properties,
+        "required": ["event", "data"],
+        "example": example,
+    }
+
+
+FEED_DOC = _stream_doc(
+    "The change feed: `journal` events (resume with `Last-Event-ID`), `session.appended`"
+    " notices, and a comment line every ASTER_HEARTBEAT_SECONDS while idle.",
+    _sse(
+        JOURNAL,
+        {"$ref": "#/components/schemas/JournalEntry"},
+        'event: journal\nid: 01JD2X9Q6B7T1S8W2R4N5M3K0H\ndata: {"id": "01JD2X9Q6B7T1S8W2R4N5M3K0H",'
+        ' "op": "memory.write", "scope": "global", "name": "testing", ...}\n\n',
+        id_doc="The journal entry's id: send it back as `Last-Event-ID` to resume.",
+    ),
+    _sse(
+        APPENDED,
+        {
+            "type": "object",
+            "properties": {
+                "session_id": {"type": "string"},
+                "scope": {"type": "string"},
+                "first_seq": {"type": "integer"},
+                "last_seq": {"type": "integer"},
+                "kinds": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["session_id", "scope", "first_seq", "last_seq", "kinds"],
+        },
+        'event: session.appended\ndata: {"session_id": "01JD2X...", "scope": "project:srv-app-1a2b3c4d",'
+        ' "first_seq": 7, "last_seq": 9, "kinds": ["message"]}\n\n',
+        id_doc=None,
+    ),
+)
+SESSION_DOC = _stream_doc(
+    "A session's events after `Last-Event-ID` (a seq), then each one as it is appended.",
+    _sse(
+        "event",
+        {"type": "object", "description": "One transcript line, as `GET /events` returns it."},
+        'event: event\nid: 7\ndata: {"type": "message", "role": "user", "content": "hi",'
+        ' "seq": 7, "ts": "2026-01-02T03:04:05.678Z"}\n\n',
+        id_doc="The event's seq: send it back as `Last-Event-ID` to resume.",
+    ),
+)
 
 
 def _respond(
@@ -62,7 +128,12 @@ def _respond(
     )
 
 
-@router.get("/events", operation_id="events-stream", responses={**ERRORS, **STREAM})
+@router.get(
+    "/events",
+    operation_id="events-stream",
+    response_class=EventSourceResponse,
+    responses={**ERRORS, **FEED_DOC},
+)
 async def events(
     request: Request,
     after: str | None = None,
@@ -131,7 +202,8 @@ async def open_feed(
 @router.get(
     "/sessions/{session_id}/events/stream",
     operation_id="sessions-events-stream",
-    responses={**ERRORS, **STREAM},
+    response_class=EventSourceResponse,
+    responses={**ERRORS, **SESSION_DOC},
 )
 async def session_stream(
     request: Request,

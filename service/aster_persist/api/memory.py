@@ -24,7 +24,20 @@ MARKDOWN = "text/markdown"
 class BlockIn(BaseModel):
     """A block to remember: its body and the frontmatter keys to set."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "testing",
+                    "content": "Run the tests with `make test`; they need Docker running.",
+                    "description": "how to run the tests",
+                    "tags": ["ci"],
+                    "importance": 0.7,
+                }
+            ]
+        },
+    )
 
     content: str = Field(min_length=1, max_length=256 * 1024)
     name: str | None = None
@@ -51,11 +64,22 @@ class BlockPatch(BaseModel):
 
 
 class NoteIn(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"note": "Prefer small commits."}]})
+
     note: str = Field(min_length=1, max_length=4000)
     session_id: str | None = None
 
 
 class RememberIn(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"note": "Prefer small commits."},
+                {"note": "Postgres listens on 5433 here.", "title": "Database port"},
+            ]
+        }
+    )
+
     note: str = Field(min_length=1, max_length=256 * 1024)
     title: str | None = Field(default=None, max_length=200)
     tags: list[str] = Field(default_factory=list)
@@ -138,6 +162,29 @@ class Reverted(BaseModel):
     session: str | None = None
 
 
+def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
+    """The body of a route that reads markdown (or JSON) itself."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                MARKDOWN: {"schema": {"type": "string"}, "example": example},
+                "application/json": {"schema": json_schema},
+            },
+        }
+    }
+
+
+CORE_BODY = _markdown_body(
+    {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+    "# Project notes\n- Run the tests with `make test`.\n",
+)
+BLOCK_BODY = _markdown_body(
+    {"$ref": "#/components/schemas/BlockIn"},
+    "---\ndescription: how to run the tests\ntags: [ci]\n---\nRun `make test`.\n",
+)
+
+
 def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
     return request.app.state.memory, request.app.state.sessions.committer
 
@@ -178,7 +225,11 @@ async def get_core(
 
 
 @router.put(
-    "/memory/core", operation_id="memory-core-put", response_model=CoreWritten, responses=ERRORS
+    "/memory/core",
+    operation_id="memory-core-put",
+    response_model=CoreWritten,
+    responses=ERRORS,
+    openapi_extra=CORE_BODY,
 )
 async def put_core(
     request: Request,
@@ -363,6 +414,7 @@ def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
     operation_id="memory-blocks-put",
     response_model=SavedBlock,
     responses=ERRORS,
+    openapi_extra=BLOCK_BODY,
 )
 async def put_block(
     request: Request,
@@ -493,6 +545,10 @@ async def context(
 
 
 class ToolCall(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]}
+    )
+
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     session_id: str | None = None

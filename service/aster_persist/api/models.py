@@ -13,7 +13,14 @@ from ..storage.summary import SessionInfo
 class SessionIn(BaseModel):
     """A new session; fields beyond these are kept in the header verbatim."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {"repo_root": "/home/me/src/app", "model": "gpt-5", "title": "Fix the build"}
+            ]
+        },
+    )
 
     repo_root: str = Field(description="Absolute path of the repository the session runs in.")
     cwd: str | None = None
@@ -91,10 +98,18 @@ class ChatMessages(BaseModel):
 
 
 class RenameIn(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"title": "Fix the flaky test"}]})
+
     title: str = Field(min_length=1, max_length=500)
 
 
 class PruneIn(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}]
+        }
+    )
+
     older_than_days: float | None = Field(default=None, ge=0, le=36500)
     keep_latest: int | None = Field(default=None, ge=0, le=1_000_000)
     dry_run: bool = True

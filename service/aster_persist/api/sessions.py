@@ -40,6 +40,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 NDJSON = "application/x-ndjson"
 _SEQ = re.compile(r"[0-9]{1,18}")
 MAX_KEY = 200
+_NDJSON_DOC = {
+    "schema": {"type": "string", "description": "One JSON object per line, each ending in \\n."},
+    "example": '{"type":"session","seq":0,"id":"01JD2X9Q6B7T1S8W2R4N5M3K0H","v":1}\n',
+}
 
 
 def _sessions(request: Request) -> Sessions:
@@ -265,10 +269,33 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
     return json_response(result)
 
 
+_USER = {"type": "message", "role": "user", "content": "Why does the build fail?"}
+_CALL = {
+    "type": "message",
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "run", "arguments": '{"cmd": "make"}'},
+        }
+    ],
+}
+_RESULT = {"type": "message", "role": "tool", "tool_call_id": "call_1", "content": "error: x.h"}
 _APPEND_DOC = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AppendBody"}}},
+        "content": {
+            "application/json": {
+                "schema": {"$ref": "#/components/schemas/AppendBody"},
+                "examples": {
+                    "one event": {"value": _USER},
+                    "a batch": {"value": [_CALL, _RESULT]},
+                    "with a key": {"value": {"events": [_USER], "idempotency_key": "turn-7"}},
+                },
+            }
+        },
     }
 }
 
@@ -340,7 +367,7 @@ async def handle_append(
     "/sessions/{session_id}/events",
     operation_id="sessions-events",
     response_model=EventPage,
-    responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}},
+    responses={**ERRORS, 200: {"content": {NDJSON: _NDJSON_DOC}}},
 )
 async def read_events(
     request: Request,
@@ -410,7 +437,18 @@ async def chat_messages(
 @router.get(
     "/sessions/{session_id}/export",
     operation_id="sessions-export",
-    responses={**ERRORS, 200: {"content": {NDJSON: {}, "application/json": {}}}},
+    responses={
+        **ERRORS,
+        200: {
+            "content": {
+                NDJSON: _NDJSON_DOC,
+                "application/json": {
+                    "schema": {"type": "array", "items": {"type": "object"}},
+                    "example": [{"role": "user", "content": "Why does the build fail?"}],
+                },
+            }
+        },
+    },
 )
 async def export_session(
     request: Request,

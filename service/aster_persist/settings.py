@@ -185,10 +185,10 @@ def load_settings(**overrides: Any) -> Settings:
 def read_config(path: Path) -> dict[str, Any]:
     """The settings in a config file, by field name; nothing when there is no file."""
     try:
+        if not path.is_file():  # no file, or a home that is not usable (said at open)
+            return {}
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except FileNotFoundError:
-        return {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path} cannot be read: {exc}") from None
     out: dict[str, Any] = {}

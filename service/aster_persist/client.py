@@ -215,6 +215,11 @@ def _model(cls: type[M]) -> Callable[[httpx.Response], M]:
     return lambda response: cls.model_validate_json(response.content)
 
 
+def _saved_or_note(response: httpx.Response) -> SavedBlock | Note:
+    data = orjson.loads(response.content)
+    return SavedBlock.model_validate(data) if "name" in data else Note.model_validate(data)
+
+
 def _json(response: httpx.Response) -> Any:
     return orjson.loads(response.content)
 
@@ -518,6 +523,27 @@ class _Endpoints:
             _model(SavedBlock),
             params={"repo_root": repo_root},
             json=body | meta,
+        )
+
+    @endpoint
+    def remember_tool(
+        note: str,
+        repo_root: Scope = None,
+        *,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        replace: bool | None = None,
+        session_id: str | None = None,
+    ) -> Call[SavedBlock | Note]:
+        """``POST /v1/memory/remember``: the agents' `remember` tool: with a title, a
+        block named after it; without, a bullet in ``ASTER.md``."""
+        body = _body(note=note, title=title, tags=tags, replace=replace, session_id=session_id)
+        return Call(
+            "POST",
+            "/v1/memory/remember",
+            _saved_or_note,
+            params={"repo_root": repo_root},
+            json=body,
         )
 
     @endpoint

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -19,6 +21,7 @@ import httpx
 import pytest
 
 from aster_persist.api.journal import JournalEntry
+from aster_persist.api.memory import Note, SavedBlock
 from aster_persist.client import (
     ApiError,
     AsyncClient,
@@ -222,6 +225,10 @@ async def test_core_memory_context_search_and_tools(
     core = await run(aster.core(root))
     written = await run(aster.put_core("# Project\n- Uses uv.\n", root, if_match=core.etag))
     await refused(PreconditionFailed, lambda: aster.put_core("# Lost\n", root, if_match=core.etag))
+    noted = await run(aster.remember_tool("Ship on green.", root))
+    assert isinstance(noted, Note) and noted.scope.startswith("project:") and not noted.duplicate
+    tool_block = await run(aster.remember_tool("Lint with ruff.", root, title="Linting"))
+    assert isinstance(tool_block, SavedBlock) and tool_block.name == "linting"
     note = await run(aster.add_note("Deploys on Fridays are frozen.", root))
     assert not note.duplicate and note.etag != written.etag
     assert (await run(aster.add_note("deploys on fridays are frozen.", root))).duplicate
@@ -370,3 +377,28 @@ def test_the_token_comes_from_the_environment_or_the_home(
 async def _list(url: str) -> int:
     async with AsyncClient(url) as aster:
         return len((await aster.list_sessions()).items)
+
+
+def test_every_endpoint_has_a_method() -> None:
+    """Each operation of the OpenAPI document is a method of both clients (the feeds
+    as `follow` and `follow_session`), named in its docstring as ``METHOD path``."""
+    doc = json.loads((Path(__file__).parents[2] / "openapi" / "openapi.json").read_text())
+    found: set[tuple[str, str]] = set()
+    for cls in (Client, AsyncClient):
+        for name in dir(cls):
+            if not name.startswith("_"):
+                found |= set(
+                    re.findall(
+                        r"``(GET|POST|PUT|PATCH|DELETE) ([^`?]+)", getattr(cls, name).__doc__ or ""
+                    )
+                )
+    documented = {f"{m} {p}" for m, p in found}
+    streams = {"GET /v1/events", "GET /v1/sessions/{session_id}/events/stream"}
+    wanted = {
+        f"{method.upper()} {path.replace('{session_id}', '{id}').replace('{entry_id}', '{id}')}"
+        for path, methods in doc["paths"].items()
+        for method in methods
+        if f"{method.upper()} {path}" not in streams
+    }
+    assert wanted <= documented, sorted(wanted - documented)
+    assert callable(Client.follow) and callable(AsyncClient.follow_session)

@@ -30,7 +30,7 @@ from typing import Any
 
 from .storage.blobs import BlobStore
 from .storage.home import Home, ensure_dir, fsync_dir
-from .storage.jsonl import TEMP_MARK, atomic_write, parse, read_bytes, write_new
+from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
 from .storage.transcripts import Clock, format_ts, incomplete_batch, utc_now
 
 Progress = Callable[[int, int], None]
@@ -61,6 +61,7 @@ class Doctor:
         self.stamp = format_ts(clock()).replace(":", "").replace("-", "")
         self.blobs = BlobStore(home.root / "blobs", threshold=0)
         self.findings: list[Finding] = []
+        self.ends: dict[str, int] = {}  # a live transcript's length in whole lines
 
     def run(self, progress: Progress | None = None) -> list[Finding]:
         self.temp_files()
@@ -95,8 +96,10 @@ class Doctor:
                     self._repaired(found, aside)
 
     def transcript(self, path: Path) -> None:
-        lines = self.jsonl(path, header=True)
-        for ref in self.blobs.missing(lines):
+        parsed = self.jsonl(path, header=True)
+        if path.parent.parent == self.home.sessions:  # not in a project's trash
+            self.ends[path.name[:-6]] = parsed.good_end
+        for ref in self.blobs.missing(parsed.lines):
             self._found(
                 "missing_blob",
                 path,
@@ -104,8 +107,8 @@ class Doctor:
                 repairable=False,
             )
 
-    def jsonl(self, path: Path, *, header: bool = False) -> list[dict[str, Any]]:
-        """Check one JSONL file; its readable lines (after any repair)."""
+    def jsonl(self, path: Path, *, header: bool = False) -> Parsed:
+        """Check one JSONL file; what is readable in it (after any repair)."""
         data = read_bytes(path)
         parsed = parse(data)
         cut = incomplete_batch(parsed) if header else None
@@ -146,11 +149,12 @@ class Doctor:
                 finally:
                     os.close(fd)
                 self._repaired(found, aside)
+                parsed.torn = None
         if header and (not parsed.lines or parsed.lines[0].get("type") != "session"):
             self._found(
                 "no_header", path, "the first line is not a session header", repairable=False
             )
-        return parsed.lines
+        return parsed
 
     def index(self) -> None:
         problem = self._index_problem()
@@ -179,18 +183,10 @@ class Doctor:
                 db.close()
         except sqlite3.DatabaseError as exc:
             return f"the index cannot be read ({exc})"
-        files = {}
-        for project in self.home.sessions.iterdir() if self.home.sessions.exists() else ():
-            if project.is_dir() and not project.name.startswith("."):
-                for path in project.glob("*.jsonl"):
-                    files[path.name[:-6]] = path
+        files = self.ends
         missing = sorted(set(files) - set(rows))
         stale = sorted(set(rows) - set(files))
-        behind = sorted(
-            sid
-            for sid, path in files.items()
-            if sid in rows and rows[sid] != parse(read_bytes(path)).good_end
-        )
+        behind = sorted(sid for sid, end in files.items() if sid in rows and rows[sid] != end)
         parts = []
         if missing:
             parts.append(f"{len(missing)} session(s) not indexed")

@@ -22,6 +22,8 @@ from fastapi.testclient import TestClient
 from aster_persist.app import create_app
 from aster_persist.settings import Settings
 
+from .model_server import ScriptedModel
+
 REPO = "/srv/repo-a"
 
 
@@ -167,3 +169,11 @@ def daemon(home: Path) -> Iterator[Daemon]:
     d.start()
     yield d
     d.kill()
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModel]:
+    """A scripted OpenAI-compatible model on a loopback port (tests/model_server.py)."""
+    server = ScriptedModel().start()
+    yield server
+    server.stop()

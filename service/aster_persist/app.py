@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from . import __version__
 from .api import events as events_api
 from .api import journal as journal_api
+from .api import learning as learning_api
 from .api import memory as memory_api
 from .api import ops, problems, sessions
 from .api import search as search_api
@@ -32,6 +33,9 @@ from .api.guard import Guard
 from .api.models import AppendBody
 from .errors import PROBLEM_MEDIA_TYPE
 from .feed import JOURNAL, Feed
+from .learning.learner import Learner
+from .learning.model import ModelClient
+from .learning.queue import JobQueue
 from .sessions import Sessions
 from .settings import Settings
 from .storage.home import FILE_MODE, Home
@@ -62,6 +66,20 @@ async def prune_on_schedule(memory: MemoryStore, store: Sessions, settings: Sett
                 continue
             if result["archived"]:
                 log.info("scheduled prune archived %d blocks in %s", len(result["archived"]), scope)
+
+
+def model_client(settings: Settings) -> ModelClient | None:
+    """The model learning asks, when one is configured."""
+    if not (settings.llm_base_url and settings.llm_model):
+        return None
+    log.info("learning from sessions with %s at %s", settings.llm_model, settings.llm_base_url)
+    return ModelClient(
+        settings.llm_base_url,
+        settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout=settings.llm_timeout_seconds,
+        retries=settings.llm_retries,
+    )
 
 
 def load_token(settings: Settings, home: Home) -> str | None:
@@ -133,6 +151,17 @@ def create_app(
         store.catalog.memory_doc = memory.index_doc
         journal.listeners.append(lambda entry: reindex_memory(store, entry))
         await store.start(await store.committer.call(memory.index_etags))
+        learner = Learner(
+            store,
+            memory,
+            JobQueue(home.root / "queue"),
+            model_client(settings),
+            extraction=settings.llm_extraction,
+            max_items=settings.llm_extraction_max_items,
+            max_input_chars=settings.llm_extraction_max_input_chars,
+        )
+        app.state.learner = store.learner = learner
+        learner.start()
         stop_watching, watching = asyncio.Event(), asyncio.Event()
         app.state.watching = watching
         watcher = (
@@ -152,6 +181,7 @@ def create_app(
                 pruner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
+            await learner.stop(settings.llm_drain_seconds)
             stop_watching.set()
             if watcher is not None:
                 with contextlib.suppress(Exception):
@@ -179,6 +209,7 @@ def create_app(
     app.include_router(memory_api.router)
     app.include_router(search_api.router)
     app.include_router(events_api.router)
+    app.include_router(learning_api.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

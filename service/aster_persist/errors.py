@@ -172,3 +172,11 @@ class TooManySubscribers(AsterError):
     status = 503
     code = "too_many_subscribers"
     title = "Too many subscribers"
+
+
+class ModelUnavailable(AsterError):
+    """The configured model could not be asked, or gave no usable answer."""
+
+    status = 502
+    code = "model_unavailable"
+    title = "The model could not be asked"

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -50,6 +50,10 @@ class Page:
     next_cursor: str | None
 
 
+if TYPE_CHECKING:
+    from .learning.learner import Learner
+
+
 class Sessions:
     def __init__(
         self,
@@ -78,6 +82,7 @@ class Sessions:
         self.committer = GroupCommitter(self.store, sync_interval=sync_interval)
         self.journal = journal
         self.feed: Feed | None = None  # set once the event loop runs
+        self.learner: Learner | None = None  # set when learning is configured
         self.ready = asyncio.Event()
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
@@ -174,9 +179,12 @@ class Sessions:
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
         result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
-        if self.feed is not None and self.feed.subscribers and not result.replayed:
-            kinds = sorted({str(e.get("type")) for e in events})
-            self.notify(session_id, result.first_seq, result.last_seq, kinds)
+        if not result.replayed:
+            if self.feed is not None and self.feed.subscribers:
+                kinds = sorted({str(e.get("type")) for e in events})
+                self.notify(session_id, result.first_seq, result.last_seq, kinds)
+            if self.learner is not None:
+                self.learner.appended(session_id, events, result.first_seq)
         return result
 
     def notify(self, session_id: str, first: int, last: int, kinds: list[str]) -> None:

@@ -111,6 +111,30 @@ class Settings(BaseSettings):
     memory_prune_max_importance: float = Field(
         default=0.3, ge=0, le=1, description="Scheduled prune: and at most this important."
     )
+    llm_base_url: str | None = Field(
+        default=None,
+        description="An OpenAI-compatible endpoint (…/v1); learning is off without one.",
+    )
+    llm_model: str | None = Field(default=None, description="The model to ask.")
+    llm_api_key: str | None = Field(default=None, description="Its API key, if it needs one.")
+    llm_timeout_seconds: float = Field(
+        default=60, gt=0, le=600, description="One model call's time limit."
+    )
+    llm_retries: int = Field(
+        default=2, ge=0, le=10, description="Retries of a failed model call (with backoff)."
+    )
+    llm_extraction: bool = Field(
+        default=True, description="Extract memories from completed turns (with a model)."
+    )
+    llm_extraction_max_items: int = Field(
+        default=5, ge=1, le=50, description="Most memories one turn may give."
+    )
+    llm_extraction_max_input_chars: int = Field(
+        default=8000, ge=500, le=200_000, description="Most characters of a turn sent."
+    )
+    llm_drain_seconds: float = Field(
+        default=10, ge=0, le=300, description="At shutdown, time given to the job in progress."
+    )
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Log level."
     )
@@ -144,8 +168,15 @@ class Settings(BaseSettings):
             return not self.loopback
         return self.auth == "token"
 
+    @property
+    def learning(self) -> bool:
+        """True when a model is configured."""
+        return bool(self.llm_base_url and self.llm_model)
+
     def check(self) -> None:
-        """Refuse combinations that are unsafe to start with."""
+        """Refuse combinations that are unsafe, or incomplete, to start with."""
+        if bool(self.llm_base_url) != bool(self.llm_model):
+            raise ValueError("set both ASTER_LLM_BASE_URL and ASTER_LLM_MODEL, or neither")
         if self.auth == "off" and not self.loopback:
             raise ValueError(
                 f"ASTER_AUTH=off with ASTER_HOST={self.host} would expose the store to the "

@@ -1,0 +1,121 @@
+"""Learning over HTTP: on-demand extraction, the queue's state, consolidation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from ..errors import Conflict, Invalid
+from ..learning.learner import Learner
+from ..storage.home import check_session_id
+from .memory import scope_of
+from .sessions import ERRORS, json_response
+
+router = APIRouter(prefix="/v1", tags=["learning"])
+
+
+class ExtractIn(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]})
+
+    from_seq: int | None = Field(default=None, ge=1, description="Default: the turn's start.")
+    to_seq: int | None = Field(default=None, ge=1, description="Default: the last event.")
+
+
+class Queued(BaseModel):
+    job: str
+    queued: int
+
+
+class ExtractionStatus(BaseModel):
+    enabled: bool
+    extraction: bool
+    model: str | None
+    queued: int
+    in_progress: bool
+    done: int
+    failed: int
+    accepted: int
+    rejected: int
+    last_errors: list[dict[str, Any]]
+    model_latency_ms: dict[str, float | None]
+
+
+class ConsolidateIn(BaseModel):
+    proposal: dict[str, Any] | None = Field(
+        default=None, description="A dry run's answer to apply as it is (else the model is asked)."
+    )
+
+
+class Consolidation(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    scope: str
+    applied: bool
+    merges: list[dict[str, Any]]
+    archives: list[dict[str, Any]]
+    new: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+
+
+def _learner(request: Request) -> Learner:
+    learner: Learner = request.app.state.learner
+    return learner
+
+
+@router.post(
+    "/sessions/{session_id}/extract",
+    operation_id="sessions-extract",
+    status_code=202,
+    response_model=Queued,
+    responses=ERRORS,
+)
+async def extract(request: Request, session_id: str, body: ExtractIn | None = None) -> Response:
+    """Queue an extraction of memories from a range of a session's events (by default
+    the last turn); `GET /v1/extraction` follows it."""
+    check_session_id(session_id)
+    learner = _learner(request)
+    if not learner.enabled:
+        raise Conflict("learning is off: set ASTER_LLM_BASE_URL and ASTER_LLM_MODEL")
+    body = body or ExtractIn()
+    _lines, _raw, info = await request.app.state.sessions.read(session_id)
+    to_seq = body.to_seq or info.last_seq
+    if to_seq > info.last_seq or to_seq < 1:
+        raise Invalid(f"to_seq must be from 1 to {info.last_seq}, the session's last seq")
+    if body.from_seq is not None and body.from_seq > to_seq:
+        raise Invalid("from_seq is after to_seq")
+    job: dict[str, Any] = {"kind": "extract", "session": session_id, "to_seq": to_seq}
+    if body.from_seq is not None:
+        job["from_seq"] = body.from_seq
+    return json_response({"job": learner.put(job), "queued": len(learner.queue)}, 202)
+
+
+@router.get("/extraction", operation_id="extraction-status", response_model=ExtractionStatus)
+async def extraction(request: Request) -> Response:
+    """Whether learning is on, the queue, what was done, failed, accepted and rejected,
+    the last errors and the model's latency."""
+    return json_response(_learner(request).status())
+
+
+@router.post(
+    "/memory/consolidate",
+    operation_id="memory-consolidate",
+    response_model=Consolidation,
+    tags=["memory"],
+    responses={**ERRORS, 502: ERRORS[500]},
+)
+async def consolidate(
+    request: Request,
+    repo_root: str | None = None,
+    apply: bool = False,
+    body: ConsolidateIn | None = None,
+) -> Response:
+    """Propose merges of duplicate blocks, archives of stale or contradicted ones and new
+    distilled blocks (a dry run); with `apply=true`, make them (journaled, revertible).
+    The model sees at most 40 blocks, each cut short: never a transcript."""
+    scope = await scope_of(request.app.state.memory, repo_root)
+    proposal = body.proposal if body is not None else None
+    result = await _learner(request).consolidate(scope, apply=apply, proposal=proposal)
+    return json_response(result)

@@ -1,0 +1,435 @@
+"""Learning against a real daemon and a scripted model on loopback: extraction from
+completed turns, validation of what the model says, titles, on-demand extraction,
+consolidation, a queue that survives kill -9, and appends that never wait for a model."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ..conftest import Daemon, assistant, call, tool, user
+from ..model_server import Reply, ScriptedModel
+
+ROOT = "/srv/learning"
+GOOD = {
+    "type": "semantic",
+    "title": "Indent with tabs",
+    "content": "The user prefers tabs over spaces in every file.",
+    "importance": 0.8,
+    "confidence": 0.9,
+    "scope": "project",
+    "tags": ["style"],
+    "reason": "Every future edit should follow it.",
+}
+
+
+def start(home: Path, model: ScriptedModel, **env: str) -> Daemon:
+    settings = {
+        "ASTER_LLM_BASE_URL": model.url,
+        "ASTER_LLM_MODEL": "scripted-1",
+        "ASTER_LLM_API_KEY": "test-key",
+        "ASTER_LLM_TIMEOUT_SECONDS": "3",
+        "ASTER_LLM_RETRIES": "1",
+        **env,
+    }
+    return Daemon(home, env=settings).start()
+
+
+@pytest.fixture
+def learning(home: Path, model: ScriptedModel) -> Iterator[Daemon]:
+    daemon = start(home, model)
+    yield daemon
+    daemon.kill()
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 20) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+def status(daemon: Daemon) -> dict[str, Any]:
+    return dict(httpx.get(f"{daemon.url}/v1/extraction").json())
+
+
+def settled(daemon: Daemon, done: int) -> dict[str, Any]:
+    """The queue's state once ``done`` jobs have finished or failed and none is left."""
+
+    def check() -> dict[str, Any] | None:
+        s = status(daemon)
+        finished = s["done"] + s["failed"] >= done and not s["queued"] and not s["in_progress"]
+        return s if finished else None
+
+    return dict(wait_until(check))
+
+
+def session(daemon: Daemon, **fields: Any) -> str:
+    r = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": ROOT, **fields})
+    return str(r.json()["id"])
+
+
+def append(daemon: Daemon, sid: str, events: Any) -> dict[str, Any]:
+    r = httpx.post(f"{daemon.url}/v1/sessions/{sid}/events", json=events, timeout=30)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+def blocks(daemon: Daemon, **params: Any) -> dict[str, dict[str, Any]]:
+    r = httpx.get(f"{daemon.url}/v1/memory/blocks", params={"repo_root": ROOT, **params})
+    return {b["name"]: b for b in r.json()["items"]}
+
+
+def journal(daemon: Daemon, op: str) -> list[dict[str, Any]]:
+    return list(httpx.get(f"{daemon.url}/v1/journal", params={"op": op}).json()["items"])
+
+
+def test_without_a_model_learning_is_off(daemon: Daemon) -> None:
+    sid = session(daemon)
+    append(daemon, sid, [user("hello"), assistant("Hi! How can I help?")])
+    s = status(daemon)
+    assert s["enabled"] is False and s["queued"] == 0 and s["model"] is None
+    assert not list((daemon.home / "queue").glob("*.json"))
+    r = httpx.post(f"{daemon.url}/v1/sessions/{sid}/extract", json={})
+    assert r.status_code == 409 and "ASTER_LLM_BASE_URL" in r.json()["detail"]
+    r = httpx.post(f"{daemon.url}/v1/memory/consolidate")
+    assert r.status_code == 422 and "no model" in r.json()["detail"]
+
+
+def test_a_completed_turn_becomes_memory_with_provenance(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    model.then("memory_items", {"items": [GOOD]})
+    sid = session(learning, title="Style talk")
+    append(learning, sid, user("Please always indent with tabs, I hate spaces."))
+    append(learning, sid, assistant(calls=[call("c1", "read_file", '{"path": "setup.cfg"}')]))
+    append(learning, sid, tool("c1", "[flake8]\nindent-size = 4"))
+    assert status(learning)["queued"] == 0  # tool calls do not complete a turn
+    append(learning, sid, assistant("Noted: tabs from now on."))
+    s = settled(learning, 1)
+    assert (s["done"], s["accepted"], s["rejected"]) == (1, 1, 0)
+    assert s["model_latency_ms"]["last"] is not None
+
+    block = httpx.get(
+        f"{learning.url}/v1/memory/blocks/indent-with-tabs",
+        params={"repo_root": ROOT, "track": "false"},
+    ).json()
+    assert block["body"] == "The user prefers tabs over spaces in every file.\n"
+    assert block["importance"] == 0.8 and block["tags"] == ["style"]
+    text = block["content"]
+    for line in (f"source_session: {sid}", "workspace: /srv/learning", "schema: aster.memory.v1"):
+        assert line in text
+    assert "source_seq:\n- 1\n- 4" in text or "source_seq: [1, 4]" in text
+    assert journal(learning, "memory.write")[-1]["actor"] == "extractor"
+
+    request = model.of("memory_items")[0]
+    assert request["model"] == "scripted-1" and request["_auth"] == "Bearer test-key"
+    assert request["response_format"]["type"] == "json_schema"
+    prompt = model.prompt(request)
+    assert "indent with tabs" in prompt and "read_file" in prompt and "indent-size" in prompt
+    assert "Noted: tabs from now on." in prompt
+
+
+def test_related_memories_are_shown_and_relations_checked(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    for name, content in (
+        ("test-command", "Run the tests with pytest -x."),
+        ("database-port", "Postgres listens on 5432."),
+    ):
+        r = httpx.post(
+            f"{learning.url}/v1/memory/blocks",
+            params={"repo_root": ROOT},
+            json={"name": name, "content": content, "description": content},
+        )
+        assert r.status_code == 201
+    newer = {**GOOD, "title": "Test command", "content": "Run the tests with make test.",
+             "supersedes": ["test-command"]}  # fmt: skip
+    invented = {**GOOD, "title": "Port", "content": "Postgres is on 5433.",
+                "conflicts_with": ["made-up-name"]}  # fmt: skip
+    model.then("memory_items", {"items": [newer, invented]})
+    sid = session(learning, title="t")
+    append(learning, sid, [user("The tests run with make test now, not pytest."), assistant("OK.")])
+    s = settled(learning, 1)
+    assert (s["accepted"], s["rejected"]) == (1, 1)
+    prompt = model.prompt(model.of("memory_items")[0])
+    assert "test-command" in prompt  # the index found it and named it
+    kept = blocks(learning)  # superseding its namesake: an edit of it, revertible
+    assert "test-command-2" not in kept
+    edited = httpx.get(
+        f"{learning.url}/v1/memory/blocks/test-command",
+        params={"repo_root": ROOT, "track": "false"},
+    ).json()
+    assert edited["body"] == "Run the tests with make test.\n"
+    assert journal(learning, "memory.edit")[-1]["name"] == "test-command"
+    rejected = journal(learning, "memory.rejected")
+    assert len(rejected) == 1 and "made-up-name" in rejected[0]["detail"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"items": [{**GOOD, "importance": 1.7}]}, "importance must be a number from 0 to 1"),
+        ({"items": [{**GOOD, "reason": " "}]}, "reason is missing"),
+        ({"items": [{**GOOD, "type": "episodic"}]}, "type must be semantic or procedural"),
+        ({"items": [{**GOOD, "supersedes": ["nothing-shown"]}]}, "not shown: nothing-shown"),
+        ({"items": [{**GOOD, "content": "key AKIA" + "IOSFODNN7EXAMPLQ here"}]}, "secret"),
+        ({"items": [GOOD] * 7}, "more than 5 items"),
+    ],
+)
+def test_what_fails_validation_is_journaled_as_rejected(
+    learning: Daemon, model: ScriptedModel, answer: dict[str, Any], why: str
+) -> None:
+    model.then("memory_items", answer)
+    sid = session(learning, title="t")
+    append(learning, sid, [user("remember this"), assistant("Done.")])
+    s = settled(learning, 1)
+    rejected = journal(learning, "memory.rejected")
+    assert rejected and any(why in r["detail"]["reason"] for r in rejected), rejected
+    assert s["rejected"] == len(rejected)
+    assert "IOSFODNN7EXAMPLQ" not in (learning.home / "journal.jsonl").read_text()
+    if len(answer["items"]) == 7:
+        assert s["accepted"] == 5
+
+
+def test_empty_malformed_slow_and_failing_models(learning: Daemon, model: ScriptedModel) -> None:
+    model.then(
+        "memory_items",
+        {"items": []},  # nothing worth keeping
+        Reply("Sure! Here you go: {not json"),  # malformed: the job fails, reported
+        Reply(status=500),  # then succeeds on the retry
+        Reply({"items": [GOOD]}),
+        Reply({"items": []}, delay=5),  # slower than the timeout, twice
+        Reply({"items": []}, delay=5),
+        Reply(
+            "```json\n"
+            + json.dumps(
+                {"items": [{**GOOD, "title": "Fenced", "content": "Answers came fenced."}]}
+            )
+            + "\n```"
+        ),
+    )
+    sid = session(learning, title="t")
+    for n in range(5):
+        append(learning, sid, [user(f"question {n}"), assistant(f"answer {n}")])
+    s = settled(
+        learning,
+        5,
+    )
+    assert (s["done"], s["failed"], s["accepted"]) == (3, 2, 2), s
+    errors = " ".join(e["error"] for e in s["last_errors"])
+    assert "not a JSON object" in errors and "ReadTimeout" in errors
+    assert {"indent-with-tabs", "fenced"} <= set(blocks(learning))
+    assert not list((learning.home / "queue").glob("*.json"))
+    assert len(list((learning.home / "queue" / "failed").glob("*.json"))) == 2
+
+
+def test_a_model_that_refuses_json_schema_is_asked_plainly(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    model.then(
+        "memory_items",
+        Reply(status=400, body='{"error": {"message": "response_format json_schema unsupported"}}'),
+    )
+    model.responders["memory_items"] = lambda request: Reply({"items": [GOOD]})
+    sid = session(learning, title="t")
+    append(learning, sid, [user("tabs please"), assistant("Sure.")])
+    assert settled(learning, 1)["accepted"] == 1
+    formats = [r.get("response_format", {}).get("type") for r in model.requests]
+    assert formats[:2] == ["json_schema", "json_object"]
+
+
+def test_appends_never_wait_for_the_model(learning: Daemon, model: ScriptedModel) -> None:
+    gate = threading.Event()
+    model.responders["memory_items"] = lambda request: Reply({"items": []}, hold=gate)
+    sid = session(learning, title="t")
+    append(learning, sid, [user("first"), assistant("one")])
+    assert model.arrived.wait(10)  # the model is now answering, and will not until told
+    try:
+        for n in range(20):
+            append(learning, sid, [user(f"q{n}"), assistant(f"a{n}")])
+        s = status(learning)
+        assert s["in_progress"] and s["queued"] >= 20  # all queued, none lost
+    finally:
+        gate.set()
+    s = settled(learning, 21)
+    assert s["done"] == 21
+    turns = [model.prompt(r) for r in model.of("memory_items")]
+    assert [t.split("The turn:\n")[1].split("\n")[0] for t in turns][:3] == [
+        "User: first",
+        "User: q0",
+        "User: q1",
+    ]  # first in, first out
+
+
+def test_untitled_sessions_get_a_title_once(learning: Daemon, model: ScriptedModel) -> None:
+    model.then("session_title", {"title": "Debugging the flaky websocket test"})
+    sid = session(learning)
+    append(learning, sid, [user("why does the websocket test flake?"), assistant("A race.")])
+    append(learning, sid, [user("and now?"), assistant("Fixed.")])
+    named = session(learning, title="Mine")
+    append(learning, named, [user("hi"), assistant("hello")])
+    settled(learning, 4)
+    got = httpx.get(f"{learning.url}/v1/sessions/{sid}").json()
+    assert (got["title"], got["title_source"]) == ("Debugging the flaky websocket test", "event")
+    events = httpx.get(f"{learning.url}/v1/sessions/{sid}/events").json()["events"]
+    titles = [e for e in events if e["type"] == "title"]
+    assert len(titles) == 1 and titles[0]["source"] == "model"
+    assert len(model.of("session_title")) == 1  # never for the session named by its user
+    assert httpx.get(f"{learning.url}/v1/sessions/{named}").json()["title"] == "Mine"
+
+
+def test_extraction_on_demand_for_a_range(learning: Daemon, model: ScriptedModel) -> None:
+    sid = session(learning, title="t")
+    append(learning, sid, [user("alpha"), user("beta"), user("gamma"), user("delta")])
+    model.then("memory_items", {"items": [GOOD]})
+    r = httpx.post(f"{learning.url}/v1/sessions/{sid}/extract", json={"from_seq": 2, "to_seq": 3})
+    assert r.status_code == 202 and r.json()["job"]
+    s = settled(learning, 1)
+    assert s["accepted"] == 1
+    prompt = model.prompt(model.of("memory_items")[0])
+    assert (
+        "beta" in prompt and "gamma" in prompt and "alpha" not in prompt and "delta" not in prompt
+    )
+    bad = httpx.post(f"{learning.url}/v1/sessions/{sid}/extract", json={"to_seq": 99})
+    assert bad.status_code == 422 and "last seq" in bad.json()["detail"]
+
+
+def test_consolidation_proposes_then_applies_revertibly(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    for name, content in (
+        ("tabs", "Use tabs."),
+        ("tab-indent", "Indent with tabs, not spaces."),
+        ("old-ci", "CI runs on Travis."),
+    ):
+        httpx.post(
+            f"{learning.url}/v1/memory/blocks",
+            params={"repo_root": ROOT},
+            json={"name": name, "content": content},
+        )
+    proposal = {
+        "merges": [
+            {
+                "into": "tab-indent",
+                "from": ["tabs"],
+                "content": "Indent with tabs.",
+                "reason": "same",
+            }
+        ],
+        "archives": [
+            {"name": "old-ci", "reason": "CI moved"},
+            {"name": "ghost", "reason": "?"},
+        ],
+        "new": [{**GOOD, "title": "Style rules", "content": "Tabs; 100 columns."}],
+    }
+    model.then("consolidation", proposal)
+    before = blocks(learning)
+    dry = httpx.post(f"{learning.url}/v1/memory/consolidate", params={"repo_root": ROOT}).json()
+    assert dry["applied"] is False and [m["into"] for m in dry["merges"]] == ["tab-indent"]
+    assert [a["name"] for a in dry["archives"]] == ["old-ci"]
+    assert any("unknown block" in r["reason"] for r in dry["rejected"])
+    assert blocks(learning) == before  # a dry run changes nothing
+    assert "old-ci" in model.prompt(model.of("consolidation")[0])
+
+    done = httpx.post(
+        f"{learning.url}/v1/memory/consolidate",
+        params={"repo_root": ROOT, "apply": "true"},
+        json={"proposal": dry},
+    ).json()
+    assert done["applied"] is True
+    after = blocks(learning)
+    assert set(after) == {"tab-indent", "style-rules"}
+    assert len(model.of("consolidation")) == 1  # the dry run's proposal, not a new one
+    archive = next(e for e in journal(learning, "memory.archive") if e["name"] == "old-ci")
+    assert archive["actor"] == "consolidator"
+    r = httpx.post(f"{learning.url}/v1/journal/{archive['id']}/revert")
+    assert r.status_code == 200 and "old-ci" in blocks(learning)
+
+
+def test_kill_9_with_jobs_queued_and_in_flight(home: Path, model: ScriptedModel) -> None:
+    gate = threading.Event()
+    model.responders["memory_items"] = lambda request: Reply({"items": []}, hold=gate)
+    daemon = start(home, model)
+    sid = session(daemon, title="t")
+    for n in range(4):
+        append(daemon, sid, [user(f"fact number {n} is important"), assistant(f"noted {n}")])
+    assert model.arrived.wait(10)
+    daemon.kill()  # one job in flight, three queued
+    gate.set()
+    queued = sorted((home / "queue").glob("*.json"))
+    assert len(queued) == 4
+
+    # and one job whose answer was saved and applied just before a crash
+    job = json.loads(queued[-1].read_text())
+    job["result"] = {
+        "accepted": [{**GOOD, "title": "Fact three", "content": "Fact three holds."}],
+        "rejected": [],
+        "first_seq": 7,
+        "last_seq": 8,
+        "repo_root": ROOT,
+    }
+    queued[-1].write_text(json.dumps(job))
+
+    def answer(request: dict[str, Any]) -> Reply:
+        n = model.prompt(request).split("fact number ")[1][0]
+        return Reply({"items": [{**GOOD, "title": f"Fact {n}", "content": f"Fact {n} holds."}]})
+
+    model.responders["memory_items"] = answer
+    daemon = Daemon(home, port=daemon.port, env=daemon.env).start()
+    try:
+        s = settled(daemon, 4)
+        assert s["done"] == 4 and s["failed"] == 0
+        names = set(blocks(daemon))
+        assert names == {"fact-0", "fact-1", "fact-2", "fact-three"}  # each once, no copies
+        writes = [e["name"] for e in journal(daemon, "memory.write")]
+        assert sorted(writes) == sorted(set(writes))  # no block written twice
+        # the interrupted job is asked again, the saved answer is not
+        asked = [model.prompt(r).split("fact number ")[1][0] for r in model.of("memory_items")]
+        assert sorted(set(asked[1:])) == ["0", "1", "2"]
+    finally:
+        daemon.kill()
+
+    # a crash after the answer was applied, before its job file went: applied again
+    (home / "queue" / queued[-1].name).write_text(json.dumps(job))
+    daemon = Daemon(home, port=daemon.port, env=daemon.env).start()
+    try:
+        assert settled(daemon, 1)["done"] == 1
+        assert set(blocks(daemon)) == {"fact-0", "fact-1", "fact-2", "fact-three"}
+        writes = [e["name"] for e in journal(daemon, "memory.write")]
+        assert writes.count("fact-three") == 1
+    finally:
+        daemon.kill()
+
+
+def test_shutdown_waits_a_bounded_time_then_leaves_jobs_queued(
+    home: Path, model: ScriptedModel
+) -> None:
+    gate = threading.Event()
+    model.responders["memory_items"] = lambda request: Reply({"items": []}, hold=gate)
+    daemon = start(home, model, ASTER_LLM_DRAIN_SECONDS="0.5", ASTER_LLM_TIMEOUT_SECONDS="60")
+    sid = session(daemon, title="t")
+    for n in range(3):
+        append(daemon, sid, [user(f"q{n}"), assistant(f"a{n}")])
+    assert model.arrived.wait(10)
+    started = time.monotonic()
+    assert daemon.stop(timeout=20) == 0
+    assert time.monotonic() - started < 15  # bounded: it did not wait for the model
+    gate.set()
+    assert len(list((home / "queue").glob("*.json"))) == 3  # all kept for the next start
+    model.responders["memory_items"] = lambda request: Reply({"items": []})
+    daemon = Daemon(home, env=daemon.env).start()
+    try:
+        assert settled(daemon, 3)["done"] == 3
+    finally:
+        daemon.kill()

@@ -35,6 +35,7 @@ import orjson
 from pydantic import BaseModel
 
 from .api.journal import JournalEntry, JournalPage
+from .api.learning import Consolidation, ExtractionStatus, Queued
 from .api.memory import (
     Block,
     BlockList,
@@ -727,6 +728,41 @@ class _Endpoints:
         """``POST /v1/memory/tools/call``: run a model's tool call; ``content`` is its reply."""
         body = _body(name=name, arguments=arguments, repo_root=repo_root, session_id=session_id)
         return Call("POST", "/v1/memory/tools/call", _model(ToolResult), json=body)
+
+    # -- learning
+
+    @endpoint
+    def extract(
+        session_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+    ) -> Call[Queued]:
+        """``POST /v1/sessions/{id}/extract``: queue an extraction of memories from a range
+        of events (the last turn by default)."""
+        return Call(
+            "POST",
+            f"/v1/sessions/{session_id}/extract",
+            _model(Queued),
+            json=_body(from_seq=from_seq, to_seq=to_seq),
+        )
+
+    @endpoint
+    def extraction() -> Call[ExtractionStatus]:
+        """``GET /v1/extraction``: the learning queue and what it has done."""
+        return Call("GET", "/v1/extraction", _model(ExtractionStatus))
+
+    @endpoint
+    def consolidate(
+        repo_root: Scope = None, *, apply: bool = False, proposal: dict[str, Any] | None = None
+    ) -> Call[Consolidation]:
+        """``POST /v1/memory/consolidate``: proposed merges, archives and new blocks (a dry
+        run); with ``apply``, made (``proposal`` applies a dry run's answer as it is)."""
+        return Call(
+            "POST",
+            "/v1/memory/consolidate",
+            _model(Consolidation),
+            params={"repo_root": repo_root, "apply": apply or None},
+            json={"proposal": proposal} if proposal is not None else None,
+            timeout=300,
+        )
 
     # -- search and journal
 

@@ -402,3 +402,14 @@ def test_every_endpoint_has_a_method() -> None:
     }
     assert wanted <= documented, sorted(wanted - documented)
     assert callable(Client.follow) and callable(AsyncClient.follow_session)
+
+
+async def test_learning_endpoints_without_a_model(
+    aster: AnyClient, request: pytest.FixtureRequest
+) -> None:
+    state = await run(aster.extraction())
+    assert state.enabled is False and state.queued == 0
+    sid = (await run(aster.create_session(repo(request)))).id
+    off = await refused(Conflict, lambda: aster.extract(sid))
+    assert "ASTER_LLM_BASE_URL" in off.detail
+    await refused(Invalid, lambda: aster.consolidate(repo(request)))

@@ -74,6 +74,18 @@ def settled(daemon: Daemon, done: int) -> dict[str, Any]:
     return dict(wait_until(check))
 
 
+def pending(home: Path) -> list[dict[str, Any]]:
+    """The jobs the queue's log holds that are neither done nor failed."""
+    jobs: dict[str, dict[str, Any]] = {}
+    for line in (home / "queue" / "jobs.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry["op"] == "put":
+            jobs[entry["id"]] = entry["job"]
+        elif entry["op"] in ("done", "failed"):
+            jobs.pop(entry["id"], None)
+    return list(jobs.values())
+
+
 def session(daemon: Daemon, **fields: Any) -> str:
     r = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": ROOT, **fields})
     return str(r.json()["id"])
@@ -99,7 +111,7 @@ def test_without_a_model_learning_is_off(daemon: Daemon) -> None:
     append(daemon, sid, [user("hello"), assistant("Hi! How can I help?")])
     s = status(daemon)
     assert s["enabled"] is False and s["queued"] == 0 and s["model"] is None
-    assert not list((daemon.home / "queue").glob("*.json"))
+    assert pending(daemon.home) == []
     r = httpx.post(f"{daemon.url}/v1/sessions/{sid}/extract", json={})
     assert r.status_code == 409 and "ASTER_LLM_BASE_URL" in r.json()["detail"]
     r = httpx.post(f"{daemon.url}/v1/memory/consolidate")
@@ -230,8 +242,9 @@ def test_empty_malformed_slow_and_failing_models(learning: Daemon, model: Script
     errors = " ".join(e["error"] for e in s["last_errors"])
     assert "not a JSON object" in errors and "ReadTimeout" in errors
     assert {"indent-with-tabs", "fenced"} <= set(blocks(learning))
-    assert not list((learning.home / "queue").glob("*.json"))
-    assert len(list((learning.home / "queue" / "failed").glob("*.json"))) == 2
+    assert pending(learning.home) == []
+    failed = (learning.home / "queue" / "failed.jsonl").read_text().splitlines()
+    assert len(failed) == 2 and all(json.loads(f)["job"]["kind"] == "extract" for f in failed)
 
 
 def test_a_model_that_refuses_json_schema_is_asked_plainly(
@@ -367,19 +380,20 @@ def test_kill_9_with_jobs_queued_and_in_flight(home: Path, model: ScriptedModel)
     assert model.arrived.wait(10)
     daemon.kill()  # one job in flight, three queued
     gate.set()
-    queued = sorted((home / "queue").glob("*.json"))
+    queued = pending(home)
     assert len(queued) == 4
 
-    # and one job whose answer was saved and applied just before a crash
-    job = json.loads(queued[-1].read_text())
-    job["result"] = {
+    # and one job whose answer was saved just before the crash
+    result = {
         "accepted": [{**GOOD, "title": "Fact three", "content": "Fact three holds."}],
         "rejected": [],
         "first_seq": 7,
         "last_seq": 8,
         "repo_root": ROOT,
     }
-    queued[-1].write_text(json.dumps(job))
+    saved = {"op": "result", "id": queued[-1]["id"], "result": result}
+    with (home / "queue" / "jobs.jsonl").open("a") as log:
+        log.write(json.dumps(saved) + "\n")
 
     def answer(request: dict[str, Any]) -> Reply:
         n = model.prompt(request).split("fact number ")[1][0]
@@ -400,8 +414,10 @@ def test_kill_9_with_jobs_queued_and_in_flight(home: Path, model: ScriptedModel)
     finally:
         daemon.kill()
 
-    # a crash after the answer was applied, before its job file went: applied again
-    (home / "queue" / queued[-1].name).write_text(json.dumps(job))
+    # a crash after the answer was applied, before the job was marked done: again
+    with (home / "queue" / "jobs.jsonl").open("a") as log:
+        log.write(json.dumps({"op": "put", "id": queued[-1]["id"], "job": queued[-1]}) + "\n")
+        log.write(json.dumps(saved) + "\n")
     daemon = Daemon(home, port=daemon.port, env=daemon.env).start()
     try:
         assert settled(daemon, 1)["done"] == 1
@@ -426,7 +442,7 @@ def test_shutdown_waits_a_bounded_time_then_leaves_jobs_queued(
     assert daemon.stop(timeout=20) == 0
     assert time.monotonic() - started < 15  # bounded: it did not wait for the model
     gate.set()
-    assert len(list((home / "queue").glob("*.json"))) == 3  # all kept for the next start
+    assert len(pending(home)) == 3  # all kept for the next start
     model.responders["memory_items"] = lambda request: Reply({"items": []})
     daemon = Daemon(home, env=daemon.env).start()
     try:

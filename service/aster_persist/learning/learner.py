@@ -188,27 +188,26 @@ class Learner:
 
     async def _run(self) -> None:
         while True:
-            head = await asyncio.to_thread(self.queue.head)
-            if head is None:
+            if self.queue.unsynced:
+                await asyncio.to_thread(self.queue.sync)
+            job = self.queue.head()
+            if job is None:
                 self.wake.clear()
                 if not self.queue.pending:
                     await self.wake.wait()
                 continue
-            name, job = head
-            self.current = name
+            self.current = job["id"]
             try:
-                await self._process(name, job)
+                await self._process(job)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a job that cannot finish must not stop the queue
                 log.exception("learning job %s failed", job.get("id"))
-                self._error(job, f"{type(exc).__name__}: {exc}")
-                await asyncio.to_thread(self.queue.fail, name)
-                self.counts["failed"] += 1
+                self._fail(job, f"{type(exc).__name__}: {exc}")
             finally:
                 self.current = None
 
-    async def _process(self, name: str, job: dict[str, Any]) -> None:
+    async def _process(self, job: dict[str, Any]) -> None:
         if job.get("kind") == "title":
             await self._title(job)
         elif job.get("kind") == "extract":
@@ -216,20 +215,25 @@ class Learner:
                 try:
                     job["result"] = await self.extract(job)
                 except ModelError as exc:
-                    self._error(job, str(exc))
-                    await asyncio.to_thread(self.queue.fail, name)
-                    self.counts["failed"] += 1
+                    self._fail(job, str(exc))
                     return
-                await asyncio.to_thread(self.queue.save, name, job)
+                self.queue.save(job["id"], job["result"])
+                await asyncio.to_thread(self.queue.sync)
             await self.apply(job)
         else:
             raise ValueError(f"unknown job kind {job.get('kind')!r}")
-        await asyncio.to_thread(self.queue.done, name)
+        self.queue.done(job["id"])
         self.counts["done"] += 1
+
+    def _fail(self, job: dict[str, Any], error: str) -> None:
+        self._error(job, error)
+        self.queue.fail(str(job["id"]), error)
+        self.counts["failed"] += 1
 
     async def stop(self, grace: float) -> None:
         """Let the job in progress finish within ``grace`` seconds; the rest stays queued."""
         if self.task is None:
+            self.queue.close()
             return
         if self.current is not None:
             deadline = time.monotonic() + grace
@@ -240,6 +244,7 @@ class Learner:
             await self.task
         if self.model is not None:
             await self.model.close()
+        self.queue.close()
 
     def status(self) -> dict[str, Any]:
         recent = list(self.model.latencies) if self.model else []

@@ -1,97 +1,125 @@
-"""A durable FIFO of jobs: one small JSON file each under ``<home>/queue/``.
+"""A durable FIFO of jobs: one append-only log, ``<home>/queue/jobs.jsonl``.
 
-A job file is named ``<position>-<id>.json``; positions only grow, so a listing sorted
-by name is the queue's order across restarts. ``put`` writes the file without waiting
-for a sync (it runs as part of an append, which must not wait twice); the worker
-syncs the file and the folder before it starts the job, so a job a worker has begun is
-on disk. A job that has its model answer is rewritten with it before the answer is
-applied, so a job interrupted there is finished from the same answer. A finished job's
-file is removed; a job that failed for good moves to ``failed/``.
+Each line records one step of one job::
+
+    {"op": "put", "id": "<ulid>", "job": {...}}        queued
+    {"op": "result", "id": "<ulid>", "result": {...}}  the model's answer, before it is applied
+    {"op": "done", "id": "<ulid>"}                     finished
+    {"op": "failed", "id": "<ulid>", "error": "..."}   given up (the job is kept in the line)
+
+Every method but ``sync`` runs on the event loop. A ``put`` is one small write with no
+sync (it runs as part of an append, which has already waited for its own sync); the
+worker syncs the log before it starts a job, so a job that has begun is on disk. A job with a saved answer is finished from that answer
+after a crash, never asked again; applying an answer twice writes nothing twice (see
+`learner.py`). At start the log is read back (a torn last line is ignored) and
+rewritten with only the jobs still pending. A failed job is kept in ``failed.jsonl``.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections import deque
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import orjson
 from ulid import ULID
 
-from ..storage.home import ensure_dir, fsync_dir
-from ..storage.jsonl import atomic_write, remove_leftover_temps, write_new
+from ..storage.home import FILE_MODE, ensure_dir
+from ..storage.jsonl import atomic_write, parse, read_bytes
 
-_NAME = re.compile(r"(\d{12})-([0-9A-Z]{26})\.json")
+LOG = "jobs.jsonl"
+FAILED = "failed.jsonl"
+COMPACT_BYTES = 1 << 20  # an idle log longer than this is emptied
 
 
 class JobQueue:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.failed = folder / "failed"
-        ensure_dir(self.failed)
-        remove_leftover_temps(folder)
-        names = sorted(n for n in os.listdir(folder) if _NAME.fullmatch(n))
-        self.pending: deque[str] = deque(names)
-        self.next = int(names[-1][:12]) + 1 if names else 1
+        ensure_dir(folder)
+        self.path = folder / LOG
+        self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        if self.path.exists():
+            for line in parse(read_bytes(self.path)).lines:
+                job_id, op = str(line.get("id")), line.get("op")
+                if op == "put" and isinstance(line.get("job"), dict):
+                    self.pending[job_id] = {**line["job"], "id": job_id}
+                elif op == "result" and job_id in self.pending:
+                    self.pending[job_id]["result"] = line.get("result")
+                elif op in ("done", "failed"):  # (a failed job is in failed.jsonl)
+                    self.pending.pop(job_id, None)
+        atomic_write(self.path, b"".join(self._put_lines(job) for job in self.pending.values()))
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        self.size = os.fstat(self.fd).st_size
+        self.unsynced = False
 
     def __len__(self) -> int:
         return len(self.pending)
 
+    def close(self) -> None:
+        os.close(self.fd)
+
     def put(self, job: dict[str, Any]) -> str:
-        """Queue a job; its id."""
+        """Queue a job (one write, no sync); its id."""
         job_id = str(ULID())
-        name = f"{self.next:012d}-{job_id}.json"
-        self.next += 1
-        write_new(self.folder / name, orjson.dumps({**job, "id": job_id}), sync=False)
-        self.pending.append(name)
+        job = {**job, "id": job_id}
+        self._write(self._put_lines(job))
+        self.pending[job_id] = job
+        self.unsynced = True
         return job_id
 
-    def head(self) -> tuple[str, dict[str, Any]] | None:
-        """The oldest job (synced to disk first), or None. A file that cannot be read
-        moves to ``failed/``."""
-        while self.pending:
-            name = self.pending[0]
-            path = self.folder / name
-            try:
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                job = orjson.loads(path.read_bytes())
-                if not isinstance(job, dict):
-                    raise ValueError("not an object")
-            except FileNotFoundError:
-                self.pending.popleft()
-                continue
-            except (OSError, ValueError):
-                self.fail(name)
-                continue
-            fsync_dir(self.folder)
-            return name, job
-        return None
+    def head(self) -> dict[str, Any] | None:
+        """The oldest pending job (``sync`` first, to know it is on disk); None when there
+        is none."""
+        return dict(next(iter(self.pending.values()))) if self.pending else None
 
-    def save(self, name: str, job: dict[str, Any]) -> None:
-        """Rewrite a job (with its model answer), durably."""
-        atomic_write(self.folder / name, orjson.dumps(job))
+    def sync(self) -> None:
+        """Make every line written so far durable (any thread)."""
+        self.unsynced = False
+        os.fdatasync(self.fd)
 
-    def done(self, name: str) -> None:
-        (self.folder / name).unlink(missing_ok=True)
-        fsync_dir(self.folder)
-        self._drop(name)
+    def save(self, job_id: str, result: dict[str, Any]) -> None:
+        """Record a job's model answer (``sync`` before applying it)."""
+        self._write(orjson.dumps({"op": "result", "id": job_id, "result": result}) + b"\n")
+        self.unsynced = True
+        if job_id in self.pending:
+            self.pending[job_id]["result"] = result
 
-    def fail(self, name: str) -> None:
-        try:
-            os.replace(self.folder / name, self.failed / name)
-            fsync_dir(self.failed)
-        except FileNotFoundError:
-            pass
-        self._drop(name)
+    def done(self, job_id: str) -> None:
+        self._write(orjson.dumps({"op": "done", "id": job_id}) + b"\n")
+        self.pending.pop(job_id, None)
+        self._compact()
 
-    def _drop(self, name: str) -> None:
-        if self.pending and self.pending[0] == name:
-            self.pending.popleft()
-        elif name in self.pending:
-            self.pending.remove(name)
+    def fail(self, job_id: str, error: str) -> None:
+        job = self.pending.pop(job_id, None)
+        with (self.folder / FAILED).open("ab") as handle:
+            handle.write(orjson.dumps({"op": "failed", "id": job_id, "error": error, "job": job}))
+            handle.write(b"\n")
+        self._write(orjson.dumps({"op": "failed", "id": job_id, "error": error[:500]}) + b"\n")
+        self._compact()
+
+    def failed(self) -> list[dict[str, Any]]:
+        path = self.folder / FAILED
+        return parse(read_bytes(path)).lines if path.exists() else []
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        self.size += len(data)
+
+    def _compact(self) -> None:
+        """Nothing pending and a long log: start it again, empty."""
+        if not self.pending and self.size > COMPACT_BYTES:
+            os.ftruncate(self.fd, 0)
+            os.fsync(self.fd)
+            self.size = 0
+
+    @staticmethod
+    def _put_lines(job: dict[str, Any]) -> bytes:
+        queued = {k: v for k, v in job.items() if k != "result"}
+        lines = [orjson.dumps({"op": "put", "id": job["id"], "job": queued}) + b"\n"]
+        if "result" in job:
+            lines.append(orjson.dumps({"op": "result", "id": job["id"], "result": job["result"]}))
+            lines.append(b"\n")
+        return b"".join(lines)

@@ -169,13 +169,19 @@ def test_related_memories_are_shown_and_relations_checked(
              "supersedes": ["test-command"]}  # fmt: skip
     invented = {**GOOD, "title": "Port", "content": "Postgres is on 5433.",
                 "conflicts_with": ["made-up-name"]}  # fmt: skip
-    model.then("memory_items", {"items": [newer, invented]})
+    conflict = {**GOOD, "title": "Staging port", "content": "Postgres listens on 5433 in staging.",
+                "conflicts_with": ["database-port"]}  # fmt: skip
+    model.then("memory_items", {"items": [newer, invented, conflict]})
     sid = session(learning, title="t")
-    append(learning, sid, [user("The tests run with make test now, not pytest."), assistant("OK.")])
+    said = "The tests run with make test now, not pytest. And postgres listens on port 5433."
+    append(learning, sid, [user(said), assistant("OK.")])
     s = settled(learning, 1)
-    assert (s["accepted"], s["rejected"]) == (1, 1)
+    assert (s["accepted"], s["rejected"]) == (2, 1)
     prompt = model.prompt(model.of("memory_items")[0])
-    assert "test-command" in prompt  # the index found it and named it
+    assert "test-command" in prompt and "database-port" in prompt  # found by the index
+    both = blocks(learning)
+    assert both["staging-port"]["conflicts_with"] == ["database-port"]
+    assert both["database-port"]["conflicts_with"] == ["staging-port"]  # both show it
     kept = blocks(learning)  # superseding its namesake: an edit of it, revertible
     assert "test-command-2" not in kept
     edited = httpx.get(
@@ -183,7 +189,7 @@ def test_related_memories_are_shown_and_relations_checked(
         params={"repo_root": ROOT, "track": "false"},
     ).json()
     assert edited["body"] == "Run the tests with make test.\n"
-    assert journal(learning, "memory.edit")[-1]["name"] == "test-command"
+    assert "test-command" in [e["name"] for e in journal(learning, "memory.edit")]
     rejected = journal(learning, "memory.rejected")
     assert len(rejected) == 1 and "made-up-name" in rejected[0]["detail"]["reason"]
 

@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## start the daemon on 127.0.0.1:4627 with the default data home
 	$(BIN)/aster-persist serve
 
-test: $(STAMP)  ## the whole suite (the README test runs curl)
-	@command -v curl >/dev/null || (apt-get update -qq && apt-get install -y -qq curl)
+test: $(STAMP)  ## the whole suite (the README test runs curl; the dashboard's, Chromium)
+	@command -v curl >/dev/null && command -v chromium >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq curl chromium)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -26,7 +26,7 @@ from .api import events as events_api
 from .api import journal as journal_api
 from .api import learning as learning_api
 from .api import memory as memory_api
-from .api import ops, problems, sessions
+from .api import ops, page, problems, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
@@ -210,6 +210,7 @@ def create_app(
     app.include_router(search_api.router)
     app.include_router(events_api.router)
     app.include_router(learning_api.router)
+    app.include_router(page.router)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

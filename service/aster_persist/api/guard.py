@@ -24,6 +24,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 OPEN_PATHS = frozenset({"/healthz"})
+PAGE = "/"  # the dashboard's page and files carry no data: they load without a token
+PAGE_FILES = "/ui/"
+
+
+def is_open(path: str) -> bool:
+    """Paths anyone allowed by Host and Origin may read without a token."""
+    return path in OPEN_PATHS or path == PAGE or path.startswith(PAGE_FILES)
 
 
 def host_name(value: str) -> str:
@@ -91,7 +98,7 @@ class Guard:
                 return
         if (
             self.token is not None
-            and scope["path"] not in OPEN_PATHS
+            and not is_open(scope["path"])
             and scope.get("method") != "OPTIONS"
         ):
             given = headers.get(b"authorization", b"")

@@ -30,6 +30,7 @@ from .api import ops, page, problems, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
+from .api.mcp_server import McpFront
 from .api.models import AppendBody
 from .errors import PROBLEM_MEDIA_TYPE
 from .feed import JOURNAL, Feed
@@ -162,6 +163,8 @@ def create_app(
         )
         app.state.learner = store.learner = learner
         learner.start()
+        serving_mcp = mcp_front.running(store, memory)
+        await serving_mcp.__aenter__()
         stop_watching, watching = asyncio.Event(), asyncio.Event()
         app.state.watching = watching
         watcher = (
@@ -182,6 +185,8 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
             await learner.stop(settings.llm_drain_seconds)
+            with contextlib.suppress(Exception):
+                await serving_mcp.__aexit__(None, None, None)
             stop_watching.set()
             if watcher is not None:
                 with contextlib.suppress(Exception):
@@ -211,6 +216,8 @@ def create_app(
     app.include_router(events_api.router)
     app.include_router(learning_api.router)
     app.include_router(page.router)
+    mcp_front = McpFront()
+    app.router.routes.extend(mcp_front.routes)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

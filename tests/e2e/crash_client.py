@@ -31,7 +31,7 @@ def main() -> None:
                     {
                         "type": "message",
                         "role": "user",
-                        "content": "x" * rng.randint(1, 300),
+                        "content": "x" * int(64 * 2 ** rng.uniform(0, 12)),  # 64 B-256 KiB
                         "x_client": client_id,
                         "x_n": n,
                     }

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: run test lint bench openapi clean
+.PHONY: run test proof lint bench openapi clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ test: $(STAMP)  ## the whole suite (the README test runs curl; the dashboard's, 
 	@command -v curl >/dev/null && command -v chromium >/dev/null || \
 	  (apt-get update -qq && apt-get install -y -qq curl chromium)
 	$(BIN)/python -m pytest -q
+
+proof: $(STAMP)  ## the long fault-injection run (crash loops, power loss, I/O errors, fuzzing)
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	rm -f test-artifacts/proof.jsonl
+	ASTER_PROOF=1 $(BIN)/python -m pytest -q tests/proof tests/e2e/test_crash.py tests/e2e/test_memory_crash.py
+	$(BIN)/python -m tests.proof.table
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check service tests bench

@@ -26,7 +26,7 @@ from aster_persist.storage.transcripts import incomplete_batch
 from ..conftest import FakeClock, make_client, new_session, user
 from .scale import record, rounds
 
-APPENDS = rounds(60, 400)  # per writer thread
+APPENDS = rounds(60, 150)  # per writer thread
 WRITERS = 2
 
 

@@ -18,7 +18,9 @@ router = APIRouter(prefix="/v1", tags=["learning"])
 
 
 class ExtractIn(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]})
+    model_config = ConfigDict(
+        strict=True, json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]}
+    )
 
     from_seq: int | None = Field(default=None, ge=1, description="Default: the turn's start.")
     to_seq: int | None = Field(default=None, ge=1, description="Default: the last event.")
@@ -44,6 +46,8 @@ class ExtractionStatus(BaseModel):
 
 
 class ConsolidateIn(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     proposal: dict[str, Any] | None = Field(
         default=None, description="A dry run's answer to apply as it is (else the model is asked)."
     )

@@ -6,7 +6,7 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import Response
 
 from ..errors import Invalid, NotFound
@@ -25,6 +25,7 @@ class BlockIn(BaseModel):
     """A block to remember: its body and the frontmatter keys to set."""
 
     model_config = ConfigDict(
+        strict=True,
         extra="allow",
         json_schema_extra={
             "examples": [
@@ -53,7 +54,7 @@ class BlockIn(BaseModel):
 
 
 class BlockPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     description: str | None = Field(default=None, max_length=500)
     type: Literal["semantic", "procedural"] | None = None
@@ -64,7 +65,9 @@ class BlockPatch(BaseModel):
 
 
 class NoteIn(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"note": "Prefer small commits."}]})
+    model_config = ConfigDict(
+        strict=True, json_schema_extra={"examples": [{"note": "Prefer small commits."}]}
+    )
 
     note: str = Field(min_length=1, max_length=4000)
     session_id: str | None = None
@@ -72,12 +75,13 @@ class NoteIn(BaseModel):
 
 class RememberIn(BaseModel):
     model_config = ConfigDict(
+        strict=True,
         json_schema_extra={
             "examples": [
                 {"note": "Prefer small commits."},
                 {"note": "Postgres listens on 5433 here.", "title": "Database port"},
             ]
-        }
+        },
     )
 
     note: str = Field(min_length=1, max_length=256 * 1024)
@@ -162,6 +166,9 @@ class Reverted(BaseModel):
     session: str | None = None
 
 
+MERGED = {"model": SavedBlock, "description": "The same content was already kept: merged"}
+
+
 def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
     """The body of a route that reads markdown (or JSON) itself."""
     return {
@@ -234,7 +241,7 @@ async def get_core(
 async def put_core(
     request: Request,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
     memory, committer = _memory(request)
@@ -249,7 +256,7 @@ async def put_core(
     operation_id="memory-core-note",
     status_code=201,
     response_model=Note,
-    responses=ERRORS,
+    responses={**ERRORS, 200: {"model": Note, "description": "Already there: kept once"}},
 )
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
@@ -329,7 +336,7 @@ async def remember_block(
     operation_id="memory-blocks-create",
     status_code=201,
     response_model=SavedBlock,
-    responses=ERRORS,
+    responses={**ERRORS, 200: MERGED},
 )
 async def create_block(request: Request, body: BlockIn, repo_root: str | None = None) -> Response:
     """Remember a named block. The same content (normalized) returns the existing block."""
@@ -341,7 +348,7 @@ async def create_block(request: Request, body: BlockIn, repo_root: str | None = 
     operation_id="memory-remember",
     status_code=201,
     response_model=SavedBlock | Note,
-    responses=ERRORS,
+    responses={**ERRORS, 200: {"model": SavedBlock | Note, "description": "Already there"}},
 )
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
@@ -420,14 +427,17 @@ async def put_block(
     request: Request,
     name: str,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
     memory, committer = _memory(request)
     scope = await _scope(request, repo_root)
     check_name(name)
     if "json" in request.headers.get("content-type", ""):
-        block_in = BlockIn.model_validate_json(await request.body())
+        try:
+            block_in = BlockIn.model_validate_json(await request.body())
+        except ValidationError as exc:
+            raise Invalid(f"the block is not valid: {_first_error(exc)}") from None
         meta = block_in.model_dump(
             exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
         )
@@ -459,7 +469,7 @@ async def patch_block(
     name: str,
     body: BlockPatch,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Change metadata keys; every other byte of the file stays as it was."""
     memory, committer = _memory(request)
@@ -546,7 +556,8 @@ async def context(
 
 class ToolCall(BaseModel):
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]}
+        strict=True,
+        json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]},
     )
 
     name: str
@@ -584,6 +595,8 @@ async def call_tool(request: Request, body: ToolCall) -> Response:
 
 
 class ProcedureIn(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     outcome: Literal["success", "failure"]
     task: str = Field(min_length=1, max_length=200)
     tools: list[str] = Field(default_factory=list)
@@ -598,7 +611,7 @@ class ProcedureIn(BaseModel):
     operation_id="memory-procedures",
     status_code=201,
     response_model=SavedBlock,
-    responses=ERRORS,
+    responses={**ERRORS, 200: MERGED},
 )
 async def procedure(request: Request, body: ProcedureIn, repo_root: str | None = None) -> Response:
     """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
@@ -634,6 +647,8 @@ async def procedure(request: Request, body: ProcedureIn, repo_root: str | None =
 
 
 class MemoryPruneIn(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     max_age_days: float = Field(default=90, ge=0, le=36500)
     max_importance: float = Field(default=0.3, ge=0, le=1)
     dry_run: bool = True
@@ -680,6 +695,8 @@ async def revert(request: Request, entry_id: str) -> Response:
 
 async def _text_body(request: Request) -> str:
     raw = await request.body()
+    if not raw and "content-type" not in request.headers:  # (an empty text/markdown is fine)
+        raise Invalid('send the new content: raw text/markdown, or JSON {"content": …}')
     if "json" in request.headers.get("content-type", ""):
         import orjson
 
@@ -694,3 +711,9 @@ async def _text_body(request: Request) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Invalid("the body is not UTF-8 text") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(part) for part in err.get("loc", ())) or "body"
+    return f"{where}: {err['msg']}"

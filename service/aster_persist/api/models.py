@@ -14,6 +14,7 @@ class SessionIn(BaseModel):
     """A new session; fields beyond these are kept in the header verbatim."""
 
     model_config = ConfigDict(
+        strict=True,
         extra="allow",
         json_schema_extra={
             "examples": [
@@ -98,16 +99,19 @@ class ChatMessages(BaseModel):
 
 
 class RenameIn(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"title": "Fix the flaky test"}]})
+    model_config = ConfigDict(
+        strict=True, json_schema_extra={"examples": [{"title": "Fix the flaky test"}]}
+    )
 
     title: str = Field(min_length=1, max_length=500)
 
 
 class PruneIn(BaseModel):
     model_config = ConfigDict(
+        strict=True,
         json_schema_extra={
             "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}]
-        }
+        },
     )
 
     older_than_days: float | None = Field(default=None, ge=0, le=36500)

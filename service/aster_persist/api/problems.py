@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from ..errors import PROBLEM_MEDIA_TYPE, AsterError, problem_body
 
@@ -54,15 +55,29 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     return problem_response(body)
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (one route answers a 405 with its own)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        for method in getattr(route, "methods", None) or ():
+            if (
+                method != "HEAD"
+                and route.matches({**request.scope, "method": method})[0] == Match.FULL
+            ):
+                methods.add(method)
+    return sorted(methods)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     code, title = _HTTP_CODES.get(exc.status_code, ("http_error", "HTTP error"))
     detail = exc.detail if isinstance(exc.detail, str) else title
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route for {request.method} {request.url.path}"
+    headers = dict(exc.headers) if exc.headers else None
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}"
-    headers = dict(exc.headers) if exc.headers else None
+        headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
     return problem_response(problem_body(exc.status_code, code, title, detail), headers)
 
 

@@ -35,7 +35,7 @@ from .models import (
 router = APIRouter(prefix="/v1", tags=["sessions"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}}
-    for code in (404, 409, 412, 413, 422, 500, 507)
+    for code in (400, 404, 409, 412, 413, 422, 500, 507)
 }
 NDJSON = "application/x-ndjson"
 _SEQ = re.compile(r"[0-9]{1,18}")

@@ -139,8 +139,12 @@ class Daemon:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daemon exited {self.proc.returncode}: {self.output()}")
+            token = self.home / "token"  # with ASTER_AUTH=token, readiness needs it too
+            headers = (
+                {"Authorization": f"Bearer {token.read_text().strip()}"} if token.exists() else {}
+            )
             try:
-                if httpx.get(self.url + "/readyz", timeout=1).status_code == 200:
+                if httpx.get(self.url + "/readyz", headers=headers, timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

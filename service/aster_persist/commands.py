@@ -408,11 +408,7 @@ def memory_archive(
     name: str, repo_root: RepoRoot = None, json_out: Json = False, url: Url = None
 ) -> None:
     """Move a block to the archive: out of the context, kept."""
-    with daemon(url) as aster:
-        block = aster.archive(name, repo_root)
-    if json_out:
-        return emit_json(block)
-    typer.echo(f"archived {block.scope}/{block.name}")
+    _move(name, repo_root, json_out, url, archive=True)
 
 
 @memory_app.command("restore")
@@ -420,11 +416,17 @@ def memory_restore(
     name: str, repo_root: RepoRoot = None, json_out: Json = False, url: Url = None
 ) -> None:
     """Bring a block back from the archive."""
+    _move(name, repo_root, json_out, url, archive=False)
+
+
+def _move(
+    name: str, repo_root: str | None, json_out: bool, url: str | None, *, archive: bool
+) -> None:
     with daemon(url) as aster:
-        block = aster.restore(name, repo_root)
+        block = (aster.archive if archive else aster.restore)(name, repo_root)
     if json_out:
         return emit_json(block)
-    typer.echo(f"restored {block.scope}/{block.name}")
+    typer.echo(f"{'archived' if archive else 'restored'} {block.scope}/{block.name}")
 
 
 @memory_app.command("context")

@@ -319,12 +319,7 @@ class Learner:
         for item in result["accepted"]:
             scope = project if item["scope"] == "project" else "global"
             meta = {
-                "type": item["type"],
-                "description": item["title"],
-                "tags": item.get("tags") or [],
-                "importance": item["importance"],
-                "confidence": item["confidence"],
-                "reason": item["reason"],
+                **item_meta(item),
                 "source_session": session,
                 "source_seq": [result["first_seq"], result["last_seq"]],
                 "workspace": result["repo_root"],
@@ -461,16 +456,7 @@ class Learner:
                 scope,
                 slugify(item["title"])[:56],
                 body=item["content"].strip() + "\n",
-                meta={
-                    "type": item["type"],
-                    "description": item["title"],
-                    "tags": item.get("tags") or [],
-                    "importance": item["importance"],
-                    "confidence": item["confidence"],
-                    "reason": item["reason"],
-                    "schema": SCHEMA_NAME,
-                    "consolidated": True,
-                },
+                meta={**item_meta(item), "schema": SCHEMA_NAME, "consolidated": True},
                 actor="consolidator",
             )
             done.append({"created": block.name})
@@ -618,6 +604,18 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
         where = ", ".join(f"{f.kind} in {f.field}" for f in secrets)
         return f"secret detected ({where})"
     return None
+
+
+def item_meta(item: dict[str, Any]) -> dict[str, Any]:
+    """A validated item's frontmatter keys (its title is the index's one-line entry)."""
+    return {
+        "type": item["type"],
+        "description": item["title"],
+        "tags": item.get("tags") or [],
+        "importance": item["importance"],
+        "confidence": item["confidence"],
+        "reason": item["reason"],
+    }
 
 
 def normal_item(item: dict[str, Any]) -> dict[str, Any]:

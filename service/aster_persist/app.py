@@ -289,8 +289,36 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     components["AppendBody"] = schema
     _name_nested_unions(doc, components)
     _problems_as_problem_json(doc)
+    _session_links(doc)
     app.openapi_schema = doc
     return doc
+
+
+def _session_links(doc: dict[str, Any]) -> None:
+    """OpenAPI links: what a client can do next with the session it just created or
+    deleted (stateful API tests walk them)."""
+    by_id = {op["operationId"]: op for methods in doc["paths"].values() for op in methods.values()}
+
+    def link(source: str, code: str, expression: str, *targets: str) -> None:
+        response = by_id[source]["responses"][code]
+        response["links"] = {
+            target: {"operationId": target, "parameters": {"session_id": expression}}
+            for target in targets
+        }
+
+    link(
+        "sessions-create",
+        "201",
+        "$response.body#/id",
+        "sessions-get",
+        "sessions-append",
+        "sessions-events",
+        "sessions-rename",
+        "sessions-delete",
+    )
+    link("sessions-append", "201", "$request.path.session_id", "sessions-events", "sessions-get")
+    link("sessions-rename", "200", "$response.body#/id", "sessions-get", "sessions-delete")
+    link("sessions-delete", "204", "$request.path.session_id", "sessions-get", "sessions-restore")
 
 
 def _problems_as_problem_json(doc: dict[str, Any]) -> None:

@@ -205,3 +205,27 @@ def test_regression_odd_numbers_and_text_are_422_not_500(client: TestClient, hom
         422,
     )
     assert snapshot(home) == before
+
+
+def test_regression_a_405_lists_every_method_the_path_serves(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.request("OPTIONS", "/v1/memory/blocks")
+    assert r.status_code == 405
+    assert r.headers["allow"] == "GET, POST"
+
+
+def test_regression_booleans_and_numbers_are_not_coerced(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.post("/v1/memory/blocks", json={"content": "x", "name": "b", "replace": 0})
+    assert r.status_code == 422 and "replace" in r.json()["detail"]
+    r = client.post("/v1/memory/prune", json={"max_importance": False})
+    assert r.status_code == 422
+
+
+def test_regression_an_empty_if_match_or_a_missing_body_is_refused(client) -> None:  # type: ignore[no-untyped-def]
+    r = client.put(
+        "/v1/memory/core",
+        content=b"# x\n",
+        headers={"If-Match": "", "Content-Type": "text/markdown"},
+    )
+    assert r.status_code == 422
+    r = client.put("/v1/memory/core")
+    assert r.status_code == 422 and "send the new content" in r.json()["detail"]

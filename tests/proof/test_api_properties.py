@@ -58,3 +58,21 @@ def test_regression_a_json_block_that_is_not_an_object_is_422(server: Daemon) ->
 
     r = httpx.put(f"{server.url}/v1/memory/blocks/x", json=[None, None])
     assert r.status_code == 422 and "not valid" in r.json()["detail"]
+
+
+def test_stateful_create_append_read_rename_delete_read(server: Daemon) -> None:
+    """Sequences along the OpenAPI links: create → append → read → rename → delete →
+    read (and restore), each response checked as above."""
+    machine = schema.exclude(operation_id=list(STREAMS)).as_state_machine()
+
+    class Walk(machine):  # type: ignore[misc,valid-type]
+        def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, object]:
+            return {"base_url": server.url}
+
+        def validate_response(
+            self, response: object, case: schemathesis.Case, **kwargs: object
+        ) -> None:
+            case.validate_response(response, excluded_checks=[positive_data_acceptance])  # type: ignore[arg-type]
+
+    Walk.run(settings=settings(max_examples=rounds(10, 100), stateful_step_count=6, deadline=None,
+                               suppress_health_check=list(HealthCheck)))  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import orjson
@@ -10,7 +11,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from starlette.routing import Match
 
 from ..errors import PROBLEM_MEDIA_TYPE, AsterError, problem_body
 
@@ -56,16 +56,21 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (one route answers a 405 with its own)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        for method in getattr(route, "methods", None) or ():
-            if (
-                method != "HEAD"
-                and route.matches({**request.scope, "method": method})[0] == Match.FULL
-            ):
-                methods.add(method)
-    return sorted(methods)
+    """The methods the API documents at this path (a 405 from one route names only its
+    own, not those of the routes beside it)."""
+    table = getattr(request.app.state, "allowed_methods", None)
+    if table is None:
+        table = [
+            (
+                re.compile("^" + re.sub(r"\{[^}/]+\}", "[^/]+", path) + "$"),
+                sorted(m.upper() for m in ops),
+            )
+            for path, ops in sorted(  # the most specific first: /sessions/import, not /{id}
+                request.app.openapi()["paths"].items(), key=lambda item: item[0].count("{")
+            )
+        ]
+        request.app.state.allowed_methods = table
+    return next((methods for pattern, methods in table if pattern.match(request.url.path)), [])
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -175,7 +175,10 @@ class Sessions:
         *,
         key: str | None = None,
         if_match: int | None = None,
+        learn: bool = True,
     ) -> AppendResult:
+        """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
+        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand)."""
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
         result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
@@ -183,7 +186,7 @@ class Sessions:
             if self.feed is not None and self.feed.subscribers:
                 kinds = sorted({str(e.get("type")) for e in events})
                 self.notify(session_id, result.first_seq, result.last_seq, kinds)
-            if self.learner is not None:
+            if self.learner is not None and learn:
                 self.learner.appended(session_id, events, result.first_seq)
         return result
 
@@ -405,7 +408,7 @@ class Sessions:
         )
         try:
             if conversation.events:
-                await self.append(sid, conversation.events)
+                await self.append(sid, conversation.events, learn=False)
         except BaseException:
             with contextlib.suppress(Exception):  # all or nothing: no half session
                 await self.delete(sid, purge=True, reason="import failed")

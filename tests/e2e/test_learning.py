@@ -455,3 +455,13 @@ def test_shutdown_waits_a_bounded_time_then_leaves_jobs_queued(
         assert settled(daemon, 3)["done"] == 3
     finally:
         daemon.kill()
+
+
+def test_imported_history_queues_nothing(learning: Daemon, model: ScriptedModel) -> None:
+    data = (Path(__file__).parents[1] / "fixtures" / "codex").rglob("*.jsonl")
+    for path in data:
+        r = httpx.post(f"{learning.url}/v1/sessions/import", content=path.read_bytes(), timeout=60)
+        assert r.status_code == 201, r.text
+    time.sleep(0.3)
+    s = status(learning)
+    assert (s["queued"], s["done"], s["failed"]) == (0, 0, 0) and model.requests == []

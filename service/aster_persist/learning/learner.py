@@ -345,6 +345,7 @@ class Learner:
                         actor="extractor",
                         session=session,
                     )
+                    self.counts["accepted"] += 1
                     break
                 except NameTaken:
                     continue  # another block has this name: the next one
@@ -353,7 +354,6 @@ class Learner:
                     break
             else:
                 result["rejected"].append({"item": redact(item), "reason": "no free name"})
-            self.counts["accepted"] += 1
         for rejection in result["rejected"]:
             await committer.call(
                 self.memory.journal.record,

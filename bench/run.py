@@ -711,7 +711,7 @@ def bench_import(work: Path) -> None:
     )
 
 
-def bench_learning(work: Path, rounds: int = 5, per_round: int = 100) -> None:
+def bench_learning(work: Path, rounds: int = 10, per_round: int = 100) -> None:
     """Appends that complete a turn, with extraction on and a model that takes 2 s per
     call (jobs pile up behind it), against the same appends with learning off; rounds
     interleaved, p50 of every append."""
@@ -741,8 +741,8 @@ def bench_learning(work: Path, rounds: int = 5, per_round: int = 100) -> None:
         for name, raw in clients.items():
             sid = orjson.loads(raw.request("POST", "/v1/sessions", b'{"repo_root": "/srv/b"}')[1])
             paths[name] = f"/v1/sessions/{sid['id']}/events"
-        for _ in range(rounds):
-            for name in ("on", "off"):
+        for round_ in range(rounds):
+            for name in ("on", "off") if round_ % 2 == 0 else ("off", "on"):  # no first-mover bias
                 raw = clients[name]
                 for _ in range(per_round):
                     t = time.perf_counter()

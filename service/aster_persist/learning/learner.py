@@ -152,6 +152,7 @@ class Learner:
         self.task: asyncio.Task[None] | None = None
         self.current: str | None = None
         self.titled: set[str] = set()
+        self.turn_ends: dict[str, int] = {}  # where each session's last queued turn ended
         self.counts = {"done": 0, "failed": 0, "accepted": 0, "rejected": 0}
         self.errors: deque[dict[str, Any]] = deque(maxlen=10)
 
@@ -173,13 +174,20 @@ class Learner:
         if not done:
             return
         seq = first_seq + done[-1]
+        writer = self.sessions.store.writer(session_id)
         if self.extraction:
-            self.put({"kind": "extract", "session": session_id, "to_seq": seq})
-        if session_id not in self.titled:
-            writer = self.sessions.store.writer(session_id)
-            if writer is not None and writer.info.title_source in (None, "first_message"):
-                self.titled.add(session_id)
-                self.put({"kind": "title", "session": session_id, "to_seq": seq})
+            job: dict[str, Any] = {"kind": "extract", "session": session_id, "to_seq": seq}
+            if writer is not None:  # the bytes of this turn: the worker reads only those
+                job["bytes"] = [self.turn_ends.get(session_id, 0), writer.acked_size]
+                self.turn_ends[session_id] = writer.acked_size
+            self.put(job)
+        if (
+            session_id not in self.titled
+            and writer is not None
+            and writer.info.title_source in (None, "first_message")
+        ):
+            self.titled.add(session_id)
+            self.put({"kind": "title", "session": session_id, "to_seq": seq})
 
     def put(self, job: dict[str, Any]) -> str:
         job_id = self.queue.put(job)
@@ -273,7 +281,7 @@ class Learner:
     async def extract(self, job: dict[str, Any]) -> dict[str, Any]:
         """Ask the model about one turn; its validated answer, with what was shown."""
         assert self.model is not None
-        lines, _raw, info = await self.sessions.read(str(job["session"]))
+        lines, info = await self._lines(job)
         turn, first, last = turn_of(lines, job.get("from_seq"), int(job["to_seq"]))
         text = render_turn(turn, self.max_input_chars)
         scope = self.memory.scope_for(info.repo_root)
@@ -297,6 +305,22 @@ class Learner:
             "last_seq": last,
             "repo_root": info.repo_root,
         }
+
+    async def _lines(self, job: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
+        """The events a job needs: the bytes of its turn when it knows them (a long
+        session is not read again for every turn), else the whole transcript."""
+        session = str(job["session"])
+        span = job.get("bytes")
+        writer = self.sessions.store.writer(session)
+        if span and "from_seq" not in job and writer is not None:
+            start, end = span
+            lines, _next = await asyncio.to_thread(
+                self.sessions.store.read_tail, session, start, end
+            )
+            if any(line.get("seq") == job["to_seq"] for line in lines):
+                return lines, writer.info
+        lines, _raw, info = await self.sessions.read(session)
+        return lines, info
 
     async def _related(self, text: str, scope: str) -> list[dict[str, Any]]:
         words = " ".join(text.split()[:60])

@@ -578,11 +578,16 @@ class TranscriptStore:
         info.file_size = len(data)
         return parsed, info
 
-    def read_tail(self, session_id: str, offset: int) -> tuple[list[dict[str, Any]], int]:
-        """The acknowledged lines from byte ``offset`` on, and the offset after them."""
+    def read_tail(
+        self, session_id: str, offset: int, until: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The acknowledged lines from byte ``offset`` on (to ``until``, if given), and the
+        offset after them."""
         path = self._live_path(session_id)
         writer = self._writers.get(session_id)
         end = writer.acked_size if writer is not None else None
+        if until is not None:
+            end = until if end is None else min(end, until)
         try:
             data = read_bytes(path, offset, end)
         except FileNotFoundError:

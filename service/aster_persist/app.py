@@ -185,8 +185,10 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
             await learner.stop(settings.llm_drain_seconds)
-            with contextlib.suppress(Exception):
+            try:
                 await serving_mcp.__aexit__(None, None, None)
+            except Exception:  # shutting down: say so, and go on closing the stores
+                log.exception("the MCP session manager did not stop cleanly")
             stop_watching.set()
             if watcher is not None:
                 with contextlib.suppress(Exception):

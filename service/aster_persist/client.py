@@ -233,10 +233,6 @@ def _text(response: httpx.Response) -> str:
     return response.text
 
 
-def _lines(response: httpx.Response) -> list[dict[str, Any]]:
-    return [orjson.loads(line) for line in response.content.splitlines() if line.strip()]
-
-
 def _body(**fields: Any) -> dict[str, Any]:
     """A JSON body from keyword arguments, leaving out the ones not given."""
     return {k: v for k, v in fields.items() if v is not None}
@@ -907,7 +903,7 @@ class Client(_Endpoints):
         while True:
             try:
                 with self.http.stream(**feed.request()) as response:
-                    _check_stream(response, response.read)
+                    _check_stream(response)
                     for item in feed.take(response.iter_lines()):
                         if notices or isinstance(item, JournalEntry):
                             yield item
@@ -923,7 +919,7 @@ class Client(_Endpoints):
         while True:
             try:
                 with self.http.stream(**feed.request()) as response:
-                    _check_stream(response, response.read)
+                    _check_stream(response)
                     yield from feed.take(response.iter_lines())  # type: ignore[misc]
             except httpx.TransportError:
                 pass
@@ -1017,9 +1013,9 @@ class AsyncClient(_Endpoints):
             await asyncio.sleep(retry)
 
 
-def _check_stream(response: httpx.Response, read: Callable[[], bytes]) -> None:
+def _check_stream(response: httpx.Response) -> None:
     if response.status_code >= 400:
-        read()
+        response.read()
         raise error_of(response)
 
 

@@ -480,8 +480,7 @@ class Sessions:
             self.catalog.submit(
                 lambda c: search.search_memory(
                     c.db, query, scopes=scopes, kinds=kinds, now=now, k=k
-                ),
-                memory_only=True,  # transcript documents play no part in it
+                )
             )
         )
 

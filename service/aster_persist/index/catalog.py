@@ -480,14 +480,11 @@ class CatalogWorker:
             except RuntimeError:  # shut down
                 return
 
-    def flush(self, *, memory_only: bool = False) -> None:
-        """Write pending summaries and memory (only memory with ``memory_only``: what a
-        memory search reads); runs on the catalog thread."""
+    def flush(self) -> None:
+        """Write pending summaries and memory; runs on the catalog thread."""
         with self._lock:
-            dirty, removed = {}, set()
-            if not memory_only:
-                dirty, self._dirty = self._dirty, {}
-                removed, self._removed = self._removed, set()
+            dirty, self._dirty = self._dirty, {}
+            removed, self._removed = self._removed, set()
             memory, self._memory = self._memory, set()
         try:
             if dirty:
@@ -509,14 +506,13 @@ class CatalogWorker:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
         return self.executor.submit(self._call, fn).result()
 
-    def _call(self, fn: Callable[[Catalog], Any], memory_only: bool = False) -> Any:
-        self.flush(memory_only=memory_only)
+    def _call(self, fn: Callable[[Catalog], Any]) -> Any:
+        self.flush()
         return fn(self.catalog)
 
-    def submit(self, fn: Callable[[Catalog], Any], *, memory_only: bool = False) -> Any:
-        """Like ``run`` but returns a concurrent future. ``memory_only``: ``fn`` reads
-        only the memory tables, so pending transcript work may wait for its own flush."""
-        return self.executor.submit(self._call, fn, memory_only)
+    def submit(self, fn: Callable[[Catalog], Any]) -> Any:
+        """Like ``run`` but returns a concurrent future."""
+        return self.executor.submit(self._call, fn)
 
     def close(self) -> None:
         self._closed = True

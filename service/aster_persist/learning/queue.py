@@ -17,6 +17,7 @@ rewritten with only the jobs still pending. A failed job is kept in ``failed.jso
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -52,6 +53,8 @@ class JobQueue:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         self.size = os.fstat(self.fd).st_size
         self.unsynced = False
+        # Job ids: this run's ULID and a count (cheaper than a ULID per job, and unique).
+        self.epoch, self.numbers = str(ULID()), itertools.count(1)
 
     def __len__(self) -> int:
         return len(self.pending)
@@ -61,7 +64,7 @@ class JobQueue:
 
     def put(self, job: dict[str, Any]) -> str:
         """Queue a job (one write, no sync); its id."""
-        job_id = str(ULID())
+        job_id = f"{self.epoch}.{next(self.numbers)}"
         job = {**job, "id": job_id}
         self._write(self._put_lines(job))
         self.pending[job_id] = job

@@ -2,10 +2,12 @@
 
 Each line records one step of one job::
 
-    {"op": "put", "id": "<ulid>", "job": {...}}        queued
-    {"op": "result", "id": "<ulid>", "result": {...}}  the model's answer, before it is applied
-    {"op": "done", "id": "<ulid>"}                     finished
-    {"op": "failed", "id": "<ulid>", "error": "..."}   given up (the job is kept in the line)
+    {"op": "put", "id": "<job>", "job": {...}}        queued
+    {"op": "result", "id": "<job>", "result": {...}}  the model's answer, before it is applied
+    {"op": "done", "id": "<job>"}                     finished
+    {"op": "failed", "id": "<job>", "error": "..."}   given up (the job is kept in the line)
+
+A job id is the ULID of the run that queued it, a dot, and a count.
 
 Every method but ``sync`` runs on the event loop. A ``put`` is one small write with no
 sync (it runs as part of an append, which has already waited for its own sync); the

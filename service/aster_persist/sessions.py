@@ -158,7 +158,7 @@ class Sessions:
         )
 
     async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
-        header = await self.committer.call(self.store.create, **fields)
+        header = await self._create(fields)
         await self._record(
             "session.created",
             header["id"],
@@ -167,6 +167,27 @@ class Sessions:
             actor=actor,
         )
         return header
+
+    async def _create(self, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
+        """Write the header and keep the new file open for its first append."""
+        header, writer = await self.committer.call(partial(self.store.create, sync=sync), **fields)
+        self.store.install(header["id"], writer)
+        return header
+
+    def _settle_created(self, headers: list[dict[str, Any]]) -> None:
+        """Sync sessions an import created unsynced, then journal them with one sync
+        (writer thread)."""
+        self.store.sync_created([header["id"] for header in headers])
+        if self.journal is None:
+            return
+        for n, header in enumerate(headers, 1):
+            self.journal.record(
+                "session.created",
+                scope=f"project:{project_slug(header['repo_root'])}",
+                session=header["id"],
+                detail={"repo_root": header["repo_root"]},
+                sync=n == len(headers),
+            )
 
     async def append(
         self,
@@ -362,6 +383,7 @@ class Sessions:
                 )
         gate = asyncio.Semaphore(IMPORT_CONCURRENCY)  # so their syncs are shared
         seen: set[str] = set()
+        created: list[dict[str, Any]] = []  # synced and journaled together at the end
 
         async def one(conversation: importers.Conversation) -> dict[str, Any]:
             sid = conversation.id()
@@ -369,10 +391,17 @@ class Sessions:
                 return {"id": sid, "status": "already_imported"}
             seen.add(sid)
             async with gate:
-                await self._import_one(found, conversation, repo_root)
+                created.append(await self._import_one(found, conversation, repo_root))
             return {"id": sid, "status": "imported", "events": len(conversation.events)}
 
-        results = await asyncio.gather(*(one(c) for c in conversations))
+        outcomes = await asyncio.gather(*(one(c) for c in conversations), return_exceptions=True)
+        if created:
+            await self.committer.call(self._settle_created, created)
+        results: list[dict[str, Any]] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results.append(outcome)
         return {
             "format": found,
             "imported": sum(r["status"] == "imported" for r in results),
@@ -382,7 +411,8 @@ class Sessions:
 
     async def _import_one(
         self, found: str, conversation: importers.Conversation, repo_root: str | None
-    ) -> None:
+    ) -> dict[str, Any]:
+        """Write one conversation, unsynced (``_settle_created`` follows); its header."""
         sid = conversation.id()
         root = repo_root or conversation.source.get("repo_root") or conversation.cwd
         extra = (
@@ -396,23 +426,30 @@ class Sessions:
                 }
             }
         )
-        await self.create(
-            repo_root=str(root),
-            session_id=sid,
-            cwd=conversation.cwd,
-            model=conversation.model,
-            title=conversation.title,
-            created_at=conversation.created_at,
-            aster_version=conversation.source.get("aster_version") if found == "native" else None,
-            extra={k: v for k, v in extra.items() if k != "aster_version"},
+        header = await self._create(
+            {
+                "repo_root": str(root),
+                "session_id": sid,
+                "cwd": conversation.cwd,
+                "model": conversation.model,
+                "title": conversation.title,
+                "created_at": conversation.created_at,
+                "aster_version": (
+                    conversation.source.get("aster_version") if found == "native" else None
+                ),
+                "extra": {k: v for k, v in extra.items() if k != "aster_version"},
+            },
+            sync=False,
         )
         try:
             if conversation.events:
                 await self.append(sid, conversation.events, learn=False)
         except BaseException:
             with contextlib.suppress(Exception):  # all or nothing: no half session
+                await self._record("session.created", sid, {"repo_root": header["repo_root"]})
                 await self.delete(sid, purge=True, reason="import failed")
             raise
+        return header
 
     # -- changes made by other programs ---------------------------------------------
 

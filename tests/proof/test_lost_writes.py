@@ -1,7 +1,8 @@
 """Power loss, simulated: everything not synced may be gone.
 
 The daemon runs in-process while every write, sync and truncate of a transcript is
-recorded. Then, at every point of the run where the power could have failed, the file
+recorded, and every creation of one with the syncs of the folders that hold it (a new
+file survives a power loss only once its folder, and a new folder's parent, is synced). Then, at every point of the run where the power could have failed, the file
 states a crash could leave are rebuilt (only what was synced; everything written; the
 unsynced part torn in half; the unsynced part zero-filled, as some filesystems leave
 it), read back the way the daemon reads them, and every event acknowledged before that
@@ -18,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from aster_persist.storage.jsonl import parse
@@ -37,12 +39,11 @@ class Recorder:
         self.root = str(root / "sessions")
         self.ops: list[tuple[Any, ...]] = []
         self.fds: dict[int, str] = {}
+        self.dirs: dict[int, str] = {}  # open folders under sessions/
         self.sizes: dict[str, int] = {}  # each file's length as written so far
         self.lock = threading.Lock()
-        self.real = {
-            name: getattr(os, name)
-            for name in ("open", "dup", "write", "fdatasync", "fsync", "ftruncate", "close")
-        }
+        calls = ("open", "dup", "write", "fdatasync", "fsync", "ftruncate", "close", "mkdir")
+        self.real = {name: getattr(os, name) for name in calls}
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         real = self.real
@@ -53,7 +54,12 @@ class Recorder:
             if isinstance(name, str) and name.startswith(self.root) and name.endswith(".jsonl"):
                 with self.lock:
                     self.fds[fd] = name
+                    if flags & os.O_CREAT and name not in self.sizes:
+                        self.ops.append(("create", name))
                     self.sizes.setdefault(name, os.fstat(fd).st_size)
+            elif isinstance(name, str) and name.startswith(self.root) and flags & os.O_DIRECTORY:
+                with self.lock:
+                    self.dirs[fd] = name.rstrip("/")
             return int(fd)
 
         def dup(fd: int) -> int:  # the syncer syncs duplicates of the writers' fds
@@ -76,10 +82,14 @@ class Recorder:
                 with self.lock:  # what a sync makes durable is what was written before it began
                     name = self.fds.get(fd)
                     size = self.sizes.get(name, 0) if name else 0
+                    folder = self.dirs.get(fd)
+                    mark = len(self.ops)
                 real[kind](fd)
-                if name is not None:
-                    with self.lock:
+                with self.lock:
+                    if name is not None:
                         self.ops.append(("sync", name, size))
+                    if folder is not None:  # the entries created before it began
+                        self.ops.append(("dirsync", folder, mark))
 
             return call
 
@@ -93,8 +103,17 @@ class Recorder:
         def close(fd: int) -> None:
             with self.lock:
                 self.fds.pop(fd, None)
+                self.dirs.pop(fd, None)
                 real["close"](fd)
 
+        def mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+            real["mkdir"](path, mode, dir_fd=dir_fd)
+            name = os.fspath(path)
+            if isinstance(name, str) and name.startswith(self.root):
+                with self.lock:
+                    self.ops.append(("mkdir", name.rstrip("/")))
+
+        monkeypatch.setattr(os, "mkdir", mkdir)
         monkeypatch.setattr(os, "open", open_)
         monkeypatch.setattr(os, "dup", dup)
         monkeypatch.setattr(os, "write", write)
@@ -111,16 +130,37 @@ class Recorder:
 def crash_states(
     base: dict[str, bytes], ops: list[tuple[Any, ...]], point: int
 ) -> list[dict[str, bytes]]:
-    """The file contents a power failure just before op ``point`` could leave."""
+    """The file contents a power failure just before op ``point`` could leave (the first:
+    only what was synced, and only files whose folders were synced since they were made)."""
     current = dict(base)
     durable = dict(base)
-    for op in ops[:point]:
-        if op[0] == "write":
+    created: dict[str, int] = {}  # file or folder -> op index of its creation
+    folder_synced: dict[str, int] = {}  # folder -> the op index its latest sync covers
+    for index, op in enumerate(ops[:point]):
+        if op[0] in ("create", "mkdir"):
+            created[op[1]] = index
+        elif op[0] == "write":
             current[op[1]] = current.get(op[1], b"") + op[2]
         elif op[0] == "truncate":
             current[op[1]] = current.get(op[1], b"")[: op[2]]
         elif op[0] == "sync":
             durable[op[1]] = current.get(op[1], b"")[: op[2]]
+        elif op[0] == "dirsync":
+            folder_synced[op[1]] = op[2]
+
+    def entry_durable(name: str) -> bool:
+        """Its creation, and that of every new folder above it, is covered by a sync of
+        the folder holding it."""
+        while name in created:
+            folder = os.path.dirname(name)
+            if created[name] >= folder_synced.get(folder, -1):
+                return False
+            name = folder
+        return True
+
+    for name in list(durable):
+        if not entry_durable(name):
+            del durable[name]
     variants: list[dict[str, bytes]] = [dict(durable), dict(current), {}, {}]
     for name, now in current.items():
         kept = durable.get(name, b"")
@@ -147,10 +187,10 @@ def run(
     recorder = Recorder(home)
     acked: list[tuple[str, int, int]] = []  # (file, x_n, op index when acknowledged)
     with make_client(home, clock, durability=durability) as client:
+        recorder.install(monkeypatch)  # from the sessions' creation on
         sids = [new_session(client, f"/srv/lost{i}") for i in range(WRITERS)]
         files = {sid: str(next((home / "sessions").glob(f"*/{sid}.jsonl"))) for sid in sids}
-        base = {files[sid]: Path(files[sid]).read_bytes() for sid in sids}
-        recorder.install(monkeypatch)
+        base: dict[str, bytes] = {}
 
         def writer(w: int) -> None:
             rng = random.Random(seed + w)
@@ -209,3 +249,54 @@ def test_the_same_check_finds_losses_without_syncs(
 ) -> None:
     _points, checked, lost = run(tmp_path / "home", "none", monkeypatch, seed=11)
     assert checked > 1000 and lost > 0  # the check can fail: acknowledged, not synced
+
+
+TAU = Path(__file__).parents[1] / "fixtures" / "openai-chat" / "tau-bench" / "gpt-4o-airline.json"
+CONVERSATIONS = 20
+
+
+def run_import(
+    home: Path, durability: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, int, int]:
+    """Import conversations under recording (sessions are created unsynced and synced
+    together before the reply), then check every crash point after the reply."""
+    data = orjson.dumps(orjson.loads(TAU.read_bytes())[:CONVERSATIONS])
+    recorder = Recorder(home)
+    with make_client(home, FakeClock(), durability=durability) as client:
+        recorder.install(monkeypatch)
+        r = client.post("/v1/sessions/import", content=data, params={"repo_root": "/srv/lost"})
+        mark = recorder.mark()
+        monkeypatch.undo()
+    assert r.status_code == 201, r.text
+    expected = {
+        str(next((home / "sessions").glob(f"*/{s['id']}.jsonl"))): s["events"]
+        for s in r.json()["sessions"]
+    }
+    assert len(expected) == CONVERSATIONS
+    ops = recorder.ops
+    assert {op[1] for op in ops if op[0] == "create"} == set(expected)
+    checked = lost = 0
+    for point in range(mark, len(ops) + 1):
+        for state in crash_states({}, ops, point):
+            for name, events in expected.items():
+                lines = readable(state.get(name, b""))
+                checked += 1
+                if [line["seq"] for line in lines] != list(range(events + 1)):
+                    lost += 1
+    return len(ops) + 1, checked, lost
+
+
+def test_power_loss_after_an_import_loses_no_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    points, checked, lost = run_import(tmp_path / "home", "fsync", monkeypatch)
+    record("power loss after an import (fsync)", rounds=points, faults=points * 4,
+           checked=checked, lost=lost)  # fmt: skip
+    assert checked >= CONVERSATIONS * 4 and lost == 0
+
+
+def test_the_import_check_finds_losses_without_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _points, checked, lost = run_import(tmp_path / "home", "none", monkeypatch)
+    assert checked >= CONVERSATIONS * 4 and lost > 0

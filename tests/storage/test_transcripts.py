@@ -23,8 +23,9 @@ def store_in(tmp_path: Path, **kwargs: object) -> TranscriptStore:
 
 
 def open_session(store: TranscriptStore) -> str:
-    sid = str(store.create(repo_root="/srv/x")["id"])
-    store.install(sid, store.load_writer(sid))
+    header, writer = store.create(repo_root="/srv/x")
+    sid = str(header["id"])
+    store.install(sid, writer)
     return sid
 
 

@@ -215,8 +215,12 @@ class TranscriptStore:
         title: str | None = None,
         created_at: str | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Write a new session file holding only its header (durable before return)."""
+        sync: bool = True,
+    ) -> tuple[dict[str, Any], _Writer]:
+        """Write a new session file holding only its header, durable before return unless
+        ``sync`` is False (then ``sync_created`` follows: an import syncs many at once).
+        Returns the header and the session's writer, ready to ``install`` (writer thread),
+        so the first append need not read back the file just written."""
         root = normalize_repo_root(repo_root)
         sid = check_session_id(session_id) if session_id else str(ULID())
         if sid in self.locations:
@@ -250,11 +254,12 @@ class TranscriptStore:
         folder = self.home.project_dir(slug)
         new_folder = not folder.exists()
         ensure_dir(folder)
-        if new_folder:
+        sync = sync and self.durability != "none"
+        if new_folder and sync:
             fsync_dir(folder.parent)
         path = folder / f"{sid}.jsonl"
         try:
-            write_new(path, data, sync=self.durability != "none")
+            write_new(path, data, sync=sync)
         except FileExistsError:
             raise SessionExists(f"session {sid} exists") from None
         except OSError as exc:
@@ -264,9 +269,35 @@ class TranscriptStore:
         info.absorb([header], [])
         info.offset = info.file_size = len(data)
         info.lines = 1
-        info.file_mtime_ns = os.stat(path).st_mtime_ns
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        info.file_mtime_ns = os.fstat(fd).st_mtime_ns
         self.on_change(replace(info))
-        return header
+        writer = _Writer(path=path, fd=fd, size=len(data), info=info)
+        writer.acked_size = writer.size
+        writer.acked_info = replace(info)
+        return header, writer
+
+    def sync_created(self, session_ids: list[str]) -> None:
+        """Make sessions made by ``create(sync=False)`` durable: each file, then each
+        folder once (writer thread)."""
+        if self.durability == "none":
+            return
+        folders = set()
+        for sid in session_ids:
+            where = self.locations.get(sid)
+            if where is None or where.trashed:
+                continue
+            path = self.home.session_path(where.slug, sid)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            folders.add(path.parent)
+        for folder in sorted(folders):
+            fsync_dir(folder)
+        if folders:
+            fsync_dir(self.home.sessions)
 
     # -- appends -----------------------------------------------------------------
 

@@ -1,11 +1,12 @@
 """Power loss, simulated: everything not synced may be gone.
 
 The daemon runs in-process while every write, sync and truncate of a transcript is
-recorded, and every creation of one with the syncs of the folders that hold it (a new
-file survives a power loss only once its folder, and a new folder's parent, is synced). Then, at every point of the run where the power could have failed, the file
-states a crash could leave are rebuilt (only what was synced; everything written; the
-unsynced part torn in half; the unsynced part zero-filled, as some filesystems leave
-it), read back the way the daemon reads them, and every event acknowledged before that
+recorded from before the first session is made, with every creation of a transcript or
+folder and every folder sync (a new file survives a power loss only once its folder, and
+a new folder's parent, is synced). Then, at every point of the run where the power could
+have failed, the file states a crash could leave are rebuilt (only what was synced;
+everything written; the unsynced part torn in half; the unsynced part zero-filled, as
+some filesystems leave it), read back the way the daemon reads them, and every event acknowledged before that
 point must be there, once. With ``ASTER_DURABILITY=none`` the same check must find
 losses: that is how we know it can.
 """
@@ -127,13 +128,11 @@ class Recorder:
             return len(self.ops)
 
 
-def crash_states(
-    base: dict[str, bytes], ops: list[tuple[Any, ...]], point: int
-) -> list[dict[str, bytes]]:
+def crash_states(ops: list[tuple[Any, ...]], point: int) -> list[dict[str, bytes]]:
     """The file contents a power failure just before op ``point`` could leave (the first:
     only what was synced, and only files whose folders were synced since they were made)."""
-    current = dict(base)
-    durable = dict(base)
+    current: dict[str, bytes] = {}
+    durable: dict[str, bytes] = {}
     created: dict[str, int] = {}  # file or folder -> op index of its creation
     folder_synced: dict[str, int] = {}  # folder -> the op index its latest sync covers
     for index, op in enumerate(ops[:point]):
@@ -190,7 +189,6 @@ def run(
         recorder.install(monkeypatch)  # from the sessions' creation on
         sids = [new_session(client, f"/srv/lost{i}") for i in range(WRITERS)]
         files = {sid: str(next((home / "sessions").glob(f"*/{sid}.jsonl"))) for sid in sids}
-        base: dict[str, bytes] = {}
 
         def writer(w: int) -> None:
             rng = random.Random(seed + w)
@@ -220,7 +218,7 @@ def run(
         by_file[name].append((n, mark))
     checked = lost = 0
     for point in range(len(ops) + 1):
-        for state in crash_states(base, ops, point):
+        for state in crash_states(ops, point):
             for name, expected in by_file.items():
                 present: dict[int, int] = defaultdict(int)
                 lines = readable(state.get(name, b""))
@@ -277,7 +275,7 @@ def run_import(
     assert {op[1] for op in ops if op[0] == "create"} == set(expected)
     checked = lost = 0
     for point in range(mark, len(ops) + 1):
-        for state in crash_states({}, ops, point):
+        for state in crash_states(ops, point):
             for name, events in expected.items():
                 lines = readable(state.get(name, b""))
                 checked += 1

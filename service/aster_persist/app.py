@@ -30,7 +30,7 @@ from .api import ops, page, problems, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.guard import Guard
-from .api.mcp_server import McpFront
+from .api.mcp_lazy import LazyMcp
 from .api.models import AppendBody
 from .errors import PROBLEM_MEDIA_TYPE
 from .feed import JOURNAL, Feed
@@ -163,8 +163,8 @@ def create_app(
         )
         app.state.learner = store.learner = learner
         learner.start()
-        serving_mcp = mcp_front.running(store, memory)
-        await serving_mcp.__aenter__()
+        stop_mcp = asyncio.Event()
+        serving_mcp = asyncio.get_running_loop().create_task(mcp.serve(store, memory, stop_mcp))
         stop_watching, watching = asyncio.Event(), asyncio.Event()
         app.state.watching = watching
         watcher = (
@@ -185,8 +185,14 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
             await learner.stop(settings.llm_drain_seconds)
+            stop_mcp.set()
+            if not mcp.loaded.is_set():
+                serving_mcp.cancel()  # still loading: there is nothing to stop
             try:
-                await serving_mcp.__aexit__(None, None, None)
+                await serving_mcp
+            except asyncio.CancelledError:
+                if not serving_mcp.cancelled():
+                    raise
             except Exception:  # shutting down: say so, and go on closing the stores
                 log.exception("the MCP session manager did not stop cleanly")
             stop_watching.set()
@@ -218,8 +224,8 @@ def create_app(
     app.include_router(events_api.router)
     app.include_router(learning_api.router)
     app.include_router(page.router)
-    mcp_front = McpFront()
-    app.router.routes.extend(mcp_front.routes)
+    mcp = LazyMcp()
+    app.router.routes.append(mcp.route)
     app.include_router(ops.router)
     app.add_middleware(
         CORSMiddleware,

@@ -5,6 +5,8 @@ remember made by another client, bad arguments, and the daemon's Host and token 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from ..conftest import Daemon, assistant, call, tool, user
+from ..conftest import Daemon, assistant, call, make_client, tool, user
 
 ROOT = "/srv/mcp-project"
 pytestmark = pytest.mark.anyio
@@ -206,3 +208,27 @@ def test_the_daemons_host_origin_and_token_rules_apply(daemon: Daemon, tmp_path:
         assert admitted.status_code == 200 and "aster-persist" in admitted.text
     finally:
         secured.kill()
+
+
+def test_start_up_does_not_wait_for_the_mcp_sdk() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, aster_persist.cli, aster_persist.app; print(*sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "aster_persist.api.mcp_server" not in loaded
+    assert not [name for name in loaded if name == "mcp" or name.startswith("mcp.")]
+
+
+def test_an_mcp_server_that_cannot_load_answers_503(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "aster_persist.api.mcp_server", None)  # import fails
+    with make_client(home) as client:
+        answer = client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert answer.status_code == 503
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["code"] == "mcp_unavailable"
+        assert client.get("/readyz").status_code == 200  # the store itself is fine
+    assert "the MCP server did not load" in caplog.text

@@ -76,7 +76,7 @@ class Guard:
             send = self._warn(send)
         host = headers.get(b"host", b"").decode("latin-1")
         if not self.wildcard_hosts and host_name(host) not in self.hosts:
-            await _problem(
+            await send_problem(
                 send,
                 403,
                 "host_not_allowed",
@@ -88,7 +88,7 @@ class Guard:
         if origin is not None:
             value = origin.decode("latin-1").rstrip("/").lower()
             if value == "null" or value not in self.origins:
-                await _problem(
+                await send_problem(
                     send,
                     403,
                     "origin_not_allowed",
@@ -106,7 +106,7 @@ class Guard:
             if scheme.lower() != b"bearer" or not hmac.compare_digest(
                 credential.strip(), self.token
             ):
-                await _problem(
+                await send_problem(
                     send,
                     401,
                     "unauthorized",
@@ -116,7 +116,7 @@ class Guard:
                 )
                 return
         if self.active >= self.max_requests and scope["path"] not in OPEN_PATHS:
-            await _problem(
+            await send_problem(
                 send,
                 503,
                 "too_many_requests",
@@ -168,7 +168,7 @@ class Guard:
 
     async def _too_large(self, send: Send, what: str) -> None:
         detail = f"{what}; the limit is {self.max_body} bytes (ASTER_MAX_BODY_BYTES)"
-        await _problem(send, 413, "payload_too_large", "Payload too large", detail)
+        await send_problem(send, 413, "payload_too_large", "Payload too large", detail)
 
     def _warn(self, send: Send) -> Send:
         value = f'199 aster-persist "{self.warning}"'.encode("latin-1", "replace")
@@ -194,7 +194,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
-async def _problem(
+async def send_problem(
     send: Send,
     status: int,
     code: str,

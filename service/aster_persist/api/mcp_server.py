@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
-from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from .. import __version__
 from ..errors import AsterError
@@ -84,7 +84,8 @@ class McpFront:
             # the daemon's Guard checks Host, Origin and the token before this runs
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-        self.routes: list[BaseRoute] = list(app.routes)
+        (route,) = app.routes  # the one Streamable HTTP endpoint
+        self.app: ASGIApp = route.endpoint  # type: ignore[attr-defined]
 
     @contextlib.asynccontextmanager
     async def running(self, sessions: Sessions, memory: MemoryStore) -> AsyncIterator[None]:

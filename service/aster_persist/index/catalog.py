@@ -272,7 +272,13 @@ class Catalog:
         self, files: list[FileEntry], progress: Callable[[int, int], None] | None = None
     ) -> dict[str, int]:
         """Bring rows in line with the files; read only what changed since last time."""
-        known = {info.id: info for info in self.all()}
+        # what tells a changed file from an unchanged one; whole rows only for the changed
+        known = {
+            row[0]: row[1:]
+            for row in self.db.execute(
+                "SELECT id, slug, file_size, file_mtime_ns, state FROM sessions"
+            )
+        }
         seen = set()
         changed: list[SessionInfo] = []
         docs: dict[str, list[Doc]] = {}
@@ -280,37 +286,37 @@ class Catalog:
         stats = {"files": len(files), "unchanged": 0, "incremental": 0, "full": 0, "removed": 0}
         for n, entry in enumerate(files, 1):
             seen.add(entry.id)
-            previous = known.get(entry.id)
-            if previous is not None and previous.state == "read_only":
-                previous.state = "damaged" if previous.bad_lines else "ok"
-                changed.append(previous)
-            if (
-                previous is not None
-                and previous.file_size == entry.size
-                and previous.file_mtime_ns == entry.mtime_ns
-                and previous.slug == entry.slug
-            ):
+            row = known.get(entry.id)
+            unchanged = row is not None and row[:3] == (entry.slug, entry.size, entry.mtime_ns)
+            if unchanged and row[3] != "read_only":
                 stats["unchanged"] += 1
             else:
-                grown = (
-                    previous is not None
-                    and previous.slug == entry.slug
-                    and entry.size >= previous.file_size
-                )
-                stats["incremental" if grown else "full"] += 1
-                try:
-                    info, new_docs = summarize_file(entry, previous if grown else None)
-                    if not grown and previous is not None:  # read again from the start
-                        replace.append(entry.id)
-                    changed.append(info)
-                    docs[entry.id] = new_docs
-                except FileNotFoundError:
-                    seen.discard(entry.id)
-                except OSError as exc:  # unreadable: listed as damaged, never skipped silently
-                    log.error("cannot read %s: %s", entry.path, exc)
-                    broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
-                    broken.state = "damaged"
-                    changed.append(broken)
+                previous = self.get(entry.id) if row is not None else None
+                if previous is not None and previous.state == "read_only":
+                    previous.state = "damaged" if previous.bad_lines else "ok"
+                    changed.append(previous)
+                if unchanged:
+                    stats["unchanged"] += 1
+                else:
+                    grown = (
+                        previous is not None
+                        and previous.slug == entry.slug
+                        and entry.size >= previous.file_size
+                    )
+                    stats["incremental" if grown else "full"] += 1
+                    try:
+                        info, new_docs = summarize_file(entry, previous if grown else None)
+                        if not grown and previous is not None:  # read again from the start
+                            replace.append(entry.id)
+                        changed.append(info)
+                        docs[entry.id] = new_docs
+                    except FileNotFoundError:
+                        seen.discard(entry.id)
+                    except OSError as exc:  # unreadable: listed as damaged, never skipped silently
+                        log.error("cannot read %s: %s", entry.path, exc)
+                        broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
+                        broken.state = "damaged"
+                        changed.append(broken)
             if len(changed) >= _BATCH:
                 self.upsert(changed, docs, replace)
                 changed, docs, replace = [], {}, []

@@ -212,7 +212,11 @@ def test_the_daemons_host_origin_and_token_rules_apply(daemon: Daemon, tmp_path:
 
 def test_start_up_does_not_wait_for_the_mcp_sdk() -> None:
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, aster_persist.cli, aster_persist.app; print(*sys.modules)"],
+        [
+            sys.executable,
+            "-c",
+            "import sys, aster_persist.cli, aster_persist.app; print(*sys.modules)",
+        ],
         capture_output=True,
         text=True,
         check=True,

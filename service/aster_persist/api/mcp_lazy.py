@@ -45,7 +45,9 @@ class LazyMcp:
         """Load the server once the store is ready, and run it until ``stop`` is set."""
         try:
             await sessions.ready.wait()
-            module = await asyncio.to_thread(importlib.import_module, "aster_persist.api.mcp_server")
+            module = await asyncio.to_thread(
+                importlib.import_module, "aster_persist.api.mcp_server"
+            )
             front = module.McpFront()
         except Exception:
             log.exception("the MCP server did not load; /mcp answers 503")

@@ -286,12 +286,12 @@ class Catalog:
         stats = {"files": len(files), "unchanged": 0, "incremental": 0, "full": 0, "removed": 0}
         for n, entry in enumerate(files, 1):
             seen.add(entry.id)
-            row = known.get(entry.id)
-            unchanged = row is not None and row[:3] == (entry.slug, entry.size, entry.mtime_ns)
+            row = known.get(entry.id) or ()
+            unchanged = row[:3] == (entry.slug, entry.size, entry.mtime_ns)
             if unchanged and row[3] != "read_only":
                 stats["unchanged"] += 1
             else:
-                previous = self.get(entry.id) if row is not None else None
+                previous = self.get(entry.id) if row else None
                 if previous is not None and previous.state == "read_only":
                     previous.state = "damaged" if previous.bad_lines else "ok"
                     changed.append(previous)

@@ -273,7 +273,7 @@ class Catalog:
     ) -> dict[str, int]:
         """Bring rows in line with the files; read only what changed since last time."""
         # what tells a changed file from an unchanged one; whole rows only for the changed
-        known = {
+        known: dict[str, tuple[Any, ...]] = {
             row[0]: row[1:]
             for row in self.db.execute(
                 "SELECT id, slug, file_size, file_mtime_ns, state FROM sessions"

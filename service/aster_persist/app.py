@@ -163,8 +163,7 @@ def create_app(
         )
         app.state.learner = store.learner = learner
         learner.start()
-        stop_mcp = asyncio.Event()
-        serving_mcp = asyncio.get_running_loop().create_task(mcp.serve(store, memory, stop_mcp))
+        mcp.attach(store, memory)
         stop_watching, watching = asyncio.Event(), asyncio.Event()
         app.state.watching = watching
         watcher = (
@@ -185,16 +184,7 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
             await learner.stop(settings.llm_drain_seconds)
-            stop_mcp.set()
-            if not mcp.loaded.is_set():
-                serving_mcp.cancel()  # still loading: there is nothing to stop
-            try:
-                await serving_mcp
-            except asyncio.CancelledError:
-                if not serving_mcp.cancelled():
-                    raise
-            except Exception:  # shutting down: say so, and go on closing the stores
-                log.exception("the MCP session manager did not stop cleanly")
+            await mcp.close()
             stop_watching.set()
             if watcher is not None:
                 with contextlib.suppress(Exception):

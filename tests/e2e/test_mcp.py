@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,18 @@ def test_an_mcp_server_that_cannot_load_answers_503(
         assert answer.json()["code"] == "mcp_unavailable"
         assert client.get("/readyz").status_code == 200  # the store itself is fine
     assert "the MCP server did not load" in caplog.text
+
+
+def test_the_mcp_server_loads_on_its_first_request(home: Path) -> None:
+    with make_client(home) as client:
+        lazy = next(
+            r.endpoint for r in client.app.router.routes if getattr(r, "path", "") == "/mcp"
+        )  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 20
+        while client.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert client.get("/v1/sessions").status_code == 200
+        assert lazy.app is None  # nothing has asked for it yet
+        answer = client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+        assert answer.status_code == 200 and "aster-persist" in answer.text
+        assert lazy.app is not None

@@ -1,9 +1,11 @@
-"""``/mcp``, loaded in the background once the store is ready.
+"""``/mcp``, with the server behind it loaded on its first request.
 
-The MCP SDK takes about half a second to import, and a daemon that waited for it would
-be half a second later to answer ``/readyz``. So the route exists from the start; the
-server behind it is imported on a worker thread after the catalog has caught up, and a
-request that arrives before then waits for it (a failed load answers 503).
+The MCP SDK takes about half a second of processor time to import. A daemon that
+imported it at start would answer ``/readyz`` that much later, and one that imported it
+in the background would slow its first requests instead; most daemons never serve an
+MCP client at all. So the route exists from the start, the first request to it imports
+the server on a worker thread (every request meanwhile waits for it), and a server
+that cannot load answers 503.
 """
 
 from __future__ import annotations
@@ -32,8 +34,17 @@ class LazyMcp:
         self.route = Route("/mcp", endpoint=self)
         self.app: Any = None
         self.loaded = asyncio.Event()
+        self._stores: tuple[Sessions, MemoryStore] | None = None
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def attach(self, sessions: Sessions, memory: MemoryStore) -> None:
+        """The stores the server will use, once the daemon has opened them."""
+        self._stores = sessions, memory
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._task is None and self._stores is not None:
+            self._task = asyncio.get_running_loop().create_task(self._serve(*self._stores))
         await self.loaded.wait()
         if self.app is None:
             detail = "The MCP server could not be loaded; the daemon's log says why."
@@ -41,10 +52,8 @@ class LazyMcp:
             return
         await self.app(scope, receive, send)
 
-    async def serve(self, sessions: Sessions, memory: MemoryStore, stop: asyncio.Event) -> None:
-        """Load the server once the store is ready, and run it until ``stop`` is set."""
+    async def _serve(self, sessions: Sessions, memory: MemoryStore) -> None:
         try:
-            await sessions.ready.wait()
             module = await asyncio.to_thread(
                 importlib.import_module, "aster_persist.api.mcp_server"
             )
@@ -56,4 +65,21 @@ class LazyMcp:
         async with front.running(sessions, memory):
             self.app = front.app
             self.loaded.set()
-            await stop.wait()
+            await self._stop.wait()
+
+    async def close(self) -> None:
+        """Stop the server if it ever started (a load still in progress is abandoned)."""
+        self._stop.set()
+        task = self._task
+        if task is None:
+            return
+        if not self.loaded.is_set():
+            task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise
+        except Exception:  # shutting down: say so, and let the daemon close its stores
+            log.exception("the MCP session manager did not stop cleanly")
+        self.loaded.set()  # nobody waits forever on a server that is gone

@@ -45,7 +45,8 @@ class LazyMcp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._task is None and self._stores is not None:
             self._task = asyncio.get_running_loop().create_task(self._serve(*self._stores))
-        await self.loaded.wait()
+        if self._task is not None:
+            await self.loaded.wait()
         if self.app is None:
             detail = "The MCP server could not be loaded; the daemon's log says why."
             await send_problem(send, 503, "mcp_unavailable", "MCP unavailable", detail)

@@ -120,6 +120,12 @@ def _info(row: sqlite3.Row) -> SessionInfo:
     return SessionInfo(**values)
 
 
+def _writable_again(info: SessionInfo) -> SessionInfo:
+    """A session made read-only by a failed sync takes appends again after a restart."""
+    info.state = "damaged" if info.bad_lines else "ok"
+    return info
+
+
 def summarize_file(
     entry: FileEntry, previous: SessionInfo | None = None
 ) -> tuple[SessionInfo, list[Doc]]:
@@ -290,33 +296,34 @@ class Catalog:
             unchanged = row[:3] == (entry.slug, entry.size, entry.mtime_ns)
             if unchanged and row[3] != "read_only":
                 stats["unchanged"] += 1
+            elif unchanged:  # read-only until a restart, and this is one
+                previous = self.get(entry.id)
+                assert previous is not None
+                changed.append(_writable_again(previous))
+                stats["unchanged"] += 1
             else:
                 previous = self.get(entry.id) if row else None
                 if previous is not None and previous.state == "read_only":
-                    previous.state = "damaged" if previous.bad_lines else "ok"
-                    changed.append(previous)
-                if unchanged:
-                    stats["unchanged"] += 1
-                else:
-                    grown = (
-                        previous is not None
-                        and previous.slug == entry.slug
-                        and entry.size >= previous.file_size
-                    )
-                    stats["incremental" if grown else "full"] += 1
-                    try:
-                        info, new_docs = summarize_file(entry, previous if grown else None)
-                        if not grown and previous is not None:  # read again from the start
-                            replace.append(entry.id)
-                        changed.append(info)
-                        docs[entry.id] = new_docs
-                    except FileNotFoundError:
-                        seen.discard(entry.id)
-                    except OSError as exc:  # unreadable: listed as damaged, never skipped silently
-                        log.error("cannot read %s: %s", entry.path, exc)
-                        broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
-                        broken.state = "damaged"
-                        changed.append(broken)
+                    _writable_again(previous)
+                grown = (
+                    previous is not None
+                    and previous.slug == entry.slug
+                    and entry.size >= previous.file_size
+                )
+                stats["incremental" if grown else "full"] += 1
+                try:
+                    info, new_docs = summarize_file(entry, previous if grown else None)
+                    if not grown and previous is not None:  # read again from the start
+                        replace.append(entry.id)
+                    changed.append(info)
+                    docs[entry.id] = new_docs
+                except FileNotFoundError:
+                    seen.discard(entry.id)
+                except OSError as exc:  # unreadable: listed as damaged, never skipped silently
+                    log.error("cannot read %s: %s", entry.path, exc)
+                    broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
+                    broken.state = "damaged"
+                    changed.append(broken)
             if len(changed) >= _BATCH:
                 self.upsert(changed, docs, replace)
                 changed, docs, replace = [], {}, []

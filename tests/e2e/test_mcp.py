@@ -252,3 +252,14 @@ def test_the_mcp_server_loads_on_its_first_request(home: Path) -> None:
         answer = client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
         assert answer.status_code == 200 and "aster-persist" in answer.text
         assert lazy.app is not None
+
+
+def test_mcp_before_the_stores_are_open_answers_503_at_once(home: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from aster_persist.app import create_app
+    from aster_persist.settings import Settings
+
+    client = TestClient(create_app(Settings(home=home)), base_url="http://127.0.0.1:4627")
+    answer = client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)  # no lifespan ran
+    assert answer.status_code == 503 and answer.json()["code"] == "mcp_unavailable"

@@ -595,10 +595,11 @@ class MemoryStore:
 
     # -- changes made by hand ---------------------------------------------------------
 
-    def where(self, path: Path) -> tuple[str, str] | None:
-        """The (scope, name) of a live memory file's path; None for anything else."""
-        path = Path(_key(path))
-        root = Path(_key(self.root))
+    def where(self, path: Path, root: Path) -> tuple[str, str, str] | None:
+        """The (scope, name, real path) of a live memory file, given the real path of the
+        memory folder; None for anything else."""
+        real = _key(path)
+        path = Path(real)
         if path.suffix != ".md" or path.name.startswith(TEMP_MARK):
             return None
         if path.parent == root:
@@ -610,20 +611,20 @@ class MemoryStore:
         name = path.name[:-3]
         if path.name != CORE and not NAME_RE.match(name):
             return None
-        return scope, path.name if path.name == CORE else name
+        return scope, path.name if path.name == CORE else name, real
 
     def reconcile(self, paths: list[Path], *, actor: str = "watcher") -> list[dict[str, Any]]:
         """Journal what changed on disk without this store knowing (a hand edit, a file
         added or removed by hand), with the content it replaced, and index it; return
         the entries. The store's own writes match what it knows and are left alone."""
         entries = []
+        root = Path(_key(self.root))
         for path in sorted(set(paths)):
-            found = self.where(path)
+            found = self.where(path, root)
             if found is None:
                 continue
-            scope, name = found
+            scope, name, key = found
             path = self.folder(scope) / (CORE if name == CORE else f"{name}.md")
-            key = _key(path)
             known = self._known.get(key)
             try:
                 data: bytes | None = None if path.is_symlink() else path.read_bytes()

@@ -477,7 +477,7 @@ class CatalogWorker:
         Indexing competes with appends for the processor, so during a burst of writes it
         waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in one pass; a
         read flushes first anyway, so nobody ever sees a stale index."""
-        while True:
+        while not self._closed:
             self._wake.wait()
             if self._closed:
                 return

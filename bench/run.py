@@ -4,9 +4,9 @@ Baselines: a no-op FastAPI POST endpoint on the same uvicorn settings (appends),
 in-process append loop with one fdatasync per 100 lines (batches), the same listing on a
 small store (listing), a bare read-and-parse loop over the same files (index rebuild,
 import), an in-process SQLite writing the index's tables from prepared rows (the most a
-rebuild can reach), a single append (remember and recall) and the same appends without
-followers (the live feed). Load comes from wrk, which does not measure itself, or from raw
-sockets. Runs that are compared are interleaved, the index settles before each timed
+rebuild can reach), a single append and two no-op requests plus bare disk work (remember
+and recall) and the same appends without followers (the live feed). Load comes from wrk,
+which does not measure itself, or from raw sockets. Runs that are compared are interleaved, the index settles before each timed
 run, and an fsync probe is printed beside durable figures.
 """
 
@@ -532,10 +532,44 @@ def p50(fn, n: int = 200) -> float:  # type: ignore[no-untyped-def]
     return statistics.median(times) * 1000
 
 
+class MemoryDiskWork:
+    """What a remember must do on disk, bare: a block written to a temporary file, synced,
+    renamed over its name and its folder synced (SPEC §4.1), then a journal line appended
+    and synced (§5)."""
+
+    def __init__(self, work: Path) -> None:
+        self.folder = work / "bare-memory"
+        self.folder.mkdir(exist_ok=True)
+        self.journal_path = work / "bare-journal.jsonl"
+        self.journal = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.block = b"---\nname: rt\ndescription: note\n---\n" + b"note 1 " * 5 + b"\n"
+        self.entry = b"x" * 400 + b"\n"
+        self.count = itertools.count()
+
+    def __call__(self) -> None:
+        tmp = self.folder / f".tmp-{next(self.count)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, self.block)
+        os.fsync(fd)
+        os.close(fd)
+        os.replace(tmp, self.folder / f"rt-{next(self.count)}.md")
+        folder = os.open(self.folder, os.O_RDONLY)
+        os.fsync(folder)
+        os.close(folder)
+        os.write(self.journal, self.entry)
+        os.fdatasync(self.journal)
+
+    def close(self) -> None:
+        os.close(self.journal)
+        self.journal_path.unlink()
+        shutil.rmtree(self.folder)
+
+
 def bench_memory(work: Path, blocks: int) -> None:
     home = work / "memory-home"
     make_blocks(home, blocks)
     d = daemon(home)
+    base = noop()
     try:
         raw = RawClient(d.port)
         ctx = p50(lambda: raw.request("GET", "/v1/memory/context"))
@@ -556,11 +590,21 @@ def bench_memory(work: Path, blocks: int) -> None:
         def append() -> None:
             raw.request("POST", f"/v1/sessions/{sid}/events", event)
 
-        rts, apps = [], []
+        no_op = RawClient(base.port)
+        disk = MemoryDiskWork(work)
+
+        def floor() -> None:
+            no_op.request("POST", "/noop", event)
+            disk()
+            no_op.request("POST", "/noop", event)
+
+        rts, apps, floors = [], [], []
         for _ in range(3):
             rts.append(p50(round_trip, 100))
             apps.append(p50(append, 100))
-        rt, ap = statistics.median(rts), statistics.median(apps)
+            floors.append(p50(floor, 100))
+        disk.close()
+        rt, ap, fl = statistics.median(rts), statistics.median(apps), statistics.median(floors)
         add(
             f"memory context with {blocks:,} blocks on disk",
             f"p50 {ctx:.2f} ms",
@@ -573,8 +617,15 @@ def bench_memory(work: Path, blocks: int) -> None:
             f"p50 {ap:.2f} ms single append",
             f"{rt / ap:.2f}x (target within 2x)",
         )
+        add(
+            "two no-op requests and a remember's disk work alone",
+            f"p50 {fl:.2f} ms",
+            f"p50 {ap:.2f} ms single append",
+            f"{fl / ap:.2f}x (the floor of a round trip)",
+        )
     finally:
         d.stop()
+        base.stop()
 
 
 class Subscribers:

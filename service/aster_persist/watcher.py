@@ -32,16 +32,22 @@ def _wanted(change: Change, path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     if name.startswith(TEMP_MARK):
         return False
-    # Folders too: files written into a folder just made can come before its watch does.
-    return name.endswith((".md", ".jsonl")) or (change == Change.added and "." not in name)
+    # Folders too: files written into a folder just made can come before its watch does,
+    # and a folder moved away takes its files with it in one event.
+    return name.endswith((".md", ".jsonl")) or (
+        change in (Change.added, Change.deleted) and "." not in name
+    )
 
 
-def _files(paths: list[Path]) -> list[Path]:
-    """The paths, with every new folder replaced by the files in it."""
+def _files(paths: list[Path], memory: MemoryStore) -> list[Path]:
+    """The paths, with every folder replaced by the files in it (or, for a folder that
+    is gone, by the memory files the store knew in it)."""
     out = []
     for path in paths:
         if path.is_dir() and not path.is_symlink():
             out += [p for p in path.rglob("*") if p.suffix in (".md", ".jsonl")]
+        elif not path.suffix and not path.exists():
+            out += memory.known_files(path)
         else:
             out.append(path)
     return out
@@ -70,13 +76,14 @@ async def watch(
         rust_timeout=200,
     )
     async for changes in changes_seen:
+        paths = _files([Path(path) for _, path in changes], memory)
         if not ready.is_set():
             ready.set()
-            notes = [p for p in memory.root.rglob("*.md") if ".archive" not in p.parts]
-            await sessions.committer.call(memory.reconcile, notes)
-        if not changes:
+            # Every file there is now, and every file the store knew (some may be gone).
+            paths += [p for p in memory.root.rglob("*.md") if ".archive" not in p.parts]
+            paths += memory.known_files(memory.root)
+        if not paths:
             continue
-        paths = _files([Path(path) for _, path in changes])
         try:
             notes = [p for p in paths if p.suffix == ".md"]
             if notes:

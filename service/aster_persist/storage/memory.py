@@ -9,17 +9,19 @@ never read block files per request. Mutations run on the writer thread.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import math
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import BlockNotFound, Invalid, InvalidName, NameTaken, PreconditionFailed
 from . import frontmatter
-from .home import Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
+from .home import SLUG_RE, Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .journal import Journal
 from .jsonl import TEMP_MARK, atomic_write
 from .secrets import refuse_secrets
@@ -94,10 +96,12 @@ def _as_list(value: Any) -> list[str]:
 
 
 def _as_float(value: Any, default: float) -> float:
+    """A number from frontmatter; ``default`` for anything else, NaN and infinities too."""
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         return default
+    return number if math.isfinite(number) else default
 
 
 class MemoryStore:
@@ -155,7 +159,7 @@ class MemoryStore:
         scopes = ["global"]
         projects = self.root / "projects"
         if projects.is_dir():
-            scopes += [f"project:{p.name}" for p in sorted(projects.iterdir()) if p.is_dir()]
+            scopes += [f"project:{p.name}" for p in sorted(projects.iterdir()) if _project_dir(p)]
         for scope in scopes:
             for archived in (False, True):
                 folder = self.folder(scope) / (ARCHIVE if archived else "")
@@ -231,7 +235,13 @@ class MemoryStore:
         if block is None or block.archived != archived:
             where = "archived " if archived else ""
             raise BlockNotFound(f"no {where}memory block {name!r} in {scope}")
-        data = self.path(scope, name, archived=archived).read_bytes()
+        try:
+            data = self.path(scope, name, archived=archived).read_bytes()
+        except FileNotFoundError:  # removed by hand; the watcher will journal it
+            raise BlockNotFound(f"no memory block {name!r} in {scope}") from None
+        etag = etag_of(data)
+        if etag != block.etag:  # edited by hand since it was indexed: answer with what is read
+            block = replace(block, etag=etag, bytes=len(data))
         return data.decode("utf-8", "replace"), block
 
     def list_blocks(
@@ -244,7 +254,7 @@ class MemoryStore:
     ) -> list[BlockMeta]:
         out = [
             b
-            for (s, _), b in self.blocks.items()
+            for (s, _), b in self.blocks.copy().items()  # the writer thread changes it
             if s == scope
             and (include_archived or not b.archived)
             and (type is None or b.type == type)
@@ -259,7 +269,16 @@ class MemoryStore:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
-        return {"path": self._rel(path), "content": data.decode("utf-8", "surrogateescape")}
+        return self._content_state(path, data)
+
+    def _content_state(self, path: Path, data: bytes) -> dict[str, Any]:
+        """A file's path and bytes as the journal keeps them: text when they are UTF-8,
+        base64 when they are not (a file saved in another encoding), so a revert can
+        write them back exactly either way."""
+        try:
+            return {"path": self._rel(path), "content": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {"path": self._rel(path), "content_base64": base64.b64encode(data).decode()}
 
     def _after(self, path: Path, data: bytes) -> dict[str, Any]:
         return {
@@ -267,6 +286,17 @@ class MemoryStore:
             "sha256": hashlib.sha256(data).hexdigest(),
             "bytes": len(data),
         }
+
+    def _settle(self, path: Path) -> None:
+        """Journal a hand edit of the live file ``path`` that the watcher has not reached
+        yet, so a write never checks an ETag against, or keeps as the content it replaced,
+        an outdated picture of the file (writer thread)."""
+        try:
+            data = None if path.is_symlink() else path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            data = None
+        if data != self._known.get(_key(path)):
+            self.reconcile([path])
 
     def _write(self, path: Path, data: bytes) -> None:
         new_folder = not path.parent.exists()
@@ -319,6 +349,7 @@ class MemoryStore:
         """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
         refuse_secrets({"content": text})
         path = self.folder(scope) / CORE
+        self._settle(path)
         _, current = self.read_core(scope)
         if if_match is not None and if_match != current:
             raise PreconditionFailed(
@@ -370,29 +401,32 @@ class MemoryStore:
         refuse_secrets(
             {"content": body, **{k: v for k, v in meta.items() if k != "source_session"}}
         )
+        path = self.path(scope, name)
+        self._settle(path)
+        existing = self.blocks.get((scope, name))
+        if if_match is not None:
+            if existing is None or existing.archived:
+                raise PreconditionFailed(f"block {name!r} does not exist", headers={"ETag": '""'})
+            if if_match != existing.etag:
+                raise PreconditionFailed(
+                    f"block {name!r} changed since you read it", headers={"ETag": existing.etag}
+                )
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         twin = self._by_norm.get((scope, norm))
-        if twin is not None and normalized(body):
+        if twin is not None and twin != name and normalized(body):
             other = self.blocks.get((scope, twin))
             if other is not None and not other.archived and other.norm == norm:
                 return self._merge(other, meta, actor=actor, session=session), True
-        path = self.path(scope, name)
-        existing = self.blocks.get((scope, name))
         if existing is not None and existing.archived:
             raise NameTaken(
                 f"an archived block is named {name!r}; restore it or choose another name"
             )
-        if existing is not None:
-            if if_match is not None and if_match != existing.etag:
-                raise PreconditionFailed(
-                    f"block {name!r} changed since you read it", headers={"ETag": existing.etag}
-                )
-            if not replace and if_match is None:
-                raise NameTaken(
-                    f"a different block is already named {name!r}; pass replace=true to replace it"
-                )
-        elif if_match is not None:
-            raise PreconditionFailed(f"block {name!r} does not exist", headers={"ETag": '""'})
+        if existing is not None and not replace and if_match is None:
+            if existing.norm == norm and normalized(body):
+                return self._merge(existing, meta, actor=actor, session=session), True
+            raise NameTaken(
+                f"a different block is already named {name!r}; pass replace=true to replace it"
+            )
         now = format_ts(self.clock())
         fields: dict[str, Any] = {
             "name": name,
@@ -469,6 +503,7 @@ class MemoryStore:
     ) -> BlockMeta:
         """Change frontmatter keys only; every other byte of the file stays as it was."""
         refuse_secrets(changes)
+        self._settle(self.path(scope, name))
         text, block = self.read_block(scope, name)
         if if_match is not None and if_match != block.etag:
             raise PreconditionFailed(
@@ -499,6 +534,7 @@ class MemoryStore:
         self, scope: str, name: str, *, actor: str = "api", session: str | None = None
     ) -> None:
         """Delete a block; the journal keeps its content, so it can be reverted."""
+        self._settle(self.path(scope, name))
         self.read_block(scope, name)
         path = self.path(scope, name)
         before = self._state(path)
@@ -528,6 +564,7 @@ class MemoryStore:
         session: str | None = None,
     ) -> BlockMeta:
         """Archive a block (it leaves listings and the context) or restore it."""
+        self._settle(self.path(scope, name))
         self.read_block(scope, name, archived=not archive)
         source = self.path(scope, name, archived=not archive)
         target = self.path(scope, name, archived=archive)
@@ -604,7 +641,7 @@ class MemoryStore:
             return None
         if path.parent == root:
             scope = "global"
-        elif path.parent.parent == root / "projects":
+        elif path.parent.parent == root / "projects" and SLUG_RE.match(path.parent.name):
             scope = f"project:{path.parent.name}"
         else:
             return None  # the archive, or deeper
@@ -612,6 +649,11 @@ class MemoryStore:
         if path.name != CORE and not NAME_RE.match(name):
             return None
         return scope, path.name if path.name == CORE else name, real
+
+    def known_files(self, folder: Path) -> list[Path]:
+        """The live memory files under ``folder`` as the store last wrote or saw them."""
+        prefix = os.path.join(_key(folder), "")
+        return [Path(key) for key in self._known.copy() if key.startswith(prefix)]
 
     def reconcile(self, paths: list[Path], *, actor: str = "watcher") -> list[dict[str, Any]]:
         """Journal what changed on disk without this store knowing (a hand edit, a file
@@ -632,11 +674,7 @@ class MemoryStore:
                 data = None
             if data == known:
                 continue
-            before = (
-                None
-                if known is None
-                else {"path": self._rel(path), "content": known.decode("utf-8", "surrogateescape")}
-            )
+            before = None if known is None else self._content_state(path, known)
             if data is None:
                 op = "memory.delete"
                 self._known.pop(key, None)
@@ -668,11 +706,12 @@ class MemoryStore:
 
     def index_etags(self) -> dict[tuple[str, str], str]:
         """Every live memory file the search index should hold, with its ETag."""
-        out = {key: b.etag for key, b in self.blocks.items() if not b.archived}
-        scopes = {"global"} | {scope for scope, _ in self.blocks}
+        blocks = self.blocks.copy()
+        out = {key: b.etag for key, b in blocks.items() if not b.archived}
+        scopes = {"global"} | {scope for scope, _ in blocks}
         projects = self.root / "projects"
         if projects.is_dir():
-            scopes |= {f"project:{p.name}" for p in projects.iterdir() if p.is_dir()}
+            scopes |= {f"project:{p.name}" for p in projects.iterdir() if _project_dir(p)}
         for scope in scopes:
             text, etag = self.read_core(scope)
             if text:
@@ -730,17 +769,18 @@ class MemoryStore:
     def visible(self, project: str | None) -> list[BlockMeta]:
         """Unarchived blocks of the global scope and a project, the project's shadowing
         global ones of the same name; most recently updated first (cached)."""
+        version = self.version  # read first: a change while sorting expires the result
         cached = self._ordered.get(project)
-        if cached is not None and cached[0] == self.version:
+        if cached is not None and cached[0] == version:
             return cached[1]
         merged: dict[str, BlockMeta] = {}
-        for (scope, name), block in self.blocks.items():
+        for (scope, name), block in self.blocks.copy().items():
             if block.archived:
                 continue
             if (scope == "global" and name not in merged) or scope == project:
                 merged[name] = block
         ordered = sorted(merged.values(), key=lambda b: (b.updated_at, b.name), reverse=True)
-        self._ordered[project] = (self.version, ordered)
+        self._ordered[project] = (version, ordered)
         return ordered
 
     def render_context(
@@ -821,7 +861,7 @@ class MemoryStore:
 
     def scopes(self) -> list[str]:
         """Every scope that has blocks."""
-        return sorted({scope for scope, _ in self.blocks})
+        return sorted({scope for scope, _ in self.blocks.copy()})
 
     def prune(
         self,
@@ -873,7 +913,7 @@ class MemoryStore:
                 self._unlink(self._inside(after["path"]))
             data = None
         else:
-            data = before["content"].encode("utf-8", "surrogateescape")
+            data = _content_bytes(before)
             self._write(self._inside(before["path"]), data)
         for path in targets:
             if path.parent.exists():
@@ -893,16 +933,19 @@ class MemoryStore:
         )
 
     def _inside(self, rel: str) -> Path:
-        path = (self.home.root / rel).resolve()
+        """The memory file a journal entry names (relative to the home), refusing any
+        that would lead outside memory; the home's own path may pass through a link."""
+        home = self.home.root.resolve()
+        path = (home / rel).resolve()
         if not path.is_relative_to(self.root.resolve()) or path.suffix != ".md":
             raise Invalid("the journal entry names a file outside memory")
-        return path
+        return self.home.root / path.relative_to(home)
 
     def _reindex(self, paths: list[Path]) -> None:
         for path in paths:
             archived = path.parent.name == ARCHIVE
             folder = path.parent.parent if archived else path.parent
-            scope = "global" if folder == self.root.resolve() else f"project:{folder.name}"
+            scope = "global" if folder == self.root else f"project:{folder.name}"
             name = path.name[:-3]
             if path.name == CORE:
                 continue
@@ -913,6 +956,18 @@ class MemoryStore:
                 if self._by_norm.get((scope, gone.norm)) == name:
                     del self._by_norm[(scope, gone.norm)]
                 self.version += 1
+
+
+def _project_dir(path: Path) -> bool:
+    """A project's memory folder; anything else under ``projects/`` (a backup, notes a
+    person keeps there, a link) is left alone."""
+    return bool(SLUG_RE.match(path.name)) and path.is_dir() and not path.is_symlink()
+
+
+def _content_bytes(state: dict[str, Any]) -> bytes:
+    if "content_base64" in state:
+        return base64.b64decode(state["content_base64"])
+    return str(state["content"]).encode("utf-8")
 
 
 def _key(path: Path) -> str:

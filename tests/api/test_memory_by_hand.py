@@ -1,0 +1,218 @@
+"""Memory as people leave it: odd values, other encodings, stray folders, links, files
+changed or removed behind the daemon's back, and the races around them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from aster_persist.storage.home import Home, project_slug
+from aster_persist.storage.journal import Journal
+from aster_persist.storage.memory import MemoryStore
+from aster_persist.storage.transcripts import utc_now
+
+from ..conftest import REPO, make_client
+
+MD = {"content-type": "text/markdown"}
+
+
+def names(client: TestClient, **params: Any) -> list[str]:
+    return [b["name"] for b in client.get("/v1/memory/blocks", params=params).json()["items"]]
+
+
+def found(client: TestClient, query: str) -> list[str]:
+    r = client.get("/v1/memory/search", params={"q": query})
+    assert r.status_code == 200, r.text
+    return [hit["name"] for hit in r.json()["items"]]
+
+
+def wait_for(check: Any, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_number_that_is_not_finite_is_the_default_and_search_keeps_up(home: Path) -> None:
+    with make_client(home, watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "old", "content": "kafka keeps 7 days"})
+        assert found(client, "kafka") == ["old"]
+        r = client.put(
+            "/v1/memory/blocks/weird", content="---\nimportance: .nan\n---\nsomething\n", headers=MD
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["importance"] == 0.5
+        assert client.delete("/v1/memory/blocks/old").status_code == 204
+        client.post("/v1/memory/blocks", json={"name": "new", "content": "zookeeper is gone"})
+        assert found(client, "kafka") == []
+        assert found(client, "zookeeper") == ["new"]
+        assert found(client, "something") == ["weird"]
+
+
+def test_files_in_another_encoding_are_replaced_journaled_and_reverted_exactly(
+    home: Path,
+) -> None:
+    with make_client(home, watch=False) as client:
+        folder = home / "memory"
+        folder.mkdir(parents=True, exist_ok=True)
+        latin1 = b"- caf\xe9 opens at 8\n"
+        (folder / "ASTER.md").write_bytes(latin1)
+        r = client.put("/v1/memory/core", content="- replaced\n", headers=MD)
+        assert r.status_code == 200, r.text
+        entries = client.get("/v1/journal", params={"op": "memory"}).json()["items"]
+        # the hand edit (the file appeared) and then the replacement
+        assert [e["op"] for e in entries][-1] == "memory.edit"
+        r = client.post(f"/v1/journal/{entries[-1]['id']}/revert")
+        assert r.status_code == 200, r.text
+        assert (folder / "ASTER.md").read_bytes() == latin1
+
+
+def test_readers_never_see_the_blocks_change_size_under_them(tmp_path: Path) -> None:
+    home = Home.open(tmp_path / "home")
+    journal = Journal(home.root / "journal.jsonl", clock=utc_now, durable=False)
+    journal.open()
+    memory = MemoryStore(home, journal, clock=utc_now)
+    memory.load()
+    for i in range(20_000):
+        memory._index("global", f"pre-{i}", False, f"body {i}\n".encode())
+    stop = time.monotonic() + 1.5
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        n = 0
+        while time.monotonic() < stop:
+            memory.write_block("global", f"w-{n}", body=f"text {n}", meta={})
+            memory.forget("global", f"w-{n}")
+            n += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    reads = 0
+    while time.monotonic() < stop:
+        for read in (
+            lambda: memory.list_blocks("global"),
+            lambda: memory.visible(None),
+            memory.index_etags,
+        ):
+            try:
+                read()
+            except RuntimeError as exc:
+                errors.append(exc)
+            reads += 1
+    thread.join()
+    journal.close()
+    assert reads > 10
+    assert errors == []
+
+
+def test_put_with_the_same_body_honours_if_match_and_applies_its_frontmatter(
+    client: TestClient, home: Path
+) -> None:
+    r = client.post(
+        "/v1/memory/blocks",
+        json={"name": "db", "content": "Postgres on 5433.", "description": "old"},
+    )
+    first = r.headers["etag"]
+    second = client.patch("/v1/memory/blocks/db", json={"pinned": True}).headers["etag"]
+    md = "---\ndescription: new description\nimportance: 0.1\n---\nPostgres on 5433.\n"
+    before = (home / "memory" / "db.md").read_bytes()
+    r = client.put("/v1/memory/blocks/db", content=md, headers={"If-Match": first, **MD})
+    assert r.status_code == 412
+    assert (home / "memory" / "db.md").read_bytes() == before
+    r = client.put("/v1/memory/blocks/db", content=md, headers={"If-Match": second, **MD})
+    assert r.status_code == 200, r.text
+    assert (r.json()["description"], r.json()["importance"]) == ("new description", 0.1)
+    r = client.put(
+        "/v1/memory/blocks/other", content="Postgres on 5433.\n", headers={"If-Match": '"x"', **MD}
+    )
+    assert r.status_code == 412
+    assert not (home / "memory" / "other.md").exists()
+
+
+def test_folders_under_projects_that_are_not_projects_are_left_alone(home: Path) -> None:
+    stray = home / "memory" / "projects" / "old-notes"
+    stray.mkdir(parents=True)
+    (stray / "todo.md").write_text("- keep this\n")
+    with make_client(home) as client:
+        wait_for(lambda: client.get("/readyz").status_code == 200)
+        wait_for(lambda: client.get("/v1/info").json()["watching"])
+        r = client.post(
+            "/v1/memory/blocks", params={"repo_root": REPO}, json={"name": "a", "content": "one"}
+        )
+        assert r.status_code == 201
+        assert names(client, repo_root=REPO) == ["a"]
+    assert (stray / "todo.md").read_text() == "- keep this\n"
+
+
+def test_a_block_removed_by_hand_is_not_found_rather_than_an_error(home: Path) -> None:
+    with make_client(home, watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "gone", "content": "deleted by hand"})
+        (home / "memory" / "gone.md").unlink()
+        assert client.get("/v1/memory/blocks/gone").status_code == 404
+        assert client.delete("/v1/memory/blocks/gone").status_code == 404
+        assert "gone" not in names(client)
+        ops = [e["op"] for e in client.get("/v1/journal", params={"op": "memory"}).json()["items"]]
+        assert ops == ["memory.write", "memory.delete"]  # the removal, journaled once
+
+
+def test_the_watcher_sees_removals_before_it_started_and_whole_folders_moved_away(
+    home: Path, tmp_path: Path
+) -> None:
+    with make_client(home, watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "early", "content": "removed early"})
+        client.post("/v1/memory/blocks", json={"name": "stays", "content": "stays put"})
+    (home / "memory" / "early.md").unlink()  # while the daemon was down
+    with make_client(home) as client:
+        wait_for(lambda: client.get("/v1/info").json()["watching"])
+        wait_for(lambda: names(client) == ["stays"])
+        client.post(
+            "/v1/memory/blocks", params={"repo_root": REPO}, json={"name": "p1", "content": "x"}
+        )
+        time.sleep(0.6)  # the daemon's own write has been seen
+        shutil.move(home / "memory" / "projects" / project_slug(REPO), tmp_path / "moved")
+        wait_for(lambda: names(client, repo_root=REPO) == [])
+        assert client.get("/v1/memory/blocks/p1", params={"repo_root": REPO}).status_code == 404
+
+
+def test_reverts_work_when_the_home_is_reached_through_a_link(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    with make_client(tmp_path / "link" / "home", watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "x", "content": "one"})
+        assert client.delete("/v1/memory/blocks/x").status_code == 204
+        entry = client.get("/v1/journal", params={"op": "memory.delete"}).json()["items"][-1]
+        r = client.post(f"/v1/journal/{entry['id']}/revert")
+        assert r.status_code == 200, r.text
+        assert names(client) == ["x"]
+
+
+def test_a_hand_edit_not_yet_seen_is_journaled_before_a_write_checks_its_etag(
+    home: Path,
+) -> None:
+    with make_client(home, watch=False) as client:
+        r = client.post("/v1/memory/blocks", json={"name": "n", "content": "v1"})
+        stale = r.headers["etag"]
+        path = home / "memory" / "n.md"
+        path.write_text(path.read_text().replace("v1", "v2 by hand"))
+        got = client.get("/v1/memory/blocks/n", params={"track": "false"})
+        assert "v2 by hand" in got.json()["content"]
+        assert got.headers["etag"] != stale
+        r = client.put("/v1/memory/blocks/n", content="v3\n", headers={"If-Match": stale, **MD})
+        assert r.status_code == 412
+        r = client.put(
+            "/v1/memory/blocks/n", content="v3\n", headers={"If-Match": got.headers["etag"], **MD}
+        )
+        assert r.status_code == 200, r.text
+        entries = client.get("/v1/journal", params={"op": "memory"}).json()["items"]
+        assert [(e["op"], e["actor"]) for e in entries] == [
+            ("memory.write", "api"),
+            ("memory.edit", "watcher"),
+            ("memory.edit", "api"),
+        ]
+        assert "v2 by hand" in entries[2]["before"]["content"]

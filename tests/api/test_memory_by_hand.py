@@ -216,3 +216,68 @@ def test_a_hand_edit_not_yet_seen_is_journaled_before_a_write_checks_its_etag(
             ("memory.edit", "api"),
         ]
         assert "v2 by hand" in entries[2]["before"]["content"]
+
+
+def write_by_hand(home: Path, name: str, text: str) -> None:
+    folder = home / "memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.md").write_text(text)
+
+
+def test_dates_written_without_a_zone_rank_like_utc(home: Path) -> None:
+    write_by_hand(home, "dated", "---\nupdated_at: 2025-05-01\n---\nthe release train leaves\n")
+    with make_client(home, watch=False) as client:
+        assert found(client, "release train") == ["dated"]
+        r = client.get("/v1/memory/context", params={"query": "release train"})
+        assert r.status_code == 200, r.text
+        assert r.json()["order"] == "relevance"
+
+
+def test_a_flow_list_going_on_at_column_zero_is_replaced_whole(home: Path) -> None:
+    write_by_hand(
+        home, "ci", "---\ndescription: ci notes\ntags: [ci,\ndocker]\nowner: me\n---\nRun make.\n"
+    )
+    with make_client(home, watch=False) as client:
+        r = client.patch("/v1/memory/blocks/ci", json={"tags": ["ci", "make"]})
+        assert r.status_code == 200, r.text
+        assert r.json()["tags"] == ["ci", "make"]
+    text = (home / "memory" / "ci.md").read_text()
+    assert "docker]" not in text
+    assert text.startswith("---\ndescription: ci notes\ntags: [ci, make]\nowner: me\n")
+
+
+def test_a_conflict_that_cannot_be_marked_is_refused_before_anything_is_written(
+    home: Path,
+) -> None:
+    write_by_hand(home, "b", "---\ndescription: [unclosed\n---\nbody b\n")
+    with make_client(home, watch=False) as client:
+        r = client.post(
+            "/v1/memory/blocks", json={"name": "a", "content": "body a", "conflicts_with": ["b"]}
+        )
+        assert r.status_code == 422
+        assert "conflicts_with names 'b'" in r.json()["detail"]
+        assert not (home / "memory" / "a.md").exists()
+        assert client.get("/v1/journal", params={"name": "a"}).json()["items"] == []
+
+
+def test_reverting_an_archive_never_overwrites_a_file_made_since(home: Path) -> None:
+    with make_client(home, watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "x", "content": "original"})
+        client.post("/v1/memory/blocks/x/archive")
+        entry = client.get("/v1/journal", params={"op": "memory.archive"}).json()["items"][-1]
+        write_by_hand(home, "x", "written by hand since, precious\n")
+        r = client.post(f"/v1/journal/{entry['id']}/revert")
+        assert r.status_code == 409
+        assert "exists again" in r.json()["detail"]
+        assert (home / "memory" / "x.md").read_text() == "written by hand since, precious\n"
+        assert "original" in (home / "memory" / ".archive" / "x.md").read_text()
+
+
+def test_a_long_note_without_a_title_is_refused_with_a_reason(
+    client: TestClient, home: Path
+) -> None:
+    r = client.post("/v1/memory/remember", json={"note": "word " * 1000})
+    assert r.status_code == 422
+    assert r.headers["content-type"] == "application/problem+json"
+    assert "give it a title" in r.json()["detail"]
+    assert not (home / "memory" / "ASTER.md").exists()

@@ -64,12 +64,15 @@ class BlockPatch(BaseModel):
     pinned: bool | None = None
 
 
+NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
+
+
 class NoteIn(BaseModel):
     model_config = ConfigDict(
         strict=True, json_schema_extra={"examples": [{"note": "Prefer small commits."}]}
     )
 
-    note: str = Field(min_length=1, max_length=4000)
+    note: str = Field(min_length=1, max_length=NOTE_MAX)
     session_id: str | None = None
 
 
@@ -353,6 +356,11 @@ async def create_block(request: Request, body: BlockIn, repo_root: str | None = 
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
     if body.title is None:
+        if len(body.note) > NOTE_MAX:
+            raise Invalid(
+                f"note: a note without a title is at most {NOTE_MAX} characters (this one is "
+                f"{len(body.note)}); give it a title to keep it as a block"
+            )
         return await add_note(
             request, NoteIn(note=body.note, session_id=body.session_id), repo_root
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import math
 import sqlite3
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -295,6 +295,8 @@ def recency(updated_at: str, now: datetime, half_life_days: float = 30.0) -> flo
         moment = datetime.fromisoformat(updated_at.replace("Z", "+00:00"))
     except ValueError:
         return 0.0
+    if moment.tzinfo is None:  # a date, or a time written by hand without a zone: UTC
+        moment = moment.replace(tzinfo=UTC)
     age = max(0.0, (now - moment).total_seconds() / 86400)
     return math.pow(0.5, age / half_life_days)
 

@@ -107,7 +107,8 @@ def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
         if match is not None:
             current = match.group(1)
             spans[current] = (i, i + 1)
-        elif current is not None and (line[:1] in (" ", "\t", "-") or not line.strip()):
+        elif current is not None and not line.startswith("#"):
+            # Indented, blank, or a flow collection or scalar that goes on at column 0.
             first, _ = spans[current]
             spans[current] = (first, i + 1)
         else:
@@ -132,7 +133,10 @@ def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
         out.append(line)
     out.extend(replacements.values())
     meta_text = "".join(out)
-    meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
+    try:
+        meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise Invalid(f"the frontmatter could not be changed in place: {exc}") from None
     return Document(meta_text, dict(meta or {}), doc.body)
 
 

@@ -854,10 +854,20 @@ class MemoryStore:
                 )
 
     def check_relations(self, scope: str, name: str, meta: dict[str, Any]) -> None:
+        """Refuse relations that ``relate`` could not apply, before anything is written."""
         for key in ("supersedes", "conflicts_with"):
             for other in _as_list(meta.get(key)):
                 if other == name or (scope, other) not in self.blocks:
                     raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
+                if key == "conflicts_with" and not self.blocks[(scope, other)].archived:
+                    text, _ = self.read_block(scope, other)
+                    try:
+                        frontmatter.parse(text)
+                    except Invalid as exc:
+                        raise Invalid(
+                            f"conflicts_with names {other!r}, whose frontmatter cannot be "
+                            f"marked: {exc}"
+                        ) from None
 
     def scopes(self) -> list[str]:
         """Every scope that has blocks."""
@@ -907,6 +917,10 @@ class MemoryStore:
         current = {self._rel(p): self._state(p) for p in targets}
         now_state = next((s for s in current.values() if s is not None), None)
         if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
+            if before is not None and current[before["path"]] is not None:
+                raise NameTaken(
+                    f"{before['path']} exists again; move it away to revert this {entry['op']}"
+                )
             self._unlink(self._inside(after["path"]))
         if before is None:
             if isinstance(after, dict):

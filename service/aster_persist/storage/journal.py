@@ -8,6 +8,7 @@ like a transcript's, never deleted. Runs on the writer thread; reads run anywher
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -104,10 +105,17 @@ class Journal:
             }
             data = orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
             view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view) :]
-            if self.durable and sync:
-                os.fdatasync(self._fd)
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                if self.durable and sync:
+                    os.fdatasync(self._fd)
+            except OSError:
+                # Not recorded: cut away what did reach the file, so the next entry starts
+                # on a line of its own and readers' offsets stay true.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._published)
+                raise
             self._published += len(data)
             # Published under the lock, so listeners see entries in id order.
             for listener in self.listeners:

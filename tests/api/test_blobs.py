@@ -76,3 +76,23 @@ def test_an_export_with_blobs_round_trips(client: TestClient, home: Path, tmp_pa
         assert other.post("/v1/sessions/import", content=exported).status_code == 201
         assert transcript(tmp_path / "elsewhere", sid).read_bytes() == stored
         assert other.get(f"/v1/sessions/{sid}/export").content == exported
+
+
+def test_a_blob_reference_from_a_client_is_refused(client: TestClient, home: Path) -> None:
+    sid = new_session(client)
+    big = "x" * 100_000
+    client.post(f"/v1/sessions/{sid}/events", json=user(big)).raise_for_status()
+    real = "sha256:" + hashlib.sha256(big.encode()).hexdigest()  # a blob that exists
+    path = next((home / "sessions").rglob(f"{sid}.jsonl"))
+    before = path.read_bytes()
+    for ref in (real, "sha256:" + "0" * 64):
+        for event in (
+            {"type": "title", "title": "t", "content": {"content_ref": ref}},
+            {"type": "eviction", "tool_call_id": "c", "content": {"content_ref": ref}},
+        ):
+            for body in (event, [event]):
+                r = client.post(f"/v1/sessions/{sid}/events", json=body)
+                assert r.status_code == 422, r.text
+                assert "made by the server" in r.json()["detail"]
+    assert path.read_bytes() == before
+    assert client.get(f"/v1/sessions/{sid}/events").status_code == 200

@@ -91,6 +91,11 @@ class BlobStore:
         return [
             line["content"]["content_ref"]
             for line in lines
-            if is_ref(line.get("content"))
-            and not os.path.exists(self.path(str(line["content"]["content_ref"])[len(_REF) :]))
+            if is_ref(line.get("content")) and not self._exists(line["content"])
         ]
+
+    def _exists(self, ref: dict[str, Any]) -> bool:
+        try:
+            return os.path.exists(self.path(str(ref["content_ref"])[len(_REF) :]))
+        except NotFound:  # not a digest at all (a line written by hand)
+            return False

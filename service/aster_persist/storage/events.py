@@ -252,19 +252,38 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
 def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[str, Any]]:
     """Check a batch before anything is written; raise InvalidEvent naming the field."""
     try:
-        return _EVENTS.validate_python(events)  # type: ignore[return-value]
+        checked: list[dict[str, Any]] = _EVENTS.validate_python(events)
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None
+    return _without_refs(checked, prefix)
 
 
 def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str, Any]]:
     """Parse and check a JSON array of events in one pass; the dicts are what gets stored."""
     try:
-        return _EVENTS.validate_json(raw)  # type: ignore[return-value]
+        checked: list[dict[str, Any]] = _EVENTS.validate_json(raw)
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None
+    return _without_refs(checked, prefix)
+
+
+def _without_refs(events: list[dict[str, Any]], prefix: str) -> list[dict[str, Any]]:
+    """Refuse a client's blob reference: only the server makes them (SPEC §3.6), and a
+    made-up one would break every read of the session or copy another blob into it."""
+    for n, event in enumerate(events):
+        content = event.get("content")
+        if isinstance(content, dict) and "content_ref" in content:
+            problems = [
+                {
+                    "loc": f"{prefix}[{n}].content",
+                    "msg": "blob references are made by the server; send the content itself",
+                    "type": "value_error",
+                }
+            ]
+            raise InvalidEvent(_summary(problems), errors=problems)
+    return events
 
 
 def _summary(problems: list[dict[str, Any]]) -> str:

@@ -171,9 +171,14 @@ class GroupCommitter:
             self._kick()
 
     async def quiesce(self, session_id: str) -> None:
-        """Wait until no write of the session is waiting for or in a sync."""
+        """Wait until no write of the session is waiting for or in a sync (however busy
+        other sessions keep the syncer: at most the passes running now and one more)."""
         while self.store.busy(session_id):
-            await self._drain()
+            if not self._passes:
+                self._kick()
+            if self._passes:
+                await asyncio.shield(self._passes[-1][1])
+            await asyncio.sleep(0)  # let the done-callback settle the pass
 
     async def detach(self, session_id: str) -> Location:
         """Quiesce, then close the session's writer and hide it from appends.

@@ -124,10 +124,12 @@ class Sessions:
         self._catch_up = asyncio.get_running_loop().create_task(catch_up())
 
     async def close(self) -> None:
-        if self._catch_up is not None:
-            await self._catch_up
-        await self.committer.close()
-        await asyncio.to_thread(self.catalog.close)
+        try:
+            if self._catch_up is not None:
+                await self._catch_up
+        finally:  # whatever became of the index, the transcripts are synced and closed
+            await self.committer.close()
+            await asyncio.to_thread(self.catalog.close)
 
     # -- writes ----------------------------------------------------------------
 

@@ -422,3 +422,30 @@ def test_listing_never_reads_transcript_bodies(client: TestClient, home: Path) -
     path.write_bytes(b"x" * path.stat().st_size)
     assert client.get("/v1/sessions").json() == before
     assert client.get(f"/v1/sessions/{sid}").json()["state"] == "damaged"  # a read does read it
+
+
+def test_times_are_stored_in_utc_and_ones_utc_cannot_hold_are_refused(
+    client: TestClient, home: Path
+) -> None:
+    sid = new_session(client)
+    r = client.post(f"/v1/sessions/{sid}/events", json=user("x", ts="2026-01-01T02:00:00+02:00"))
+    assert r.status_code == 201
+    events = client.get(f"/v1/sessions/{sid}/events").json()["events"]
+    assert events[-1]["ts"] == "2026-01-01T00:00:00.000Z"
+    path = session_file(home, sid)
+    before = path.read_bytes()
+    r = client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[user("fine"), user("y", ts="0001-01-01T00:00:00+01:00")],
+    )
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["loc"] == "events[1].ts"
+    assert path.read_bytes() == before
+    # a line another program wrote with such a time is read, not a 500
+    with path.open("a") as f:
+        f.write(
+            '{"type":"message","role":"user","content":"old","seq":2,"ts":"0001-01-01T00:00:00+01:00"}\n'
+        )
+    client.post(f"/v1/sessions/{sid}/events", json=user("after"))
+    assert client.get(f"/v1/sessions/{sid}").status_code == 200
+    assert client.get(f"/v1/sessions/{sid}/events").status_code == 200

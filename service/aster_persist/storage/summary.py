@@ -91,7 +91,11 @@ def canonical_ts(ts: str) -> str:
         return ts
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # a valid form, but before year 1 or after 9999 in UTC
+        return ts
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def first_text(content: Any) -> str | None:

@@ -435,6 +435,13 @@ class TranscriptStore:
                 line["ts"] = now
             else:
                 ts = canonical_ts(ts)
+                if len(ts) != len(now):
+                    where = f"events[{seq - first}].ts"
+                    raise InvalidEvent(
+                        f"{where}: {ts[:40]!r} is not a time that can be written in UTC",
+                        errors=[{"loc": where, "msg": "not a time in UTC", "type": "value_error"}],
+                    )
+                line["ts"] = ts  # stored as UTC with milliseconds, like the server's own
                 if ts > latest:
                     latest = ts
             if key is not None:

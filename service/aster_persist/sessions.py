@@ -574,12 +574,18 @@ class Sessions:
             purge = await self.committer.call(self.store.trashed_before, cutoff_s)
         trashed = sorted(chosen.values(), key=lambda item: item["updated_at"])
         if not dry_run:
-            for item in trashed:
-                await self.delete(item["id"], reason=item["reason"], op="session.pruned")
-            for sid in purge:
-                await self.delete(
-                    sid, purge=True, reason="trash older than the limit", only_trashed=True
-                )
+            for item in list(trashed):
+                try:
+                    await self.delete(item["id"], reason=item["reason"], op="session.pruned")
+                except SessionNotFound:  # deleted by someone else since the listing
+                    trashed.remove(item)
+            for sid in list(purge):
+                try:
+                    await self.delete(
+                        sid, purge=True, reason="trash older than the limit", only_trashed=True
+                    )
+                except SessionNotFound:
+                    purge.remove(sid)
 
         return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
 

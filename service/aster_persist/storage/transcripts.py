@@ -580,6 +580,8 @@ class TranscriptStore:
                 sync.failed[sid],
             )
             self._read_only.add(sid)
+            if writer.acked_info is not None:  # what the listing keeps when the file closes
+                writer.acked_info.state = "read_only"
             if self.durability == "fsync":
                 # Nothing past the last acknowledged byte was promised: cut it away.
                 with contextlib.suppress(OSError):
@@ -595,6 +597,7 @@ class TranscriptStore:
     def read(self, session_id: str) -> tuple[Parsed, SessionInfo]:
         """The readable lines of a session (what was acknowledged), and its summary."""
         path = self._live_path(session_id)
+        slug = path.parent.name  # not looked up again: a purge may drop it while we read
         writer = self._writers.get(session_id)
         end = writer.acked_size if writer is not None else None
         try:
@@ -605,7 +608,7 @@ class TranscriptStore:
         cut = incomplete_batch(parsed)
         if cut is not None:
             parsed = parse(data[:cut])
-        info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
+        info = SessionInfo(id=session_id, slug=slug)
         info.absorb(parsed.lines, parsed.bad)
         if not parsed.lines or parsed.lines[0].get("type") != "session":
             info.state = "damaged"
@@ -631,6 +634,9 @@ class TranscriptStore:
         except FileNotFoundError:
             raise SessionNotFound(f"no session {session_id}") from None
         parsed = parse(data, base=offset)
+        cut = incomplete_batch(parsed)
+        if cut is not None:  # a batch a crash cut short is not there (as ``read`` says)
+            parsed = parse(data[: cut - offset], base=offset)
         return parsed.lines, parsed.good_end if parsed.line_count else offset
 
     def export_bytes(self, session_id: str) -> bytes:

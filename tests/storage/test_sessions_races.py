@@ -1,0 +1,133 @@
+"""Sessions under the races and failures other writers bring: a purge during a read, a
+prune racing a delete, a failed sync, a crash inside a batch."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aster_persist.sessions import Sessions
+from aster_persist.storage import transcripts
+from aster_persist.storage.events import validate_events
+from aster_persist.storage.home import Home
+from aster_persist.storage.journal import Journal
+from aster_persist.storage.transcripts import utc_now
+
+
+def events(*texts: str) -> list[dict[str, Any]]:
+    return validate_events([{"type": "message", "role": "user", "content": t} for t in texts])
+
+
+async def opened(root: Path, **options: Any) -> Sessions:
+    home = Home.open(root)
+    journal = Journal(home.root / "journal.jsonl", clock=utc_now)
+    journal.open()
+    sessions = Sessions(home, journal=journal, **options)
+    await sessions.start()
+    await sessions.ready.wait()
+    return sessions
+
+
+def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(test())
+
+
+def test_a_read_that_a_purge_overtakes_is_not_found_or_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        await sessions.append(sid, events("a"), learn=False)
+        real = transcripts.parse
+
+        def parse_while_purged(data: bytes, **kw: Any) -> Any:
+            sessions.store.locations.pop(sid, None)  # the purge lands mid-read
+            return real(data, **kw)
+
+        monkeypatch.setattr(transcripts, "parse", parse_while_purged)
+        parsed, info = sessions.store.read(sid)
+        assert [line["seq"] for line in parsed.lines] == [0, 1]
+        assert info.id == sid
+        monkeypatch.undo()
+        await sessions.close()
+
+    run(test)
+
+
+def test_a_prune_skips_what_someone_else_deleted_meanwhile(tmp_path: Path) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        ids = [(await sessions.create(repo_root="/srv/x"))["id"] for _ in range(3)]
+        real = sessions.delete
+        first = True
+
+        async def delete_raced(sid: str, **kw: Any) -> Any:
+            nonlocal first
+            if first:  # another client deletes it between the listing and the prune
+                first = False
+                await real(sid)
+            return await real(sid, **kw)
+
+        sessions.delete = delete_raced  # type: ignore[method-assign]
+        result = await sessions.prune(
+            older_than_days=None, keep_latest=0, dry_run=False, purge_trash_older_than_days=None
+        )
+        assert len(result["trashed"]) == 2
+        assert all(
+            sid not in sessions.store.locations or sessions.store.locations[sid].trashed
+            for sid in ids
+        )
+        await sessions.close()
+
+    run(test)
+
+
+def test_a_session_read_only_after_a_failed_sync_stays_so_in_the_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home", open_files=1)
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        await sessions.append(sid, events("a"), learn=False)
+
+        def broken(fd: int) -> None:
+            raise OSError(errno.EIO, "I/O error")
+
+        monkeypatch.setattr(os, "fdatasync", broken)
+        with pytest.raises(Exception, match="read-only"):
+            await sessions.append(sid, events("b"), learn=False)
+        monkeypatch.undo()
+        await sessions.create(repo_root="/srv/x")  # its writer closes the first one's
+        page = await sessions.listing(limit=10)
+        assert {info.id: info.state for info in page.items}[sid] == "read_only"
+        await sessions.close()
+
+    run(test)
+
+
+def test_a_follower_is_never_sent_a_batch_a_crash_cut_short(tmp_path: Path) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        await sessions.append(sid, events("a", "b", "c"), learn=False)
+        path = sessions.store._live_path(sid)
+        await sessions.close()
+        sessions.home.close()
+        data = path.read_bytes()
+        path.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1])  # "c" never landed
+        sessions = await opened(tmp_path / "home")
+        lines, offset = sessions.store.read_tail(sid, 0)
+        assert [line["seq"] for line in lines] == [0]
+        await sessions.append(sid, events("new"), learn=False)
+        lines, _ = sessions.store.read_tail(sid, offset)
+        assert [(line["seq"], line["content"]) for line in lines] == [(1, "new")]
+        await sessions.close()
+
+    run(test)

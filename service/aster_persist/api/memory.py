@@ -51,6 +51,9 @@ class BlockIn(BaseModel):
     pinned: bool = False
     replace: bool = False
     session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
 
 
 class BlockPatch(BaseModel):
@@ -74,6 +77,9 @@ class NoteIn(BaseModel):
 
     note: str = Field(min_length=1, max_length=NOTE_MAX)
     session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
 
 
 class RememberIn(BaseModel):
@@ -92,6 +98,9 @@ class RememberIn(BaseModel):
     tags: list[str] = Field(default_factory=list)
     replace: bool = False
     session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
 
 
 class Block(BaseModel):
@@ -206,8 +215,15 @@ async def scope_of(memory: MemoryStore, repo_root: str | None) -> str:
     return await asyncio.to_thread(memory.scope_for, repo_root)
 
 
-async def _scope(request: Request, repo_root: str | None) -> str:
-    return await scope_of(request.app.state.memory, repo_root)
+async def _scope(request: Request, repo_root: str | None, in_body: str | None = None) -> str:
+    return await scope_of(request.app.state.memory, one_repo_root(repo_root, in_body))
+
+
+def one_repo_root(in_query: str | None, in_body: str | None) -> str | None:
+    """The project a write names, in the query or in the body (never two different ones)."""
+    if in_query is not None and in_body is not None and in_query != in_body:
+        raise Invalid("repo_root is in both the query and the body, with different values")
+    return in_query if in_query is not None else in_body
 
 
 def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
@@ -248,8 +264,8 @@ async def put_core(
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
-    text = await _text_body(request)
+    text, in_body = await _text_body(request)
+    scope = await _scope(request, repo_root, in_body)
     result = await committer.call(memory.write_core, scope, text, if_match=if_match)
     return json_response(result, headers={"ETag": result["etag"]})
 
@@ -264,7 +280,7 @@ async def put_core(
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
+    scope = await _scope(request, repo_root, body.repo_root)
     result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
     return json_response(
         result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
@@ -314,10 +330,11 @@ async def remember_block(
     """Write a block (or merge it into its duplicate): the status, the reply and the ETag.
 
     The routes and the fast path (`fastpath.py`) both answer with this."""
-    scope = await scope_of(memory, repo_root)
+    scope = await scope_of(memory, one_repo_root(repo_root, body.repo_root))
     name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
     meta = body.model_dump(
-        exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
+        exclude={"content", "name", "title", "replace", "session_id", "repo_root"},
+        exclude_none=True,
     )
     if body.session_id:
         meta["source_session"] = body.session_id
@@ -362,7 +379,9 @@ async def remember(request: Request, body: RememberIn, repo_root: str | None = N
                 f"{len(body.note)}); give it a title to keep it as a block"
             )
         return await add_note(
-            request, NoteIn(note=body.note, session_id=body.session_id), repo_root
+            request,
+            NoteIn(note=body.note, session_id=body.session_id),
+            one_repo_root(repo_root, body.repo_root),
         )
     block = BlockIn(
         content=body.note,
@@ -371,7 +390,7 @@ async def remember(request: Request, body: RememberIn, repo_root: str | None = N
         replace=body.replace,
         session_id=body.session_id,
     )
-    return await _remember(request, block, repo_root)
+    return await _remember(request, block, one_repo_root(repo_root, body.repo_root))
 
 
 @router.get(
@@ -439,21 +458,24 @@ async def put_block(
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
     check_name(name)
+    in_body = None
     if "json" in request.headers.get("content-type", ""):
         try:
             block_in = BlockIn.model_validate_json(await request.body())
         except ValidationError as exc:
             raise Invalid(f"the block is not valid: {_first_error(exc)}") from None
         meta = block_in.model_dump(
-            exclude={"content", "name", "title", "replace", "session_id"}, exclude_none=True
+            exclude={"content", "name", "title", "replace", "session_id", "repo_root"},
+            exclude_none=True,
         )
         body = block_in.content
+        in_body = block_in.repo_root
     else:
-        doc = frontmatter.parse(await _text_body(request))
+        doc = frontmatter.parse((await _text_body(request))[0])
         meta = {k: v for k, v in doc.meta.items() if k != "name"}
         body = doc.body
+    scope = await _scope(request, repo_root, in_body)
     block, merged = await committer.call(
         memory.write_block,
         scope,
@@ -612,6 +634,9 @@ class ProcedureIn(BaseModel):
     error: str | None = Field(default=None, max_length=8000)
     importance: float = Field(default=0.5, ge=0, le=1)
     session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
 
 
 @router.post(
@@ -625,7 +650,7 @@ async def procedure(request: Request, body: ProcedureIn, repo_root: str | None =
     """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
     used and the outcome or error. The same record twice is kept once."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
+    scope = await _scope(request, repo_root, body.repo_root)
     detail = body.result if body.outcome == "success" else body.error
     lines = [f"**Task:** {body.task}", f"**Outcome:** {body.outcome}"]
     if body.tools:
@@ -660,6 +685,9 @@ class MemoryPruneIn(BaseModel):
     max_age_days: float = Field(default=90, ge=0, le=36500)
     max_importance: float = Field(default=0.3, ge=0, le=1)
     dry_run: bool = True
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
 
 
 @router.post(
@@ -669,7 +697,7 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
     """Archive stale, low-importance blocks (dry run by default). Pinned blocks, blocks
     recalled 3 times or more, and blocks with relations are never touched."""
     memory, committer = _memory(request)
-    scope = await _scope(request, repo_root)
+    scope = await _scope(request, repo_root, body.repo_root)
     result = await committer.call(
         memory.prune,
         scope,
@@ -701,7 +729,9 @@ async def revert(request: Request, entry_id: str) -> Response:
     return json_response(result)
 
 
-async def _text_body(request: Request) -> str:
+async def _text_body(request: Request) -> tuple[str, str | None]:
+    """The text of a raw text/markdown or a JSON {"content"} body, and the JSON body's
+    ``repo_root``, if any."""
     raw = await request.body()
     if not raw and "content-type" not in request.headers:  # (an empty text/markdown is fine)
         raise Invalid('send the new content: raw text/markdown, or JSON {"content": …}')
@@ -714,9 +744,12 @@ async def _text_body(request: Request) -> str:
             raise Invalid(f"the body is not valid JSON: {exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("content"), str):
             raise Invalid('send {"content": "<markdown>"} or raw text/markdown')
-        return str(data["content"])
+        repo_root = data.get("repo_root")
+        if repo_root is not None and not isinstance(repo_root, str):
+            raise Invalid("repo_root must be a string")
+        return str(data["content"]), repo_root
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8"), None
     except UnicodeDecodeError:
         raise Invalid("the body is not UTF-8 text") from None
 

@@ -231,11 +231,16 @@ class Sessions:
         )
 
     async def rename(
-        self, session_id: str, title: str, *, detail: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        title: str,
+        *,
+        detail: dict[str, Any] | None = None,
+        if_match: int | None = None,
     ) -> AppendResult:
         _lines, _raw, info = await self.read(session_id)
         result = await self.append(
-            session_id, [{"type": "title", "title": title, "source": "user"}]
+            session_id, [{"type": "title", "title": title, "source": "user"}], if_match=if_match
         )
         await self._record(
             "session.renamed",
@@ -273,14 +278,16 @@ class Sessions:
         op: str = "",
         only_trashed: bool = False,
         detail: dict[str, Any] | None = None,
+        if_match: int | None = None,
     ) -> None:
-        """Move to the trash, or delete for good; appends waiting for a sync finish first."""
+        """Move to the trash, or delete for good; appends waiting for a sync finish first.
+        With ``if_match``, only while the session's last seq is that (else 412)."""
         if only_trashed:
             where = self.store.locations.get(session_id)
             if where is None or not where.trashed:
                 return
         else:
-            where = await self.committer.detach(session_id)
+            where = await self.committer.detach(session_id, if_match=if_match)
         if purge:
             deleted = await self.committer.call(
                 self.store.purge, session_id, where, only_trashed=only_trashed

@@ -281,3 +281,20 @@ def test_a_write_names_its_project_in_the_body_as_well_as_the_query(
     assert r.status_code == 422
     assert "both the query and the body" in r.json()["detail"]
     assert files(home) == before
+
+
+def test_etags_guard_forget_and_answer_conditional_reads(client: TestClient, home: Path) -> None:
+    first = client.post("/v1/memory/blocks", json={"name": "db", "content": "5433"})
+    second = client.patch("/v1/memory/blocks/db", json={"pinned": True})
+    r = client.get("/v1/memory/blocks/db", headers={"If-None-Match": second.headers["etag"]})
+    assert r.status_code == 304 and r.headers["etag"] == second.headers["etag"]
+    r = client.get("/v1/memory/blocks/db", headers={"If-None-Match": first.headers["etag"]})
+    assert r.status_code == 200 and r.json()["pinned"] is True
+    recalls = client.get("/v1/journal", params={"op": "memory.recall"}).json()["items"]
+    assert len(recalls) == 1  # the 304 read nothing, so it recalled nothing
+    r = client.delete("/v1/memory/blocks/db", headers={"If-Match": first.headers["etag"]})
+    assert r.status_code == 412
+    assert block_path(home, "db").exists()
+    r = client.delete("/v1/memory/blocks/db", headers={"If-Match": second.headers["etag"]})
+    assert r.status_code == 204
+    assert not block_path(home, "db").exists()

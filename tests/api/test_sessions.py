@@ -449,3 +449,20 @@ def test_times_are_stored_in_utc_and_ones_utc_cannot_hold_are_refused(
     client.post(f"/v1/sessions/{sid}/events", json=user("after"))
     assert client.get(f"/v1/sessions/{sid}").status_code == 200
     assert client.get(f"/v1/sessions/{sid}/events").status_code == 200
+
+
+def test_if_match_guards_rename_and_delete(client: TestClient, home: Path) -> None:
+    sid = new_session(client)
+    client.post(f"/v1/sessions/{sid}/events", json=user("hello"))
+    path = session_file(home, sid)
+    before = path.read_bytes()
+    stale = {"If-Match": '"0"'}
+    r = client.patch(f"/v1/sessions/{sid}", json={"title": "new"}, headers=stale)
+    assert r.status_code == 412 and r.headers["etag"] == '"1"'
+    r = client.delete(f"/v1/sessions/{sid}", headers=stale)
+    assert r.status_code == 412 and r.headers["etag"] == '"1"'
+    assert path.read_bytes() == before
+    r = client.patch(f"/v1/sessions/{sid}", json={"title": "new"}, headers={"If-Match": '"1"'})
+    assert r.status_code == 200 and r.headers["etag"] == '"2"'
+    assert client.delete(f"/v1/sessions/{sid}", headers={"If-Match": '"2"'}).status_code == 204
+    assert client.get(f"/v1/sessions/{sid}").status_code == 404

@@ -93,7 +93,12 @@ async def _recall(
 ) -> Reply | None:
     track = _BOOLS.get(query.get("track", "true"))
     archived = _BOOLS.get(query.get("archived", "false"))
-    if track is None or archived is None or "markdown" in headers.get("accept", ""):
+    if (
+        track is None
+        or archived is None
+        or "markdown" in headers.get("accept", "")
+        or "if-none-match" in headers
+    ):
         return None
     memory, committer = owner.state.memory, owner.state.sessions.committer
     text, block = await recall_block(

@@ -406,9 +406,16 @@ async def recall(
     track: bool = True,
     archived: bool = False,
     session_id: str | None = None,
+    if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
-    """Recall a block's full text (journaled as a recall unless `track=false`)."""
+    """Recall a block's full text (journaled as a recall unless `track=false`); 304 when
+    `If-None-Match` holds its ETag (no recall is journaled then: nothing was read)."""
     memory, committer = _memory(request)
+    if if_none_match is not None:
+        scope = await _scope(request, repo_root)
+        _, block = memory.read_block(scope, name, archived=archived)
+        if block.etag in [tag.strip() for tag in if_none_match.split(",")]:
+            return Response(status_code=304, headers={"ETag": block.etag})
     text, block = await recall_block(
         memory, committer, name, repo_root, track=track, archived=archived, session_id=session_id
     )
@@ -515,10 +522,16 @@ async def patch_block(
 @router.delete(
     "/memory/blocks/{name}", operation_id="memory-forget", status_code=204, responses=ERRORS
 )
-async def forget(request: Request, name: str, repo_root: str | None = None) -> Response:
-    """Forget a block; the journal keeps its content, so it can be reverted."""
+async def forget(
+    request: Request,
+    name: str,
+    repo_root: str | None = None,
+    if_match: Annotated[str | None, Header(min_length=1)] = None,
+) -> Response:
+    """Forget a block; the journal keeps its content, so it can be reverted. `If-Match`
+    guards it (412 when the block changed since)."""
     memory, committer = _memory(request)
-    await committer.call(memory.forget, await _scope(request, repo_root), name)
+    await committer.call(memory.forget, await _scope(request, repo_root), name, if_match=if_match)
     return Response(status_code=204)
 
 

@@ -172,11 +172,17 @@ async def get_session(
     response_model=SessionSummary,
     responses=ERRORS,
 )
-async def rename_session(request: Request, session_id: str, body: RenameIn) -> Response:
-    """Rename: appends a `title` event with `source: user`."""
+async def rename_session(
+    request: Request,
+    session_id: str,
+    body: RenameIn,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Rename: appends a `title` event with `source: user`. `If-Match` (the session's ETag,
+    its last seq) guards it."""
     check_session_id(session_id)
     sessions = _sessions(request)
-    await sessions.rename(session_id, body.title)
+    await sessions.rename(session_id, body.title, if_match=parse_if_match(if_match))
     _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
 
@@ -184,10 +190,16 @@ async def rename_session(request: Request, session_id: str, body: RenameIn) -> R
 @router.delete(
     "/sessions/{session_id}", status_code=204, operation_id="sessions-delete", responses=ERRORS
 )
-async def delete_session(request: Request, session_id: str, purge: bool = False) -> Response:
-    """Move to the project's trash, or delete for good with `purge=true`."""
+async def delete_session(
+    request: Request,
+    session_id: str,
+    purge: bool = False,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Move to the project's trash, or delete for good with `purge=true`. `If-Match` (the
+    session's ETag) guards it: 412 when an append came in since."""
     check_session_id(session_id)
-    await _sessions(request).delete(session_id, purge=purge)
+    await _sessions(request).delete(session_id, purge=purge, if_match=parse_if_match(if_match))
     return Response(status_code=204)
 
 

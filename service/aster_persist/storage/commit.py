@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ..errors import StorageFailed
+from ..errors import PreconditionFailed, StorageFailed
 from .transcripts import AppendRequest, AppendResult, Location, SyncPass, TranscriptStore
 
 log = logging.getLogger("aster_persist")
@@ -180,21 +180,37 @@ class GroupCommitter:
                 await asyncio.shield(self._passes[-1][1])
             await asyncio.sleep(0)  # let the done-callback settle the pass
 
-    async def detach(self, session_id: str) -> Location:
-        """Quiesce, then close the session's writer and hide it from appends.
+    async def detach(self, session_id: str, *, if_match: int | None = None) -> Location:
+        """Quiesce, then close the session's writer and hide it from appends; with
+        ``if_match``, only if the session's last seq is that (checked in the same step as
+        the detach, so no append can come in between).
 
         Appends that were waiting for the session to load resume before this does, and
         may write; so wait until the session is idle and not loading at the same moment.
         """
         while True:
+            if if_match is not None:
+                await self._ensure_writer(session_id)
             await self.quiesce(session_id)
             loading = self._loading.get(session_id)
             if loading is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(loading)
                 continue
-            if not self.store.busy(session_id):
-                return self.store.detach(session_id)
+            if self.store.busy(session_id):
+                continue
+            if if_match is not None:
+                writer = self.store.writer(session_id)
+                if writer is None:
+                    continue  # closed meanwhile: open it again and look
+                last = writer.info.last_seq
+                if last != if_match:
+                    raise PreconditionFailed(
+                        f"If-Match expected last seq {if_match}, but session {session_id} is "
+                        f"at {last}",
+                        headers={"ETag": f'"{last}"'},
+                    )
+            return self.store.detach(session_id)
 
     async def close(self) -> None:
         """Finish pending syncs, sync what interval mode left, close every file."""

@@ -531,11 +531,21 @@ class MemoryStore:
         return block
 
     def forget(
-        self, scope: str, name: str, *, actor: str = "api", session: str | None = None
+        self,
+        scope: str,
+        name: str,
+        *,
+        actor: str = "api",
+        session: str | None = None,
+        if_match: str | None = None,
     ) -> None:
         """Delete a block; the journal keeps its content, so it can be reverted."""
         self._settle(self.path(scope, name))
-        self.read_block(scope, name)
+        _, block = self.read_block(scope, name)
+        if if_match is not None and if_match != block.etag:
+            raise PreconditionFailed(
+                f"block {name!r} changed since you read it", headers={"ETag": block.etag}
+            )
         path = self.path(scope, name)
         before = self._state(path)
         self._unlink(path)

@@ -8,12 +8,18 @@ Results are the text the model should see, friendly for misses and conflicts too
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
+from .index.text import parse_query
 from .storage.memory import MemoryStore, slugify
+
+if TYPE_CHECKING:
+    from .sessions import Sessions
+
+MAX_FOUND = 50  # blocks one search_memory call returns at most
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -81,6 +87,32 @@ TOOLS: list[dict[str, Any]] = [
             },
         },
     },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_memory",
+            "description": (
+                "Find memory blocks about a question (project and global), most relevant and "
+                "recent first, when the 'Recallable memory' index in your instructions does "
+                "not list what you need (it shows at most 60). Then recall(name) the ones "
+                "that matter."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "A question, or some words."},
+                    "k": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_FOUND,
+                        "description": "How many blocks to return (5 unless given).",
+                    },
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
 ]
 
 
@@ -116,7 +148,33 @@ def run_tool(
         return f"Not remembered: {exc.detail}. Recall the existing block first, or choose another title."
     except AsterError as exc:
         return f"The {name} call failed: {exc.detail}"
-    raise Invalid(f"unknown tool {name[:40]!r}; the tools are remember, recall and forget")
+    raise Invalid(
+        f"unknown tool {name[:40]!r}; the tools are remember, recall, forget and search_memory"
+    )
+
+
+async def search_memory(
+    sessions: Sessions, scope: str, query: str, k: int = 5
+) -> tuple[str, list[dict[str, Any]]]:
+    """The ``search_memory`` tool: the text the model sees, and the hits."""
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_FOUND:
+        raise Invalid(f"k must be a whole number from 1 to {MAX_FOUND}")
+    scopes = ["global"] if scope == "global" else [scope, "global"]
+    hits: list[dict[str, Any]] = await sessions.search_memory(
+        parse_query(query), scopes=scopes, kinds=("block",), k=k
+    )
+    lines = [f"- {h['name']} ({h['scope']}): {h['description']}" for h in hits]
+    return "\n".join(lines) or "No memory matches that.", hits
+
+
+async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, Any] | str) -> str:
+    """``search_memory`` called through ``POST /v1/memory/tools/call``; failures are text."""
+    args = _arguments(arguments)
+    try:
+        text, _ = await search_memory(sessions, scope, _string(args, "query"), args.get("k", 5))
+    except AsterError as exc:
+        return f"The search_memory call failed: {exc.detail}"
+    return text
 
 
 def _remember(memory: MemoryStore, scope: str, args: dict[str, Any], session: str | None) -> str:

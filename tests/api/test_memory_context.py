@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from aster_persist.storage.home import project_slug
 from aster_persist.storage.secrets import scan_text
 
 from ..conftest import REPO, FakeClock
@@ -63,7 +64,12 @@ def test_project_blocks_shadow_global_ones(client: TestClient, clock: FakeClock)
 
 def test_tools_definitions_and_calls(client: TestClient) -> None:
     tools = client.get("/v1/memory/tools").json()["tools"]
-    assert [t["function"]["name"] for t in tools] == ["remember", "recall", "forget"]
+    assert [t["function"]["name"] for t in tools] == [
+        "remember",
+        "recall",
+        "forget",
+        "search_memory",
+    ]
     for tool in tools:
         assert tool["type"] == "function" and len(tool["function"]["description"]) > 80
         assert tool["function"]["parameters"]["type"] == "object"
@@ -92,6 +98,12 @@ def test_tools_definitions_and_calls(client: TestClient) -> None:
         "/v1/memory/blocks/tests-need-docker", params={"repo_root": REPO, "track": "false"}
     ).json()
     assert "source_session: 01J0000000000000000000ABCD" in text["content"]
+    call("remember", {"note": "The staging database is on port 5433.", "title": "Staging db"})
+    assert call("search_memory", {"query": "which port does staging use"}) == (
+        f"- staging-db (project:{project_slug(REPO)}): The staging database is on port 5433."
+    )
+    assert call("search_memory", {"query": "kubernetes"}) == "No memory matches that."
+    assert "k must be" in call("search_memory", {"query": "port", "k": 0})
     assert call("forget", {"name": "tests-need-docker"}).startswith("Forgot 'tests-need-docker'")
     block_entries = client.get("/v1/journal", params={"op": "memory.write"}).json()["items"]
     assert block_entries and all(

@@ -31,6 +31,7 @@ from ..errors import AsterError
 from ..index.text import parse_query
 from ..storage.home import check_session_id
 from ..tools import TOOLS, run_tool
+from ..tools import search_memory as search_tool
 from .models import SessionSummary
 
 if TYPE_CHECKING:
@@ -178,27 +179,14 @@ class McpFront:
             text = await memory_tool("forget", {"name": name}, repo_root, None)
             return _result(text, {"result": text, "name": name})
 
-        @server.tool(
-            description=(
-                "Find memory blocks about a question (project and global), most relevant "
-                "and recent first. Then recall(name) the ones that matter."
-            )
-        )
+        @server.tool(description=_guidance("search_memory"))
         async def search_memory(
             query: str, repo_root: str | None = None, k: int = 5
         ) -> CallToolResult:
             assert self.sessions is not None
-            if not 1 <= k <= 50:
-                raise ToolError("k must be from 1 to 50")
-            scope = self._scope(repo_root)
-            scopes = ["global"] if scope == "global" else [scope, "global"]
-            hits = await self._query(
-                self.sessions.search_memory(
-                    parse_query(query), scopes=scopes, kinds=("block",), k=k
-                )
+            text, hits = await self._query(
+                search_tool(self.sessions, self._scope(repo_root), query, k)
             )
-            lines = [f"- {h['name']} ({h['scope']}): {h['description']}" for h in hits]
-            text = "\n".join(lines) or "No memory matches that."
             return _result(text, {"items": hits})
 
         @server.tool(

@@ -14,7 +14,7 @@ from ..index.text import parse_query
 from ..storage import frontmatter
 from ..storage.commit import GroupCommitter
 from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name, slugify
-from ..tools import TOOLS, run_tool
+from ..tools import TOOLS, run_search_tool, run_tool
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -616,7 +616,8 @@ class ToolResult(BaseModel):
 
 @router.get("/memory/tools", operation_id="memory-tools", response_model=ToolList, tags=["tools"])
 async def tools() -> Response:
-    """`remember`, `recall` and `forget` as OpenAI function-calling tool definitions."""
+    """`remember`, `recall`, `forget` and `search_memory` as OpenAI function-calling tool
+    definitions."""
     return json_response({"tools": TOOLS})
 
 
@@ -631,6 +632,9 @@ async def call_tool(request: Request, body: ToolCall) -> Response:
     """Run one tool call; the reply's `content` is the text for the model."""
     memory, committer = _memory(request)
     scope = await _scope(request, body.repo_root)
+    if body.name == "search_memory":
+        text = await run_search_tool(request.app.state.sessions, scope, body.arguments)
+        return json_response({"name": body.name, "content": text})
     text = await committer.call(
         run_tool, memory, scope, body.name, body.arguments, session=body.session_id
     )

@@ -131,3 +131,33 @@ def test_a_follower_is_never_sent_a_batch_a_crash_cut_short(tmp_path: Path) -> N
         await sessions.close()
 
     run(test)
+
+
+def test_a_retried_append_that_was_acknowledged_replays_whatever_came_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        original = await sessions.append(sid, events("once"), key="K1", learn=False)
+
+        def broken(fd: int) -> None:
+            raise OSError(errno.EIO, "I/O error")
+
+        monkeypatch.setattr(os, "fdatasync", broken)
+        other = asyncio.create_task(sessions.append(sid, events("other"), learn=False))
+        retry = await sessions.append(sid, events("once"), key="K1", learn=False)
+        assert retry.replayed and (retry.first_seq, retry.last_seq) == (
+            original.first_seq,
+            original.last_seq,
+        )
+        with pytest.raises(Exception, match="could not be synced"):
+            await other
+        monkeypatch.undo()
+        again = await sessions.append(sid, events("once"), key="K1", learn=False)
+        assert again.replayed and again.last_seq == original.last_seq
+        with pytest.raises(Exception, match="read-only"):
+            await sessions.append(sid, events("new"), key="K2", learn=False)
+        await sessions.close()
+
+    run(test)

@@ -126,6 +126,7 @@ class _Writer:
     size: int
     info: SessionInfo
     keys: OrderedDict[str, AppendResult] = field(default_factory=OrderedDict)
+    key_ends: dict[str, int] = field(default_factory=dict)  # file size after each keyed write
     acked_size: int = 0
     acked_info: SessionInfo | None = None
 
@@ -396,6 +397,15 @@ class TranscriptStore:
         """
         sid = request.session_id
         writer = self._writers[sid]
+        key = request.key
+        if key is not None and key in writer.keys:
+            # A replay waits for the sync that covers the original write, no longer: what
+            # was written since (and whether its sync failed) is not its business.
+            end = writer.key_ends.get(key, 0)  # 0: read back from the file, so on disk
+            if end <= writer.acked_size or sid not in self._read_only:
+                if end > writer.acked_size and self.durability == "fsync":
+                    self._unsynced.add(sid)
+                return replace(writer.keys[key], replayed=True), end
         if sid in self._read_only:
             raise SessionReadOnly(
                 f"session {sid} is read-only after a failed sync; restart the daemon to retry"
@@ -407,12 +417,6 @@ class TranscriptStore:
                 f"session {sid} has unreadable lines ({lines}); appends are refused until "
                 "`aster-persist doctor --repair` quarantines them"
             )
-        key = request.key
-        if key is not None and key in writer.keys:
-            # A replay waits for whatever sync covers the original write.
-            if self.durability == "fsync":
-                self._unsynced.add(sid)
-            return replace(writer.keys[key], replayed=True), writer.size
         if request.if_match is not None and request.if_match != info.last_seq:
             raise PreconditionFailed(
                 f"If-Match expected last seq {request.if_match}, but session {sid} is at "
@@ -482,8 +486,9 @@ class TranscriptStore:
         result = AppendResult(first, seq - 1, count)
         if key is not None:
             writer.keys[key] = result
+            writer.key_ends[key] = writer.size
             if len(writer.keys) > KEYS_KEPT:
-                writer.keys.popitem(last=False)
+                writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
         if self.durability != "none":
             self._unsynced.add(sid)
         if self.durability != "fsync":

@@ -404,13 +404,16 @@ class Sessions:
             return {"id": sid, "status": "imported", "events": len(conversation.events)}
 
         outcomes = await asyncio.gather(*(one(c) for c in conversations), return_exceptions=True)
+        failed = next((o for o in outcomes if isinstance(o, BaseException)), None)
+        if failed is not None:
+            # All or nothing: what this file wrote so far was never acknowledged; remove it.
+            for header in created:
+                with contextlib.suppress(Exception):
+                    await self._discard(header["id"])
+            raise failed
         if created:
             await self.committer.call(self._settle_created, created)
-        results: list[dict[str, Any]] = []
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-            results.append(outcome)
+        results: list[dict[str, Any]] = [o for o in outcomes if isinstance(o, dict)]
         return {
             "format": found,
             "imported": sum(r["status"] == "imported" for r in results),
@@ -455,10 +458,14 @@ class Sessions:
                 await self.append(sid, conversation.events, learn=False)
         except BaseException:
             with contextlib.suppress(Exception):  # all or nothing: no half session
-                await self._record("session.created", sid, {"repo_root": header["repo_root"]})
-                await self.delete(sid, purge=True, reason="import failed")
+                await self._discard(sid)
             raise
         return header
+
+    async def _discard(self, session_id: str) -> None:
+        """Remove a session an import created and never acknowledged (nothing journaled)."""
+        where = await self.committer.detach(session_id)
+        await self.committer.call(self.store.purge, session_id, where)
 
     # -- changes made by other programs ---------------------------------------------
 

@@ -214,3 +214,19 @@ def test_bad_files_are_422_and_write_nothing(
     assert r.headers["content-type"] == "application/problem+json"
     assert says in r.json()["detail"]
     assert snapshot(home) == before
+
+
+def test_a_file_with_one_conversation_that_cannot_be_stored_writes_nothing(home: Path) -> None:
+    def conversation(text: str) -> bytes:
+        messages = [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}]
+        return json.dumps({"messages": messages}).encode()
+
+    body = b"\n".join(conversation(t) for t in ("small one", "y" * 5000, "another")) + b"\n"
+    with make_client(home, FakeClock(), max_event_bytes=2000, blob_threshold=1_000_000) as client:
+        client.get("/v1/sessions").raise_for_status()
+        before = snapshot(home)
+        r = client.post("/v1/sessions/import", content=body, params={"repo_root": "/srv/x"})
+        assert r.status_code == 413, r.text
+        assert snapshot(home) == before
+        assert client.get("/v1/sessions").json()["items"] == []
+        assert client.get("/v1/journal").json()["items"] == []

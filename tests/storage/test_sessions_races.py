@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import threading
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -158,6 +160,38 @@ def test_a_retried_append_that_was_acknowledged_replays_whatever_came_after_it(
         assert again.replayed and again.last_seq == original.last_seq
         with pytest.raises(Exception, match="read-only"):
             await sessions.append(sid, events("new"), key="K2", learn=False)
+        await sessions.close()
+
+    run(test)
+
+
+def test_an_append_cancelled_while_its_file_opens_leaves_nothing_open_or_broken(
+    tmp_path: Path,
+) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        sessions.store.release(sid)  # as the open-files limit, or a restart, leaves it
+        real = sessions.store.load_writer
+        opening = threading.Event()
+
+        def slow_load(session_id: str) -> Any:
+            opening.set()
+            time.sleep(0.2)
+            return real(session_id)
+
+        sessions.store.load_writer = slow_load  # type: ignore[method-assign]
+        before = len(os.listdir("/proc/self/fd"))
+        first = asyncio.create_task(sessions.append(sid, events("a"), learn=False))
+        await asyncio.to_thread(opening.wait)
+        second = asyncio.create_task(sessions.append(sid, events("b"), learn=False))
+        await asyncio.sleep(0.01)
+        first.cancel()  # the client that asked first went away
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert (await second).last_seq == 1
+        assert sessions.store.writer(sid) is not None
+        assert len(os.listdir("/proc/self/fd")) == before + 1  # the one installed writer
         await sessions.close()
 
     run(test)

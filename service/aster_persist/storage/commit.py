@@ -39,6 +39,12 @@ T = TypeVar("T")
 MAX_PASSES = 2  # sync passes in flight at once; a new write need not wait for a whole pass
 
 
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """A load whose every caller stopped waiting must not log "never retrieved"."""
+    if not task.cancelled():
+        task.exception()
+
+
 class GroupCommitter:
     def __init__(self, store: TranscriptStore, *, sync_interval: float = 0.2) -> None:
         self.store = store
@@ -63,22 +69,24 @@ class GroupCommitter:
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
     async def _ensure_writer(self, session_id: str) -> None:
+        """Open the session's file for appends, once for all who ask at the same time.
+
+        The load is a task of its own: a caller that is cancelled (a client gone, a
+        shutdown) stops waiting, but the load finishes and installs the writer, so no
+        descriptor is left open and nobody sharing the load sees the cancellation."""
         if self.store.writer(session_id) is not None:
             return
         loading = self._loading.get(session_id)
-        if loading is not None:
-            await asyncio.shield(loading)
-            return
-        loading = asyncio.get_running_loop().create_future()
-        self._loading[session_id] = loading
+        if loading is None:
+            loading = asyncio.ensure_future(self._load(session_id))
+            loading.add_done_callback(_retrieve)
+            self._loading[session_id] = loading
+        await asyncio.shield(loading)
+
+    async def _load(self, session_id: str) -> None:
         try:
             writer = await self.call(self.store.load_writer, session_id)
             self.store.install(session_id, writer)
-            loading.set_result(None)
-        except BaseException as exc:
-            loading.set_exception(exc)
-            loading.exception()  # retrieved: a lone loader must not log "never retrieved"
-            raise
         finally:
             del self._loading[session_id]
 

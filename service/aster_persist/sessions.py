@@ -183,11 +183,12 @@ class Sessions:
         if self.journal is None:
             return
         for n, header in enumerate(headers, 1):
+            source = header.get("x_import") or {}
             self.journal.record(
-                "session.created",
+                "session.imported",
                 scope=f"project:{project_slug(header['repo_root'])}",
                 session=header["id"],
-                detail={"repo_root": header["repo_root"]},
+                detail={"repo_root": header["repo_root"], "format": source.get("format", "native")},
                 sync=n == len(headers),
             )
 
@@ -258,7 +259,7 @@ class Sessions:
         detail = {"reverted": entry["id"]}
         if op in ("session.deleted", "session.pruned"):
             await self.restore(sid, detail=detail)
-        elif op in ("session.restored", "session.created"):
+        elif op in ("session.restored", "session.created", "session.imported"):
             await self.delete(sid, reason=f"revert of {entry['id']}", detail=detail)
         elif op == "session.renamed":
             previous = (entry.get("before") or {}).get("title")
@@ -499,7 +500,17 @@ class Sessions:
             if taken is None:
                 continue
             before, info, kinds = taken
+            if info.state == "damaged" and (before is None or before.state != "damaged"):
+                await self._record(
+                    "session.damaged",
+                    sid,
+                    {"bad_lines": info.bad_lines[:20], "by": "another program"},
+                    slug=slug,
+                    actor="watcher",
+                )
             first = before.last_seq + 1 if before is not None else 1
+            if info.last_seq < first:
+                continue  # nothing readable was added
             self.notify(sid, first, info.last_seq, kinds)
             await self._record(
                 "session.appended",

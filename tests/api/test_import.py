@@ -230,3 +230,16 @@ def test_a_file_with_one_conversation_that_cannot_be_stored_writes_nothing(home:
         assert snapshot(home) == before
         assert client.get("/v1/sessions").json()["items"] == []
         assert client.get("/v1/journal").json()["items"] == []
+
+
+def test_imports_are_journaled_as_imports_and_revert_like_creations(client: TestClient) -> None:
+    body = (FIXTURES / "codex" / "codemie-code").glob("*.jsonl")
+    r = client.post("/v1/sessions/import", content=next(body).read_bytes())
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessions"][0]["id"]
+    entries = client.get("/v1/journal", params={"op": "session"}).json()["items"]
+    assert [(e["op"], e["session"], e["detail"]["format"]) for e in entries] == [
+        ("session.imported", sid, "codex")
+    ]
+    assert client.post(f"/v1/journal/{entries[0]['id']}/revert").status_code == 200
+    assert client.get(f"/v1/sessions/{sid}").status_code == 404

@@ -150,3 +150,27 @@ def test_transcripts_appended_by_another_program(daemon: Daemon, home: Path) -> 
     assert r.status_code == 201 and r.json()["first_seq"] == 4
     time.sleep(0.8)
     assert len(watcher_entries(url, 2, timeout=0.3)) == 1
+
+
+def test_a_transcript_another_program_damages_is_journaled_as_damaged(
+    daemon: Daemon, home: Path
+) -> None:
+    url = daemon.url
+    wait_watching(url)
+    with httpx.Client(base_url=url) as http:
+        sid = new_session(http)
+        http.post(f"/v1/sessions/{sid}/events", json=[user("first")]).raise_for_status()
+    time.sleep(0.6)  # the daemon's own append has been seen
+    path = home / "sessions" / project_slug(REPO) / f"{sid}.jsonl"
+    with path.open("ab") as f:  # a broken line, then a whole one: the middle is damaged
+        f.write(b'{"type": "message", "seq": 2, "role": "us\n')
+        line = {"type": "message", "seq": 3, "role": "user", "content": "after the damage"}
+        f.write(json.dumps({**line, "ts": "2026-02-01T00:00:00.000Z"}).encode() + b"\n")
+    entries = watcher_entries(url, 2)
+    assert [(e["op"], e["session"]) for e in entries] == [
+        ("session.damaged", sid),
+        ("session.appended", sid),
+    ]
+    assert entries[0]["detail"]["bad_lines"] == [3]
+    assert (entries[1]["detail"]["first_seq"], entries[1]["detail"]["last_seq"]) == (2, 3)
+    assert httpx.get(f"{url}/v1/sessions/{sid}").json()["state"] == "damaged"

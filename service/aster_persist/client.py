@@ -332,9 +332,11 @@ class _Endpoints:
         )
 
     @endpoint
-    def projects() -> Call[ProjectList]:
-        """``GET /v1/projects``: every project with its session count and last activity."""
-        return Call("GET", "/v1/projects", _model(ProjectList))
+    def projects(*, limit: int | None = None, cursor: str | None = None) -> Call[ProjectList]:
+        """``GET /v1/projects``: projects with their session count and last activity, a
+        page at a time (``next_cursor``)."""
+        params = {"limit": limit, "cursor": cursor}
+        return Call("GET", "/v1/projects", _model(ProjectList), params=params)
 
     @endpoint
     def get_session(session_id: str) -> Call[SessionDetail]:
@@ -568,13 +570,18 @@ class _Endpoints:
         tag: str | None = None,
         type: str | None = None,
         include_archived: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Call[BlockList]:
-        """``GET /v1/memory/blocks``: the blocks of a scope, filtered."""
+        """``GET /v1/memory/blocks``: the blocks of a scope, filtered, a page at a time
+        (``next_cursor``)."""
         params = {
             "repo_root": repo_root,
             "tag": tag,
             "type": type,
             "include_archived": include_archived,
+            "limit": limit,
+            "cursor": cursor,
         }
         return Call("GET", "/v1/memory/blocks", _model(BlockList), params=params)
 

@@ -312,9 +312,18 @@ def memory_list(
 ) -> None:
     """The memory blocks of a scope."""
     with daemon(url) as aster:
-        found = aster.blocks(repo_root, tag=tag, type=type, include_archived=archived or None)
+        blocks: list[Any] = []
+        cursor = None
+        while True:
+            page = aster.blocks(
+                repo_root, tag=tag, type=type, include_archived=archived or None, cursor=cursor
+            )
+            blocks += page.items
+            cursor = page.next_cursor
+            if not cursor:
+                break
     if json_out:
-        return emit_json(found)
+        return emit_json({"items": blocks})
     table(
         "name",
         "description",
@@ -331,7 +340,7 @@ def memory_list(
                 b.updated_at,
                 "archived" if b.archived else ("pinned" if b.pinned else ""),
             ]
-            for b in found.items
+            for b in blocks
         ],
     )
 

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from aster_persist.storage.home import project_slug
 
-from ..conftest import REPO
+from ..conftest import REPO, FakeClock
 
 ODD = """---
 name: hand-written
@@ -298,3 +298,30 @@ def test_etags_guard_forget_and_answer_conditional_reads(client: TestClient, hom
     r = client.delete("/v1/memory/blocks/db", headers={"If-Match": second.headers["etag"]})
     assert r.status_code == 204
     assert not block_path(home, "db").exists()
+
+
+def test_blocks_and_projects_are_listed_a_page_at_a_time(
+    client: TestClient, clock: FakeClock
+) -> None:
+    for i in range(5):
+        clock.advance(seconds=1)
+        client.post("/v1/memory/blocks", json={"name": f"b{i}", "content": f"fact {i}"})
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        page = client.get("/v1/memory/blocks", params=params).json()
+        seen.append([b["name"] for b in page["items"]])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    assert seen == [["b4", "b3"], ["b2", "b1"], ["b0"]]
+    for repo in ("/srv/one", "/srv/two"):
+        clock.advance(seconds=1)
+        client.post("/v1/sessions", json={"repo_root": repo}).raise_for_status()
+    first = client.get("/v1/projects", params={"limit": 1}).json()
+    assert [p["repo_root"] for p in first["items"]] == ["/srv/two"]
+    second = client.get("/v1/projects", params={"limit": 1, "cursor": first["next_cursor"]})
+    assert [p["repo_root"] for p in second.json()["items"]] == ["/srv/one"]
+    assert second.json()["next_cursor"] is None
+    r = client.get("/v1/memory/blocks", params={"cursor": "not-ours"})
+    assert r.status_code == 422 and "cursor" in r.json()["detail"]

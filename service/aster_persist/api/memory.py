@@ -15,6 +15,7 @@ from ..storage import frontmatter
 from ..storage.commit import GroupCommitter
 from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name, slugify
 from ..tools import TOOLS, run_search_tool, run_tool
+from .models import LIST_LIMIT, page_of
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"])
@@ -123,6 +124,7 @@ class Block(BaseModel):
 
 class BlockList(BaseModel):
     items: list[Block]
+    next_cursor: str | None = None
 
 
 class BlockRead(Block):
@@ -296,13 +298,16 @@ async def list_blocks(
     tag: Annotated[list[str] | None, Query()] = None,
     type: Literal["semantic", "procedural"] | None = None,
     include_archived: bool = False,
+    limit: Annotated[int, Query(ge=1, le=1000)] = LIST_LIMIT,
+    cursor: str | None = None,
 ) -> Response:
     """Blocks of a scope, most recently updated first (`recallByTags` with `tag`)."""
     memory, _ = _memory(request)
     blocks = memory.list_blocks(
         await _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
     )
-    return json_response({"items": [_block(b, memory) for b in blocks]})
+    page, next_cursor = page_of(blocks, lambda b: (b.updated_at, b.name), limit, cursor)
+    return json_response({"items": [_block(b, memory) for b in page], "next_cursor": next_cursor})
 
 
 @router.get(

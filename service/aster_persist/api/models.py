@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import Invalid
+from ..index.catalog import decode_cursor, encode_cursor
 from ..storage.events import Event, SessionHeader
 from ..storage.summary import SessionInfo
+
+T = TypeVar("T")
 
 
 class SessionIn(BaseModel):
@@ -144,6 +149,25 @@ class Project(BaseModel):
 
 class ProjectList(BaseModel):
     items: list[Project]
+    next_cursor: str | None = None
+
+
+LIST_LIMIT = 500  # a page of a list that is usually read whole (blocks, projects)
+
+
+def page_of(
+    items: list[T], key: Callable[[T], tuple[str, str]], limit: int, cursor: str | None
+) -> tuple[list[T], str | None]:
+    """The page of ``items`` after ``cursor``, in descending order of ``key`` (unique per
+    item), and the cursor of the next page (None after the last)."""
+    ordered = sorted(items, key=key, reverse=True)
+    if cursor:
+        after = decode_cursor(cursor)
+        if after is None:
+            raise Invalid("cursor is not one this service handed out")
+        ordered = [item for item in ordered if key(item) < after]
+    page = ordered[:limit]
+    return page, encode_cursor(*key(page[-1])) if len(ordered) > limit else None
 
 
 class Problem(BaseModel):

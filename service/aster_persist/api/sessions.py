@@ -18,6 +18,7 @@ from ..storage.events import SessionHeader, validate_events, validate_events_jso
 from ..storage.home import check_session_id
 from ..storage.transcripts import AppendResult
 from .models import (
+    LIST_LIMIT,
     AppendOut,
     ChatMessages,
     EventPage,
@@ -30,6 +31,7 @@ from .models import (
     SessionIn,
     SessionPage,
     SessionSummary,
+    page_of,
 )
 
 router = APIRouter(prefix="/v1", tags=["sessions"])
@@ -137,11 +139,23 @@ async def latest_session(request: Request, repo_root: str) -> Response:
 
 
 @router.get(
-    "/projects", operation_id="projects-list", response_model=ProjectList, tags=["projects"]
+    "/projects",
+    operation_id="projects-list",
+    response_model=ProjectList,
+    tags=["projects"],
+    responses=ERRORS,
 )
-async def list_projects(request: Request) -> Response:
-    """Projects with their session counts and last activity."""
-    return json_response({"items": await _sessions(request).projects()})
+async def list_projects(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = LIST_LIMIT,
+    cursor: str | None = None,
+) -> Response:
+    """Projects with their session counts and last activity, most recently active first."""
+    projects = await _sessions(request).projects()
+    items, next_cursor = page_of(
+        projects, lambda p: (str(p["last_activity"] or ""), str(p["slug"])), limit, cursor
+    )
+    return json_response({"items": items, "next_cursor": next_cursor})
 
 
 @router.get(

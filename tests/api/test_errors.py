@@ -229,3 +229,26 @@ def test_regression_an_empty_if_match_or_a_missing_body_is_refused(client) -> No
     assert r.status_code == 422
     r = client.put("/v1/memory/core")
     assert r.status_code == 422 and "send the new content" in r.json()["detail"]
+
+
+def test_content_parts_are_openai_content_parts(client: TestClient, home: Path) -> None:
+    sid = new_session(client)
+    before = snapshot(home)
+    for parts, loc, says in (
+        ([{"foo": 1}], "events[0].content[0].type", "type is required"),
+        ([{"type": "text"}], "events[0].content[0].text", "Field required"),
+        ([{"type": "image", "source": {}}], "events[0].content[0].type", "content part type"),
+        ([{"type": "image_url", "image_url": {}}], "events[0].content[0].image_url.url", ""),
+    ):
+        r = client.post(f"/v1/sessions/{sid}/events", json=user(parts))  # type: ignore[arg-type]
+        assert r.status_code == 422, parts
+        assert [e["loc"] for e in r.json()["errors"]] == [loc]
+        assert says in r.json()["errors"][0]["msg"]
+    assert snapshot(home) == before
+    parts = [
+        {"type": "text", "text": "what is in this picture?", "cache_control": {"x": 1}},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    r = client.post(f"/v1/sessions/{sid}/events", json=user(parts))  # type: ignore[arg-type]
+    assert r.status_code == 201
+    assert client.get(f"/v1/sessions/{sid}/events").json()["events"][-1]["content"] == parts

@@ -8,7 +8,7 @@ not know are kept verbatim, because lines are stored as the client sent them (pl
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, cast
 
 from pydantic import (
     AfterValidator,
@@ -26,7 +26,47 @@ from ..errors import InvalidEvent
 FORMAT_VERSION = 1
 
 
-Content = str | list[dict[str, Any]]
+@with_config(ConfigDict(extra="allow"))
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+@with_config(ConfigDict(extra="allow"))
+class ImageUrl(TypedDict):
+    url: Annotated[str, Field(min_length=1)]
+
+
+@with_config(ConfigDict(extra="allow"))
+class ImagePart(TypedDict):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+@with_config(ConfigDict(extra="allow"))
+class AudioPart(TypedDict):
+    type: Literal["input_audio"]
+    input_audio: dict[str, Any]
+
+
+@with_config(ConfigDict(extra="allow"))
+class FilePart(TypedDict):
+    type: Literal["file"]
+    file: dict[str, Any]
+
+
+@with_config(ConfigDict(extra="allow"))
+class RefusalPart(TypedDict):
+    type: Literal["refusal"]
+    refusal: str
+
+
+# The content parts of the OpenAI chat-completions API (SPEC §3.1), so what /messages
+# hands on is a valid request; keys they do not name are kept.
+ContentPart = Annotated[
+    TextPart | ImagePart | AudioPart | FilePart | RefusalPart, Field(discriminator="type")
+]
+Content = str | list[ContentPart]
 
 
 def _server_assigned(value: None) -> None:
@@ -197,6 +237,7 @@ Event = Annotated[
 ]
 ROLES = ("user", "assistant", "tool", "system")
 EVENT_TYPES = ("message", "summary", "eviction", "title")
+PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
 _EVENTS = TypeAdapter(list[Event])
 
 
@@ -206,10 +247,12 @@ def _field_path(prefix: str, loc: tuple[Any, ...]) -> str:
     tags: tuple[str, ...] = ()
     for part in loc:
         if isinstance(part, int):
+            tags = PART_TYPES if path.endswith(".content") else EVENT_TYPES
             path += f"[{part}]"
-            tags = EVENT_TYPES
             continue
         text = str(part)
+        if text == "str" and path.endswith(".content"):  # the other kind of content
+            continue
         if text in tags:
             tags = ROLES if text == "message" else ()
             continue
@@ -232,7 +275,9 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
             if ctx.get("tag") == "session" and name == "type":
                 msg = "a session header is written only by session creation, never appended"
             elif "tag" in ctx:
-                what = "event type" if name == "type" else name
+                what = name
+                if name == "type":
+                    what = "content part type" if ".content[" in loc else "event type"
                 msg = f"unknown {what} {str(ctx['tag'])[:40]!r}; expected one of {ctx['expected_tags']}"
             else:
                 msg = f"{name} is required"
@@ -246,13 +291,22 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
         if sep and name.isidentifier():
             loc, msg = f"{loc}.{name}", rest
         out.append({"loc": loc, "msg": msg, "type": err["type"]})
-    return out
+    # Content that is a list was not a string either: say only what is wrong in the list.
+    return [
+        p
+        for p in out
+        if not (
+            p["type"] == "string_type"
+            and p["loc"].endswith(".content")
+            and any(q["loc"].startswith(p["loc"] + "[") for q in out)
+        )
+    ]
 
 
 def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[str, Any]]:
     """Check a batch before anything is written; raise InvalidEvent naming the field."""
     try:
-        checked: list[dict[str, Any]] = _EVENTS.validate_python(events)
+        checked = cast(list[dict[str, Any]], _EVENTS.validate_python(events))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None
@@ -262,7 +316,7 @@ def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[s
 def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str, Any]]:
     """Parse and check a JSON array of events in one pass; the dicts are what gets stored."""
     try:
-        checked: list[dict[str, Any]] = _EVENTS.validate_json(raw)
+        checked = cast(list[dict[str, Any]], _EVENTS.validate_json(raw))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None

@@ -195,3 +195,33 @@ def test_an_append_cancelled_while_its_file_opens_leaves_nothing_open_or_broken(
         await sessions.close()
 
     run(test)
+
+
+def test_a_sync_that_cannot_start_for_want_of_descriptors_starts_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        ids = [(await sessions.create(repo_root="/srv/x"))["id"] for _ in range(3)]
+        real = os.dup
+        failures = 3
+
+        def dup(fd: int) -> int:
+            nonlocal failures
+            if failures:
+                failures -= 1
+                if failures == 1:  # some descriptors were taken before this one failed
+                    raise OSError(errno.EMFILE, "Too many open files")
+            return real(fd)
+
+        before = len(os.listdir("/proc/self/fd"))
+        monkeypatch.setattr(os, "dup", dup)
+        results = await asyncio.wait_for(
+            asyncio.gather(*(sessions.append(sid, events("x"), learn=False) for sid in ids)), 10
+        )
+        monkeypatch.undo()
+        assert [r.last_seq for r in results] == [1, 1, 1]
+        assert len(os.listdir("/proc/self/fd")) == before
+        await sessions.close()
+
+    run(test)

@@ -37,6 +37,7 @@ T = TypeVar("T")
 
 
 MAX_PASSES = 2  # sync passes in flight at once; a new write need not wait for a whole pass
+RETRY_SECONDS = 0.05  # after a sync pass could not start
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:
@@ -117,7 +118,12 @@ class GroupCommitter:
         if len(self._passes) >= MAX_PASSES or not self.store.pending_sync():
             return
         loop = asyncio.get_running_loop()
-        sync = self.store.begin_sync()
+        try:
+            sync = self.store.begin_sync()
+        except OSError as exc:  # no descriptor to spare (EMFILE): nothing was taken
+            log.warning("could not start a sync (%s); trying again shortly", exc)
+            loop.call_later(RETRY_SECONDS, self._kick)
+            return
         if not sync.fds:
             return
         try:

@@ -545,7 +545,12 @@ class TranscriptStore:
             if self._inflight[sid] > 0:
                 waiting.add(sid)
                 continue
-            sync.fds[sid] = os.dup(writer.fd)
+            try:
+                sync.fds[sid] = os.dup(writer.fd)
+            except OSError:
+                for fd in sync.fds.values():  # nothing taken: the sessions stay unsynced
+                    os.close(fd)
+                raise
             sync.sizes[sid] = writer.size
             sync.infos[sid] = replace(writer.info, bad_lines=list(writer.info.bad_lines))
         self._inflight.update(sync.fds.keys())

@@ -351,10 +351,7 @@ class MemoryStore:
         path = self.folder(scope) / CORE
         self._settle(path)
         _, current = self.read_core(scope)
-        if if_match is not None and if_match != current:
-            raise PreconditionFailed(
-                f"{CORE} of {scope} changed since you read it", headers={"ETag": current}
-            )
+        _check_etag(f"{CORE} of {scope}", if_match, current)
         data = text.encode("utf-8")
         self._replace_file(path, data, op, scope=scope, name=CORE, actor=actor, session=session)
         return {"scope": scope, "etag": etag_of(data), "bytes": len(data)}
@@ -407,10 +404,7 @@ class MemoryStore:
         if if_match is not None:
             if existing is None or existing.archived:
                 raise PreconditionFailed(f"block {name!r} does not exist", headers={"ETag": '""'})
-            if if_match != existing.etag:
-                raise PreconditionFailed(
-                    f"block {name!r} changed since you read it", headers={"ETag": existing.etag}
-                )
+            _check_etag(f"block {name!r}", if_match, existing.etag)
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         twin = self._by_norm.get((scope, norm))
         if twin is not None and twin != name and normalized(body):
@@ -505,10 +499,7 @@ class MemoryStore:
         refuse_secrets(changes)
         self._settle(self.path(scope, name))
         text, block = self.read_block(scope, name)
-        if if_match is not None and if_match != block.etag:
-            raise PreconditionFailed(
-                f"block {name!r} changed since you read it", headers={"ETag": block.etag}
-            )
+        _check_etag(f"block {name!r}", if_match, block.etag)
         doc = frontmatter.parse(text)
         if doc.meta_text is None:
             doc = frontmatter.Document("", {}, doc.body)
@@ -542,10 +533,7 @@ class MemoryStore:
         """Delete a block; the journal keeps its content, so it can be reverted."""
         self._settle(self.path(scope, name))
         _, block = self.read_block(scope, name)
-        if if_match is not None and if_match != block.etag:
-            raise PreconditionFailed(
-                f"block {name!r} changed since you read it", headers={"ETag": block.etag}
-            )
+        _check_etag(f"block {name!r}", if_match, block.etag)
         path = self.path(scope, name)
         before = self._state(path)
         self._unlink(path)
@@ -980,6 +968,12 @@ class MemoryStore:
                 if self._by_norm.get((scope, gone.norm)) == name:
                     del self._by_norm[(scope, gone.norm)]
                 self.version += 1
+
+
+def _check_etag(what: str, if_match: str | None, etag: str) -> None:
+    """412 with the current ETag when ``if_match`` is given and is not it."""
+    if if_match is not None and if_match != etag:
+        raise PreconditionFailed(f"{what} changed since you read it", headers={"ETag": etag})
 
 
 def _project_dir(path: Path) -> bool:

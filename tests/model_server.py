@@ -26,6 +26,7 @@ class Reply:
     body: str | None = None
     delay: float = 0.0
     hold: threading.Event | None = None  # answer only once this is set
+    trickle: float = 0.0  # send the body a byte at a time, this many seconds apart
 
 
 @dataclass
@@ -113,7 +114,13 @@ class ScriptedModel:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.trickle:
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(reply.trickle)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the daemon gave up waiting (a timeout test) or was killed
 

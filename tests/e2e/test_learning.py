@@ -227,8 +227,8 @@ def test_empty_malformed_slow_and_failing_models(learning: Daemon, model: Script
         Reply("Sure! Here you go: {not json"),  # malformed: the job fails, reported
         Reply(status=500),  # then succeeds on the retry
         Reply({"items": [GOOD]}),
-        Reply({"items": []}, delay=5),  # slower than the timeout, twice
-        Reply({"items": []}, delay=5),
+        Reply({"items": []}, delay=5),  # slower than the timeout, twice: unreachable,
+        Reply({"items": []}, delay=5),  # so the job stays queued and is tried again later
         Reply(
             "```json\n"
             + json.dumps(
@@ -244,13 +244,13 @@ def test_empty_malformed_slow_and_failing_models(learning: Daemon, model: Script
         learning,
         5,
     )
-    assert (s["done"], s["failed"], s["accepted"]) == (3, 2, 2), s
+    assert (s["done"], s["failed"], s["accepted"]) == (4, 1, 2), s
     errors = " ".join(e["error"] for e in s["last_errors"])
-    assert "not a JSON object" in errors and "ReadTimeout" in errors
+    assert "not a JSON object" in errors and "trying again" in errors
     assert {"indent-with-tabs", "fenced"} <= set(blocks(learning))
     assert pending(learning.home) == []
     failed = (learning.home / "queue" / "failed.jsonl").read_text().splitlines()
-    assert len(failed) == 2 and all(json.loads(f)["job"]["kind"] == "extract" for f in failed)
+    assert len(failed) == 1 and json.loads(failed[0])["job"]["kind"] == "extract"
 
 
 def test_a_model_that_refuses_json_schema_is_asked_plainly(
@@ -465,3 +465,114 @@ def test_imported_history_queues_nothing(learning: Daemon, model: ScriptedModel)
     time.sleep(0.3)
     s = status(learning)
     assert (s["queued"], s["done"], s["failed"]) == (0, 0, 0) and model.requests == []
+
+
+def test_every_turn_an_append_completes_is_extracted_whole(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    sid = session(learning, title="t")
+    append(learning, sid, [user("first question"), assistant("first answer")])
+    # One append completing two turns, then a turn whose user message came in the same
+    # sync as the end of the turn before it.
+    append(
+        learning,
+        sid,
+        [
+            user("second question"),
+            assistant("second answer"),
+            user("third question"),
+            assistant("third answer"),
+        ],
+    )
+    with httpx.Client(base_url=learning.url, timeout=30) as http:
+        done = [
+            http.post(f"/v1/sessions/{sid}/events", json=body)
+            for body in (
+                [user("fourth question"), assistant("fourth answer")],
+                [user("fifth question")],
+            )
+        ]
+        assert all(r.status_code == 201 for r in done)
+        http.post(f"/v1/sessions/{sid}/events", json=assistant("fifth answer")).raise_for_status()
+    settled(learning, 5)
+    turns = [model.prompt(r).split("The turn:")[-1] for r in model.of("memory_items")]
+    for n, word in enumerate(("first", "second", "third", "fourth", "fifth")):
+        assert f"{word} question" in turns[n] and f"{word} answer" in turns[n], turns[n]
+        assert (
+            sum(f"{w} " in turns[n] for w in ("first", "second", "third", "fourth", "fifth")) == 1
+        )
+
+
+def test_a_rejection_never_quotes_a_secret(learning: Daemon, model: ScriptedModel) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    model.then(
+        "memory_items",
+        {"items": [{**GOOD, "type": token}, {**GOOD, "title": "other", "supersedes": [token]}]},
+    )
+    sid = session(learning, title="t")
+    append(learning, sid, [user("question"), assistant("answer")])
+    settled(learning, 1)
+    rejected = journal(learning, "memory.rejected")
+    assert len(rejected) == 2
+    assert token not in json.dumps(rejected)
+    assert token not in (learning.home / "journal.jsonl").read_text()
+    assert all("redacted" in e["detail"]["reason"] for e in rejected)
+
+
+def test_an_unreachable_model_keeps_the_job_until_it_answers(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    model.then(
+        "memory_items",
+        Reply(status=429, body='{"error": {"message": "slow down"}}'),
+        Reply(status=503),
+        Reply(status=503),
+        Reply(status=503),
+        Reply({"items": [GOOD]}),
+    )
+    sid = session(learning, title="t")
+    append(learning, sid, [user("question"), assistant("answer")])
+    s = settled(learning, 1)
+    assert (s["done"], s["failed"], s["accepted"]) == (1, 0, 1), s
+    assert "trying again" in " ".join(e["error"] for e in s["last_errors"])
+    assert "indent-with-tabs" in blocks(learning)
+
+
+def test_a_reply_that_trickles_in_is_cut_at_the_timeout(home: Path, model: ScriptedModel) -> None:
+    import asyncio
+
+    from aster_persist.learning.model import ModelClient, ModelError
+
+    async def ask() -> str:
+        client = ModelClient(model.url, "scripted-1", timeout=1, retries=0)
+        try:
+            await client.json([{"role": "user", "content": "x"}], schema={}, name="memory_items")
+        except ModelError as exc:
+            assert exc.transient
+            return str(exc)
+        finally:
+            await client.close()
+        return "answered"
+
+    model.then("memory_items", Reply(trickle=0.3))
+    started = time.monotonic()
+    assert "no whole reply within 1 s" in asyncio.run(ask())
+    assert time.monotonic() - started < 10
+
+
+def test_a_malformed_consolidation_proposal_is_refused_not_a_500(learning: Daemon) -> None:
+    for proposal in (
+        {"into": ["a"]},
+        {"merges": 1},
+        {"merges": [{"into": {}, "from": [[]]}]},
+        {"archives": [{"name": {}}]},
+        {"new": [{"title": {}}]},
+    ):
+        r = httpx.post(
+            f"{learning.url}/v1/memory/consolidate",
+            params={"repo_root": ROOT, "apply": "true"},
+            json={"proposal": proposal},
+        )
+        assert r.status_code in (200, 422), (proposal, r.text)
+        if r.status_code == 200:
+            assert r.json()["done"] == [] and r.json()["merges"] == []

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+MAX_RETRY_DELAY = 60.0  # seconds between tries of a job while the model is unreachable
 SCHEMA_NAME = "aster.memory.v1"
 RELATED = 5  # existing memories shown to the model
 TOOL_RESULT_CHARS = 1000  # a tool result is context: this much of each
@@ -153,6 +154,8 @@ class Learner:
         self.current: str | None = None
         self.titled: set[str] = set()
         self.turn_ends: dict[str, int] = {}  # where each session's last queued turn ended
+        self.turn_seqs: dict[str, int] = {}  # ... and at which seq
+        self.retry_delay = 0.0  # grows while the model is unreachable
         self.counts = {"done": 0, "failed": 0, "accepted": 0, "rejected": 0}
         self.errors: deque[dict[str, Any]] = deque(maxlen=10)
 
@@ -176,11 +179,23 @@ class Learner:
         seq = first_seq + done[-1]
         writer = self.sessions.store.writer(session_id)
         if self.extraction:
-            job: dict[str, Any] = {"kind": "extract", "session": session_id, "to_seq": seq}
-            if writer is not None:  # the bytes of this turn: the worker reads only those
-                job["bytes"] = [self.turn_ends.get(session_id, 0), writer.acked_size]
+            span = None
+            if writer is not None:  # bytes holding these turns: the worker reads only those
+                span = [self.turn_ends.get(session_id, 0), writer.acked_size]
                 self.turn_ends[session_id] = writer.acked_size
-            self.put(job)
+            after = self.turn_seqs.get(session_id, 0)
+            for i in done:  # every turn the append completes, each a job of its own
+                job: dict[str, Any] = {
+                    "kind": "extract",
+                    "session": session_id,
+                    "to_seq": first_seq + i,
+                    "after_seq": after,  # where the turn before it ended
+                }
+                if span is not None:
+                    job["bytes"] = span
+                self.put(job)
+                after = first_seq + i
+            self.turn_seqs[session_id] = after
         if (
             session_id not in self.titled
             and writer is not None
@@ -223,8 +238,16 @@ class Learner:
                 try:
                     job["result"] = await self.extract(job)
                 except ModelError as exc:
-                    self._fail(job, str(exc))
+                    if not exc.transient:
+                        self._fail(job, str(exc))
+                        return
+                    # Not reachable now: the job stays first in the queue (never dropped)
+                    # and is tried again later, at most every MAX_RETRY_DELAY seconds.
+                    self.retry_delay = min(MAX_RETRY_DELAY, max(1.0, self.retry_delay * 2))
+                    self._error(job, f"{exc}; trying again in {self.retry_delay:.0f} s")
+                    await asyncio.sleep(self.retry_delay)
                     return
+                self.retry_delay = 0.0
                 self.queue.save(job["id"], job["result"])
                 await asyncio.to_thread(self.queue.sync)
             await self.apply(job)
@@ -317,7 +340,12 @@ class Learner:
             lines, _next = await asyncio.to_thread(
                 self.sessions.store.read_tail, session, start, end
             )
-            if any(line.get("seq") == job["to_seq"] for line in lines):
+            seqs = [line["seq"] for line in lines if isinstance(line.get("seq"), int)]
+            after = job.get("after_seq")
+            # The whole turn must be there: from right after the turn before it (appends
+            # that shared a sync can put the start of a turn before these bytes).
+            whole = after is None or any(0 < s <= after + 1 for s in seqs)
+            if job["to_seq"] in seqs and whole:
                 return lines, writer.info
         lines, _raw, info = await self.sessions.read(session)
         return lines, info
@@ -590,7 +618,7 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
     if not isinstance(item, dict):
         return "an item is not an object"
     if item.get("type") not in ("semantic", "procedural"):
-        return f"type must be semantic or procedural, not {str(item.get('type'))[:40]!r}"
+        return f"type must be semantic or procedural, not {_quote(item.get('type'))}"
     if item.get("scope", "project") not in ("project", "global"):
         return "scope must be project or global"
     for key, limit in (("title", 200), ("content", 4000)):
@@ -604,7 +632,7 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
     for key in ("importance", "confidence"):
         value = item.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            return f"{key} must be a number from 0 to 1, not {str(value)[:20]}"
+            return f"{key} must be a number from 0 to 1, not {_quote(value, 20, plain=True)}"
     tags = item.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         return "tags must be a list of strings"
@@ -614,7 +642,8 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
             return f"{key} must be a list of names"
         unknown = [n for n in names if n not in shown]
         if unknown:
-            return f"{key} names memories it was not shown: {', '.join(unknown)[:200]}"
+            shown_names = ", ".join(_quote(n, plain=True) for n in unknown)
+            return f"{key} names memories it was not shown: {shown_names[:200]}"
     try:
         slugify(item["title"])
     except Invalid:
@@ -653,6 +682,16 @@ def normal_item(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _quote(value: Any, limit: int = 60, *, plain: bool = False) -> str:
+    """A value of the model's for a rejection reason: quoted (or ``plain``) and cut, or
+    only the kind of secret it holds (reasons are journaled and sent on the feed)."""
+    text = str(value)
+    found = scan_text(text)
+    if found:
+        return f"[redacted: {', '.join(sorted({f.kind for f in found}))}]"
+    return text[:limit] if plain else repr(text[:limit])
+
+
 def redact(value: Any) -> Any:
     """``value`` with every string that holds a secret replaced by what was found."""
     if isinstance(value, str):
@@ -671,14 +710,24 @@ def validate_proposal(
     """A consolidation proposal reduced to what is well formed and names real blocks;
     what is dropped is listed under ``rejected`` with the reason."""
     plan: dict[str, Any] = {"merges": [], "archives": [], "new": [], "rejected": []}
+    for key in ("merges", "archives", "new"):
+        if not isinstance(proposal.get(key) or [], list):
+            plan["rejected"].append({key: redact(proposal[key]), "reason": f"{key} is not a list"})
+            proposal = {**proposal, key: []}
     for merge in proposal.get("merges") or []:
         if not isinstance(merge, dict):
+            plan["rejected"].append({"merge": redact(merge), "reason": "a merge is not an object"})
             continue
         sources = merge.get("from")
+        into = merge.get("into")
         problem = None
-        if merge.get("into") not in names:
-            problem = f"merge into an unknown block {str(merge.get('into'))[:60]!r}"
-        elif not isinstance(sources, list) or not sources or any(s not in names for s in sources):
+        if not isinstance(into, str) or into not in names:
+            problem = f"merge into an unknown block {_quote(into)}"
+        elif (
+            not isinstance(sources, list)
+            or not sources
+            or any(not isinstance(s, str) or s not in names for s in sources)
+        ):
             problem = "merge from blocks that are not all known"
         elif not isinstance(merge.get("content"), str) or not merge["content"].strip():
             problem = "merge without content"
@@ -698,7 +747,8 @@ def validate_proposal(
             }
         )
     for archive in proposal.get("archives") or []:
-        if not isinstance(archive, dict) or archive.get("name") not in names:
+        name = archive.get("name") if isinstance(archive, dict) else None
+        if not isinstance(name, str) or name not in names:
             plan["rejected"].append({"archive": redact(archive), "reason": "unknown block"})
         elif not str(archive.get("reason") or "").strip():
             plan["rejected"].append({"archive": archive, "reason": "archive without a reason"})

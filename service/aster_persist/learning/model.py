@@ -22,7 +22,15 @@ FORMATS = ("json_schema", "json_object", "none")
 
 
 class ModelError(Exception):
-    """The model could not be asked, or did not answer with a JSON object."""
+    """The model could not be asked, or did not answer with a JSON object; ``transient``
+    when asking again later may work (unreachable, timed out, 429, 5xx)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+MAX_RETRY_AFTER = 30.0  # seconds: the most a Retry-After is honoured within one call
 
 
 class ModelClient:
@@ -45,6 +53,7 @@ class ModelClient:
             transport=transport,
         )
         self.model = model
+        self.timeout = timeout  # for a whole call: a reply that trickles in is cut too
         self.retries = retries
         self.backoff = backoff
         self.format = 0  # index into FORMATS: lowered once an endpoint refuses one
@@ -79,8 +88,13 @@ class ModelClient:
             elif kind == "json_object":
                 body["response_format"] = {"type": "json_object"}
             started = time.perf_counter()
+            wait = self.backoff * 2**attempt
             try:
-                response = await self.http.post("chat/completions", json=body)
+                response = await asyncio.wait_for(
+                    self.http.post("chat/completions", json=body), self.timeout
+                )
+            except TimeoutError:
+                problem = f"no whole reply within {self.timeout:g} s"
             except httpx.TransportError as exc:  # timeouts included
                 problem = f"{type(exc).__name__}: {exc}"
             else:
@@ -97,10 +111,19 @@ class ModelClient:
                 problem = f"HTTP {response.status_code}: {response.text[:200]}"
                 if response.status_code != 429 and response.status_code < 500:
                     raise ModelError(problem)
+                wait = max(wait, _retry_after(response))
             if attempt >= self.retries:
-                raise ModelError(f"{problem} (after {attempt + 1} attempts)")
-            await asyncio.sleep(self.backoff * 2**attempt)
+                raise ModelError(f"{problem} (after {attempt + 1} attempts)", transient=True)
+            await asyncio.sleep(wait)
             attempt += 1
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The seconds a 429 or 503 asks to wait (capped), or 0."""
+    try:
+        return min(MAX_RETRY_AFTER, max(0.0, float(response.headers.get("retry-after", 0))))
+    except ValueError:  # an HTTP date: the backoff will do
+        return 0.0
 
 
 def parse_answer(response: httpx.Response) -> dict[str, Any]:

@@ -54,6 +54,8 @@ class Conversation:
             return self.session_id
         digest = hashlib.sha256(self.fingerprint.encode()).digest()
         moment = _moment(self.created_at) or datetime(2000, 1, 1, tzinfo=UTC)
+        if moment.timestamp() < 0:  # before 1970: a ULID cannot say so
+            moment = datetime(1970, 1, 1, tzinfo=UTC)
         return str(ULID.from_bytes(ULID.from_datetime(moment).bytes[:6] + digest[:10]))
 
 
@@ -69,7 +71,12 @@ def _moment(ts: Any) -> datetime | None:
         moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return None
+    return moment
 
 
 def _ts(value: Any) -> str | None:
@@ -77,7 +84,11 @@ def _ts(value: Any) -> str | None:
     moment = _moment(value)
     if moment is None:
         return None
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        moment = moment.astimezone(UTC)
+    except OverflowError:  # before year 1 or after 9999 in UTC: not a time to keep
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _json_lines(data: bytes) -> list[dict[str, Any]]:
@@ -463,21 +474,34 @@ def _codex(data: bytes) -> list[Conversation]:
             arguments = payload.get("arguments")
             if item == "custom_tool_call":
                 arguments = orjson.dumps({"input": payload.get("input")}).decode()
+            call = {
+                "id": str(payload.get("call_id") or "unknown"),
+                "type": "function",
+                "function": {
+                    "name": str(payload.get("name") or ""),
+                    "arguments": str(arguments or ""),
+                },
+            }
+            previous = out.events[-1] if out.events else None
+            if (
+                previous is not None
+                and previous.get("role") == "assistant"
+                and previous.get("content") is None
+                and previous.get("tool_calls")
+            ):
+                previous["tool_calls"].append(call)  # calls made in parallel: one turn
+                if out.pending:  # reasoning between them stays with the turn
+                    previous.setdefault("x_source", {}).setdefault("records", []).extend(
+                        out.pending
+                    )
+                    out.pending = []
+                continue
             out.add(
                 {
                     "type": "message",
                     "role": "assistant",
                     "content": None,
-                    "tool_calls": [
-                        {
-                            "id": str(payload.get("call_id") or "unknown"),
-                            "type": "function",
-                            "function": {
-                                "name": str(payload.get("name") or ""),
-                                "arguments": str(arguments or ""),
-                            },
-                        }
-                    ],
+                    "tool_calls": [call],
                     "ts": ts,
                     "x_source": {"type": item},
                 }
@@ -542,6 +566,8 @@ def _openai_chat(data: bytes) -> list[Conversation]:
             event = {"type": "message", **{k: v for k, v in message.items() if v is not None}}
             if message.get("role") == "assistant" and message.get("content") is None:
                 event["content"] = None
+            if message.get("role") == "developer":  # the newer name of the system role
+                event["role"], event["x_role"] = "system", "developer"
             events.append(event)
         extra = {k: v for k, v in record.items() if k not in ("messages", "traj")}
         conversations.append(

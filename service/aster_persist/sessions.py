@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import importers
-from .errors import Invalid, SessionNotFound
+from .errors import Invalid, SessionExists, SessionNotFound
 from .feed import APPENDED, Feed
 from .index import search
 from .index.catalog import Catalog, CatalogWorker, FileEntry, decode_cursor, encode_cursor
@@ -401,7 +401,10 @@ class Sessions:
                 return {"id": sid, "status": "already_imported"}
             seen.add(sid)
             async with gate:
-                created.append(await self._import_one(found, conversation, repo_root))
+                try:
+                    created.append(await self._import_one(found, conversation, repo_root))
+                except SessionExists:  # the same file, imported at the same time
+                    return {"id": sid, "status": "already_imported"}
             return {"id": sid, "status": "imported", "events": len(conversation.events)}
 
         outcomes = await asyncio.gather(*(one(c) for c in conversations), return_exceptions=True)

@@ -225,3 +225,23 @@ def test_a_sync_that_cannot_start_for_want_of_descriptors_starts_again(
         await sessions.close()
 
     run(test)
+
+
+def test_the_same_file_imported_twice_at_once_is_imported_once(tmp_path: Path) -> None:
+    fixture = Path(__file__).parents[1] / "fixtures" / "openai-chat" / "tau-bench"
+    data = next(fixture.glob("*.json")).read_bytes()
+
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        first, second = await asyncio.gather(
+            sessions.import_file(data, repo_root="/srv/x"),
+            sessions.import_file(data, repo_root="/srv/x"),
+        )
+        total = len(first["sessions"])
+        assert first["imported"] + second["imported"] == total
+        assert first["already_imported"] + second["already_imported"] == total
+        live = [sid for sid, where in sessions.store.locations.items() if not where.trashed]
+        assert len(live) == total
+        await sessions.close()
+
+    run(test)

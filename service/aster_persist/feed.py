@@ -111,6 +111,8 @@ class Feed:
             )
         subscriber = Subscriber(accepts, self._end)
         self.subscribers.append(subscriber)
+        # It starts past the last item: nothing may be merged into that one any more.
+        self._read_upto = max(self._read_upto, self._end)
         return subscriber
 
     def unsubscribe(self, subscriber: Subscriber) -> None:

@@ -267,3 +267,27 @@ def test_idle_streams_get_heartbeats(small_daemon: Daemon) -> None:
                 if beats == 3:
                     break
     assert 0.6 < time.monotonic() - started < 3  # three comment lines, about 0.3 s apart
+
+
+def test_a_session_tail_ends_when_the_session_is_deleted_and_a_trashed_one_is_404(
+    daemon: Daemon,
+) -> None:
+    url = daemon.url
+    sid = created(url)
+    httpx.post(f"{url}/v1/sessions/{sid}/events", json=user("one")).raise_for_status()
+    reader = Reader(f"{url}/v1/sessions/{sid}/events/stream")
+    reader.start()
+    reader.opened.wait(10)
+    time.sleep(0.3)
+    assert httpx.delete(f"{url}/v1/sessions/{sid}").status_code == 204
+    reader.join(10)
+    assert not reader.is_alive() and reader.error is None
+    assert [e["data"]["content"] for e in reader.events] == ["one"]
+    r = httpx.get(f"{url}/v1/sessions/{sid}/events/stream")
+    assert r.status_code == 404
+    assert r.headers["content-type"] == "application/problem+json"
+    for bad in (b"\xb2", b"9" * 5000):  # a digit to Python, and too many digits
+        r = httpx.get(
+            f"{url}/v1/sessions/{created(url)}/events/stream", headers={"Last-Event-ID": bad}
+        )
+        assert r.status_code == 422, r.text

@@ -25,6 +25,8 @@ from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, proje
 from ..storage.journal import Journal, matches_op
 from .sessions import ERRORS
 
+GONE = ("session.deleted", "session.purged", "session.pruned")  # a session tail ends
+
 router = APIRouter(prefix="/v1", tags=["live"])
 
 SEND_TIMEOUT = 30.0  # a client that takes longer to accept one write is disconnected
@@ -216,16 +218,22 @@ async def session_stream(
     check_session_id(session_id)
     start = after or 0
     if last_event_id is not None:
-        if not last_event_id.isdigit():
+        if not (last_event_id.isascii() and last_event_id.isdigit() and len(last_event_id) < 19):
             raise Invalid("Last-Event-ID must be a seq (a whole number)")
         start = int(last_event_id)
     sessions: Sessions = request.app.state.sessions
-    if sessions.store.locations.get(session_id) is None:
+    where = sessions.store.locations.get(session_id)
+    if where is None or where.trashed:
         raise NotFound(f"no session {session_id}")
     feed: Feed = request.app.state.feed
-    subscriber = feed.subscribe(
-        lambda kind, item: kind == APPENDED and item["session_id"] == session_id
-    )
+
+    def accepts(kind: str, item: dict[str, Any]) -> bool:
+        if kind == APPENDED:
+            return bool(item["session_id"] == session_id)
+        # its deletion too, so the stream ends then rather than at the next append
+        return kind == JOURNAL and item.get("session") == session_id and item["op"] in GONE
+
+    subscriber = feed.subscribe(accepts)
 
     def tail(offset: int) -> tuple[list[dict[str, Any]], int]:
         lines, end = sessions.store.read_tail(session_id, offset)

@@ -292,12 +292,14 @@ def _claude_code(data: bytes) -> list[Conversation]:
         marks = {"x_sidechain": True} if record.get("isSidechain") else {}
         source = {k: record[k] for k in ("uuid", "parentUuid") if record.get(k)}
         if kind == "summary":
+            # Claude Code's name for a conversation (its leaf), written anywhere in the
+            # file, even into another session's: a label, so it folds no turn.
             title = title or record.get("summary")
             out.add(
                 {
                     "type": "summary",
                     "content": str(record.get("summary") or ""),
-                    "through_seq": len(out.events),
+                    "through_seq": 0,
                     "x_source": {"type": "summary", "leafUuid": record.get("leafUuid")},
                 }
             )

@@ -285,3 +285,68 @@ def test_odd_times_and_the_developer_role_import(client: TestClient) -> None:
         ("user", None),
         ("assistant", None),
     ]
+
+
+def claude(records: list[dict[str, Any]]) -> bytes:
+    base = {"sessionId": "s-claude", "cwd": "/srv/claude", "timestamp": "2026-03-01T10:00:00Z"}
+    return b"".join(json.dumps({**base, **r}).encode() + b"\n" for r in records)
+
+
+def test_a_claude_summary_record_names_and_a_sidechain_stays_out_of_the_views(
+    client: TestClient,
+) -> None:
+    task = {"type": "tool_use", "id": "toolu_1", "name": "Task", "input": {"prompt": "look"}}
+    body = claude(
+        [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "fix login"}},
+            {
+                "type": "assistant",
+                "uuid": "a1",
+                "message": {"role": "assistant", "content": [task]},
+            },
+            {
+                "type": "user",
+                "uuid": "s1",
+                "isSidechain": True,
+                "message": {"role": "user", "content": "sub-agent: look at auth.py"},
+            },
+            {
+                "type": "assistant",
+                "uuid": "s2",
+                "isSidechain": True,
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "found it"}]},
+            },
+            {
+                "type": "user",
+                "uuid": "u2",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "auth.py:12"}
+                    ],
+                },
+            },
+            {
+                "type": "assistant",
+                "uuid": "a2",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]},
+            },
+            {"type": "summary", "summary": "Login bug fix", "leafUuid": "a2"},
+        ]
+    )
+    r = client.post("/v1/sessions/import", content=body)
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessions"][0]["id"]
+    assert client.get(f"/v1/sessions/{sid}").json()["title"] == "Login bug fix"
+    history = client.get(f"/v1/sessions/{sid}/messages").json()["messages"]
+    assert [(m["role"], m["content"]) for m in history] == [
+        ("user", "fix login"),
+        ("assistant", "Fixed."),
+    ]
+    context = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()
+    turns = context["messages"]
+    assert [m["role"] for m in turns] == ["user", "assistant", "tool", "assistant"]
+    assert turns[1]["tool_calls"][0]["id"] == "toolu_1" and turns[2]["content"] == "auth.py:12"
+    assert "sub-agent" not in json.dumps(turns)
+    events = client.get(f"/v1/sessions/{sid}/events").json()["events"]
+    assert sum(bool(e.get("x_sidechain")) for e in events) == 2  # kept, marked

@@ -10,7 +10,8 @@ Two views, both valid as an OpenAI chat-completions ``messages`` array:
   no recorded result and results whose call is not in view are left out, so the list is
   always accepted by the API.
 
-Both start with the latest summary, if any, as a leading user turn.
+Both start with the latest summary that folds turns, if any, as a leading user turn.
+Turns of a sub-agent (``x_sidechain``, from an import) are in neither.
 """
 
 from __future__ import annotations
@@ -47,9 +48,19 @@ def _after_summary(
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     summary = None
     for line in lines:
-        if line.get("type") == "summary":
+        through = line.get("through_seq")
+        if (
+            line.get("type") == "summary"
+            and isinstance(through, int)
+            and through > 0  # a summary that folds no turn is a label, not a compaction
+            and not line.get("x_sidechain")
+        ):
             summary = line
-    messages = [line for line in lines if line.get("type") == "message"]
+    # A sub-agent's turns (imported sidechains) are kept in the transcript, but they are
+    # not the conversation the main agent had.
+    messages = [
+        line for line in lines if line.get("type") == "message" and not line.get("x_sidechain")
+    ]
     if summary is not None:
         through = summary.get("through_seq", 0)
         messages = [m for m in messages if isinstance(m.get("seq"), int) and m["seq"] > through]

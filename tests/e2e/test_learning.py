@@ -576,3 +576,75 @@ def test_a_malformed_consolidation_proposal_is_refused_not_a_500(learning: Daemo
         assert r.status_code in (200, 422), (proposal, r.text)
         if r.status_code == 200:
             assert r.json()["done"] == [] and r.json()["merges"] == []
+
+
+def test_consolidation_merges_whole_blocks_once_and_keeps_their_history(
+    learning: Daemon,
+) -> None:
+    def put(name: str, content: str, **meta: Any) -> None:
+        r = httpx.post(
+            f"{learning.url}/v1/memory/blocks",
+            params={"repo_root": ROOT},
+            json={"name": name, "content": content, **meta},
+        )
+        assert r.status_code == 201, r.text
+
+    put("tabs-a", "Indent with tabs.")
+    put("tabs-b", "Tabs, never spaces.")
+    put("older", "Indentation: spaces.")
+    put("long", "x " * 400)
+    put("spare", "A spare note.")
+    r = httpx.patch(
+        f"{learning.url}/v1/memory/blocks/tabs-a",
+        params={"repo_root": ROOT},
+        json={"description": "tabs"},
+    )
+    r.raise_for_status()
+    httpx.post(  # tabs-a already carries a history
+        f"{learning.url}/v1/memory/consolidate",
+        params={"repo_root": ROOT, "apply": "true"},
+        json={
+            "proposal": {
+                "merges": [
+                    {
+                        "into": "tabs-a",
+                        "from": ["older"],
+                        "content": "Indent with tabs.",
+                        "reason": "r",
+                    }
+                ]
+            }
+        },
+    ).raise_for_status()
+    proposal = {
+        "merges": [
+            # the merged text is tabs-b's own: it must still land in tabs-a
+            {"into": "tabs-a", "from": ["tabs-b"], "content": "Tabs, never spaces.", "reason": "r"},
+            {"into": "tabs-b", "from": ["tabs-a"], "content": "again", "reason": "r"},
+            {"into": "long", "from": ["spare"], "content": "short", "reason": "r"},
+        ]
+    }
+    r = httpx.post(
+        f"{learning.url}/v1/memory/consolidate",
+        params={"repo_root": ROOT, "apply": "true"},
+        json={"proposal": proposal},
+    )
+    assert r.status_code == 200, r.text
+    result = r.json()
+    assert result["done"] == [{"merged": ["tabs-b"], "into": "tabs-a"}]
+    reasons = " ".join(x["reason"] for x in result["rejected"])
+    assert "earlier merge" in reasons and "longer than the model was shown" in reasons
+    live = blocks(learning)
+    assert set(live) == {"tabs-a", "long", "spare"}
+    text = httpx.get(
+        f"{learning.url}/v1/memory/blocks/tabs-a", params={"repo_root": ROOT, "track": "false"}
+    ).json()["content"]
+    assert text.rstrip().endswith("Tabs, never spaces.")
+    assert live["tabs-a"]["supersedes"] == ["older", "tabs-b"]
+    assert (
+        len(live["long"]["description"]) > 0
+        and "x x x"
+        in httpx.get(
+            f"{learning.url}/v1/memory/blocks/long", params={"repo_root": ROOT, "track": "false"}
+        ).json()["content"]
+    )

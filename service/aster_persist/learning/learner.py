@@ -476,6 +476,22 @@ class Learner:
             except ModelError as exc:
                 raise ModelUnavailable(str(exc)) from None
         plan = validate_proposal(proposal, names, max_items=self.max_items)
+        for merge in list(plan["merges"]):
+            # The model saw each block cut short: a merge of a longer one would lose the rest.
+            long = [
+                name
+                for name in (merge["into"], *merge["from"])
+                if len(frontmatter.body_of(self.memory.read_block(scope, name)[0]))
+                > CONSOLIDATE_BODY_CHARS
+            ]
+            if long:
+                plan["merges"].remove(merge)
+                plan["rejected"].append(
+                    {
+                        "merge": merge,
+                        "reason": f"{', '.join(long)} is longer than the model was shown",
+                    }
+                )
         if not apply:
             return {"scope": scope, "applied": False, **plan}
         committer = self.sessions.committer
@@ -483,12 +499,18 @@ class Learner:
         for merge in plan["merges"]:
             text, _block = await committer.call(self.memory.read_block, scope, merge["into"])
             meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
+            # The merged blocks go first, so the new text is never taken for one of theirs.
+            for source in merge["from"]:
+                await committer.call(
+                    self.memory.move, scope, source, archive=True, actor="consolidator"
+                )
+            earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
             await committer.call(
                 self.memory.write_block,
                 scope,
                 merge["into"],
                 body=merge["content"].strip() + "\n",
-                meta={**meta, "supersedes": merge["from"]},
+                meta={**meta, "supersedes": list(dict.fromkeys([*earlier, *merge["from"]]))},
                 replace=True,
                 actor="consolidator",
             )
@@ -710,6 +732,7 @@ def validate_proposal(
     """A consolidation proposal reduced to what is well formed and names real blocks;
     what is dropped is listed under ``rejected`` with the reason."""
     plan: dict[str, Any] = {"merges": [], "archives": [], "new": [], "rejected": []}
+    consumed: set[str] = set()  # blocks an accepted merge writes or archives
     for key in ("merges", "archives", "new"):
         if not isinstance(proposal.get(key) or [], list):
             plan["rejected"].append({key: redact(proposal[key]), "reason": f"{key} is not a list"})
@@ -735,9 +758,12 @@ def validate_proposal(
             problem = "merge without a reason"
         elif scan_text(merge["content"]):
             problem = "secret detected in a merge"
+        elif into in consumed or any(s in consumed for s in sources):
+            problem = "merge names a block an earlier merge already takes in"
         if problem:
             plan["rejected"].append({"merge": redact(merge), "reason": problem})
             continue
+        consumed.update([str(into), *map(str, sources or [])])
         plan["merges"].append(
             {
                 "into": merge["into"],

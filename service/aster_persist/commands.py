@@ -582,6 +582,10 @@ def import_command(
     tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
     from rich.progress import Progress
 
+    from .importers import FORMATS
+
+    if format != "auto" and format not in FORMATS:
+        raise fail(f"unknown format {format!r}; use one of auto, {', '.join(FORMATS)}", 2)
     files = transcript_files(paths)
     if not files:
         raise fail("no .jsonl or .json files found there", 2)

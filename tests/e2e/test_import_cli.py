@@ -44,3 +44,12 @@ def test_import_says_when_the_daemon_is_not_running(tmp_path: Path) -> None:
 
     done = run(str(FIXTURES / "codex"), "--url", f"http://127.0.0.1:{free_port()}")
     assert done.returncode == 3 and "not running" in done.stderr
+
+
+def test_an_unknown_format_is_bad_usage(tmp_path: Path) -> None:
+    from ..conftest import free_port
+
+    done = run(
+        str(FIXTURES / "codex"), "--format", "bogus", "--url", f"http://127.0.0.1:{free_port()}"
+    )
+    assert done.returncode == 2 and "unknown format 'bogus'" in done.stderr

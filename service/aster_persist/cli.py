@@ -177,9 +177,11 @@ def doctor(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
     from .doctor import Doctor
-    from .storage.home import Home
+    from .storage.home import Home, resolve_home
 
     settings = load_settings(home=home)
+    if settings.home is not None and not resolve_home(settings.home).exists():
+        raise _fail(f"there is no data home at {resolve_home(settings.home)}", 4)
     try:
         opened = Home.open(settings.home)
     except HomeUnavailable as exc:

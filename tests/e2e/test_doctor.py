@@ -139,3 +139,12 @@ def test_doctor_waits_for_the_daemon_to_stop(
         assert code == 3 and "no daemon is using" in err and str(daemon.proc.pid) in err  # type: ignore[union-attr]
     finally:
         daemon.kill()
+
+
+def test_doctor_on_a_home_that_is_not_there_says_so_and_makes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo"
+    code, _, err = doctor(capsys, missing)
+    assert code == 4 and "no data home" in err
+    assert not missing.exists()

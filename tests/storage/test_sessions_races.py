@@ -245,3 +245,60 @@ def test_the_same_file_imported_twice_at_once_is_imported_once(tmp_path: Path) -
         await sessions.close()
 
     run(test)
+
+
+def test_an_extraction_applied_again_after_a_crash_writes_nothing_twice(tmp_path: Path) -> None:
+    from aster_persist.learning.learner import Learner, normal_item
+    from aster_persist.learning.queue import JobQueue
+    from aster_persist.storage.memory import MemoryStore
+
+    from ..conftest import snapshot
+
+    item = {
+        "type": "semantic",
+        "title": "Indent with tabs",
+        "content": "The user prefers tabs.",
+        "importance": 0.8,
+        "confidence": 0.9,
+        "scope": "project",
+        "tags": ["style"],
+        "reason": "Every edit follows it.",
+    }
+
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        journal = sessions.journal
+        assert journal is not None
+        memory = MemoryStore(sessions.home, journal, clock=utc_now)
+        memory.load()
+        sessions.catalog.memory_doc = memory.index_doc
+        learner = Learner(sessions, memory, JobQueue(sessions.home.root / "queue"), None)
+        sid = (await sessions.create(repo_root="/srv/x"))["id"]
+        # an item merged into a block that was there, one written, one rejected
+        await sessions.committer.call(
+            memory.write_block,
+            memory.scope_for("/srv/x"),
+            "known",
+            body="Builds run with make.\n",
+            meta={},
+        )
+        merged = {**item, "title": "Builds", "content": "Builds run with make."}
+        job = {
+            "id": "job-1",
+            "session": sid,
+            "result": {
+                "accepted": [normal_item(item), normal_item(merged)],
+                "rejected": [{"item": {"title": "x"}, "reason": "reason is missing"}],
+                "first_seq": 1,
+                "last_seq": 2,
+                "repo_root": "/srv/x",
+            },
+        }
+        await learner.apply(job)
+        files, entries = snapshot(tmp_path / "home" / "memory"), len(journal.entries())
+        await learner.apply(job, again=True)  # the crash came before the job was marked done
+        assert snapshot(tmp_path / "home" / "memory") == files
+        assert len(journal.entries()) == entries
+        await sessions.close()
+
+    run(test)

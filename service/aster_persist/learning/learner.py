@@ -234,7 +234,8 @@ class Learner:
         if job.get("kind") == "title":
             await self._title(job)
         elif job.get("kind") == "extract":
-            if "result" not in job:
+            fresh = "result" not in job  # else saved before a crash: applied, perhaps in part
+            if fresh:
                 try:
                     job["result"] = await self.extract(job)
                 except ModelError as exc:
@@ -250,7 +251,7 @@ class Learner:
                 self.retry_delay = 0.0
                 self.queue.save(job["id"], job["result"])
                 await asyncio.to_thread(self.queue.sync)
-            await self.apply(job)
+            await self.apply(job, again=not fresh)
         else:
             raise ValueError(f"unknown job kind {job.get('kind')!r}")
         self.queue.done(job["id"])
@@ -362,12 +363,20 @@ class Learner:
         except AsterError:
             return []
 
-    async def apply(self, job: dict[str, Any]) -> None:
-        """Write a job's accepted items and journal its rejected ones."""
+    async def apply(self, job: dict[str, Any], *, again: bool = False) -> None:
+        """Write a job's accepted items and journal its rejected ones; ``again`` (a saved
+        answer applied after a crash) skips what the first time already did."""
         result = job["result"]
         session = str(job["session"])
         project = self.memory.scope_for(result["repo_root"])
         committer = self.sessions.committer
+        journaled: list[Any] = []
+        if again:
+            journaled = [
+                {k: v for k, v in e["detail"].items() if k != "job"}
+                for e in await asyncio.to_thread(self.memory.journal.entries)
+                if e.get("op") == "memory.rejected" and e["detail"].get("job") == job.get("id")
+            ]
         for item in result["accepted"]:
             scope = project if item["scope"] == "project" else "global"
             meta = {
@@ -384,6 +393,9 @@ class Learner:
             edit = base in meta["supersedes"]
             meta["supersedes"] = [n for n in meta["supersedes"] if n != base]
             meta = {k: v for k, v in meta.items() if v != []}
+            body = item["content"].strip() + "\n"
+            if again and self.memory.holds(scope, body, meta):
+                continue  # written (or merged) before the crash
             for attempt in range(1, 6):
                 name = base if attempt == 1 else f"{base}-{attempt}"
                 try:
@@ -407,6 +419,8 @@ class Learner:
             else:
                 result["rejected"].append({"item": redact(item), "reason": "no free name"})
         for rejection in result["rejected"]:
+            if rejection in journaled:
+                continue
             await committer.call(
                 self.memory.journal.record,
                 "memory.rejected",

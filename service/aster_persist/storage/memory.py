@@ -454,6 +454,20 @@ class MemoryStore:
         self.relate(scope, name, fields, actor=actor, session=session)
         return block, False
 
+    def holds(self, scope: str, body: str, meta: dict[str, Any]) -> bool:
+        """Whether a live block of ``scope`` already has this body (normalized) from this
+        provenance (``source_session`` and ``source_seq`` of ``meta``), written or merged."""
+        norm = hashlib.sha256(normalized(body).encode()).hexdigest()
+        name = self._by_norm.get((scope, norm))
+        if name is None:
+            return False
+        try:
+            found = frontmatter.parse(self.read_block(scope, name)[0]).meta
+        except (BlockNotFound, Invalid):
+            return False
+        same = all(found.get(k) == meta.get(k) for k in ("source_session", "source_seq"))
+        return same or source_of(meta) in _as_list(found.get("sources"))
+
     def write_procedure(
         self, scope: str, base: str, *, body: str, meta: dict[str, Any], session: str | None
     ) -> tuple[BlockMeta, bool]:
@@ -477,7 +491,7 @@ class MemoryStore:
         if meta.get("source_session"):
             text, _ = self.read_block(block.scope, block.name)
             sources = _as_list(frontmatter.parse(text).meta.get("sources"))
-            source = f"{meta['source_session']}:{meta.get('source_seq', '')}".rstrip(":")
+            source = source_of(meta)
             if source not in sources:
                 changes["sources"] = [*sources, source]
         return self.patch_block(
@@ -968,6 +982,11 @@ class MemoryStore:
                 if self._by_norm.get((scope, gone.norm)) == name:
                     del self._by_norm[(scope, gone.norm)]
                 self.version += 1
+
+
+def source_of(meta: dict[str, Any]) -> str:
+    """A block's provenance as a merge lists it under ``sources``: session and seq range."""
+    return f"{meta['source_session']}:{meta.get('source_seq', '')}".rstrip(":")
 
 
 def _check_etag(what: str, if_match: str | None, etag: str) -> None:

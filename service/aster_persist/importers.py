@@ -47,6 +47,7 @@ class Conversation:
     title: str | None = None
     session_id: str | None = None  # native exports keep theirs
     source: dict[str, Any] = field(default_factory=dict)
+    keys: list[str | None] | None = None  # native: each event's idempotency key, if any
 
     def id(self) -> str:
         """The session id this conversation always becomes."""
@@ -253,6 +254,7 @@ def _native(data: bytes) -> list[Conversation]:
             model=header.get("model"),
             title=header.get("title"),
             session_id=str(header.get("id") or "") or None,
+            keys=[r.get("idempotency_key") for r in records[1:]],
             source={
                 "repo_root": header.get("repo_root"),
                 **{k: v for k, v in header.items() if k not in known},

@@ -458,8 +458,8 @@ class Sessions:
             sync=False,
         )
         try:
-            if conversation.events:
-                await self.append(sid, conversation.events, learn=False)
+            for events, key in _keyed_runs(conversation.events, conversation.keys):
+                await self.append(sid, events, key=key, learn=False)
         except BaseException:
             with contextlib.suppress(Exception):  # all or nothing: no half session
                 await self._discard(sid)
@@ -616,6 +616,24 @@ class Sessions:
                     purge.remove(sid)
 
         return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
+
+
+def _keyed_runs(
+    events: list[dict[str, Any]], keys: list[str | None] | None
+) -> list[tuple[list[dict[str, Any]], str | None]]:
+    """Events to append, split where their idempotency key changes (a native export's
+    keyed appends come back as appends with those keys, so a retry is still known)."""
+    if not events:
+        return []
+    if not keys or not any(keys):
+        return [(events, None)]
+    runs: list[tuple[list[dict[str, Any]], str | None]] = []
+    for event, key in zip(events, keys, strict=True):
+        if runs and runs[-1][1] == key:
+            runs[-1][0].append(event)
+        else:
+            runs.append(([event], key))
+    return runs
 
 
 def _pruned(info: SessionInfo, reason: str) -> dict[str, Any]:

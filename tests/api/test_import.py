@@ -350,3 +350,28 @@ def test_a_claude_summary_record_names_and_a_sidechain_stays_out_of_the_views(
     assert "sub-agent" not in json.dumps(turns)
     events = client.get(f"/v1/sessions/{sid}/events").json()["events"]
     assert sum(bool(e.get("x_sidechain")) for e in events) == 2  # kept, marked
+
+
+def test_a_native_round_trip_keeps_idempotency_keys(
+    home: Path, tmp_path: Path, clock: FakeClock
+) -> None:
+    from ..conftest import new_session, user
+
+    with make_client(home, clock) as client:
+        sid = new_session(client)
+        for n, key in ((1, "turn-1"), (2, None), (3, "turn-3")):
+            headers = {"Idempotency-Key": key} if key else {}
+            body = [user(f"question {n}"), user(f"more {n}")]
+            client.post(f"/v1/sessions/{sid}/events", json=body, headers=headers).raise_for_status()
+        data = client.get(f"/v1/sessions/{sid}/export").content
+    with make_client(tmp_path / "other", clock) as client:
+        r = client.post("/v1/sessions/import", content=data)
+        assert r.status_code == 201, r.text
+        assert client.get(f"/v1/sessions/{sid}/export").content == data
+        retry = client.post(
+            f"/v1/sessions/{sid}/events",
+            json=[user("question 1"), user("more 1")],
+            headers={"Idempotency-Key": "turn-1"},
+        )
+        assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
+        assert retry.json() == {"first_seq": 1, "last_seq": 2, "count": 2}

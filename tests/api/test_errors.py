@@ -252,3 +252,26 @@ def test_content_parts_are_openai_content_parts(client: TestClient, home: Path) 
     r = client.post(f"/v1/sessions/{sid}/events", json=user(parts))  # type: ignore[arg-type]
     assert r.status_code == 201
     assert client.get(f"/v1/sessions/{sid}/events").json()["events"][-1]["content"] == parts
+
+
+def test_each_role_takes_the_content_parts_the_api_takes_from_it(
+    client: TestClient, home: Path
+) -> None:
+    sid = new_session(client)
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    before = snapshot(home)
+    for event in (
+        {"type": "message", "role": "assistant", "content": [image]},
+        {"type": "message", "role": "system", "content": [image]},
+        {"type": "message", "role": "tool", "tool_call_id": "c1", "content": [image]},
+    ):
+        r = client.post(f"/v1/sessions/{sid}/events", json=event)
+        assert r.status_code == 422, event
+        assert r.json()["errors"][0]["loc"].startswith("events[0].content[0]")
+    assert snapshot(home) == before
+    refusal = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "refusal", "refusal": "no"}],
+    }
+    assert client.post(f"/v1/sessions/{sid}/events", json=refusal).status_code == 201

@@ -66,7 +66,14 @@ class RefusalPart(TypedDict):
 ContentPart = Annotated[
     TextPart | ImagePart | AudioPart | FilePart | RefusalPart, Field(discriminator="type")
 ]
-Content = str | list[ContentPart]
+Content = str | list[ContentPart]  # a user's: any part
+AssistantContent = (
+    str
+    | list[  # text or a refusal, as the API takes them back
+        Annotated[TextPart | RefusalPart, Field(discriminator="type")]
+    ]
+)
+TextContent = str | list[TextPart]  # a system or tool message's: text only
 
 
 def _server_assigned(value: None) -> None:
@@ -126,7 +133,7 @@ class UserMessage(TypedDict):
 class SystemMessage(TypedDict):
     type: Literal["message"]
     role: Literal["system"]
-    content: Content
+    content: TextContent
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]
@@ -139,7 +146,7 @@ class ToolMessage(TypedDict):
     type: Literal["message"]
     role: Literal["tool"]
     tool_call_id: Annotated[str, Field(min_length=1)]
-    content: Content
+    content: TextContent
     tool_calls: NotRequired[None]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]
@@ -157,7 +164,7 @@ def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
 class AssistantMessage(TypedDict):
     type: Literal["message"]
     role: Literal["assistant"]
-    content: NotRequired[Content | None]
+    content: NotRequired[AssistantContent | None]
     tool_calls: NotRequired[list[ToolCall] | None]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]

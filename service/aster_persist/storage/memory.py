@@ -322,8 +322,10 @@ class MemoryStore:
         session: str | None,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        """Write ``path`` atomically and journal it with the bytes it replaced."""
-        before = self._state(path)
+        """Write ``path`` atomically and journal it with the bytes it replaced (the caller
+        has settled it, so those are the bytes this store knows: no second read)."""
+        known = self._known.get(_key(path))
+        before = None if known is None else self._content_state(path, known)
         self._write(path, data)
         self.journal.record(
             op,

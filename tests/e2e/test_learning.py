@@ -648,3 +648,35 @@ def test_consolidation_merges_whole_blocks_once_and_keeps_their_history(
             f"{learning.url}/v1/memory/blocks/long", params={"repo_root": ROOT, "track": "false"}
         ).json()["content"]
     )
+
+
+def test_a_429_waits_as_long_as_retry_after_asks() -> None:
+    import asyncio
+
+    from aster_persist.learning.model import ModelClient
+
+    answers = [
+        httpx.Response(429, headers={"Retry-After": "0.6"}, json={"error": "slow down"}),
+        httpx.Response(200, json={"choices": [{"message": {"content": '{"items": []}'}}]}),
+    ]
+    asked: list[float] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        asked.append(time.monotonic())
+        return answers.pop(0)
+
+    async def ask() -> dict[str, Any]:
+        client = ModelClient(
+            "http://model.invalid/v1",
+            "m",
+            retries=1,
+            backoff=0.01,
+            transport=httpx.MockTransport(handle),
+        )
+        try:
+            return await client.json([], schema={}, name="memory_items")
+        finally:
+            await client.close()
+
+    assert asyncio.run(ask()) == {"items": []}
+    assert asked[1] - asked[0] >= 0.6  # not the 0.01 s backoff

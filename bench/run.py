@@ -5,7 +5,10 @@ in-process append loop with one fdatasync per 100 lines (batches), the same list
 small store (listing), a bare read-and-parse loop over the same files (index rebuild,
 import), an in-process SQLite writing the index's tables from prepared rows (the most a
 rebuild can reach), a single append and two no-op requests plus bare disk work (remember
-and recall) and the same appends without followers (the live feed). Load comes from wrk,
+and recall) and the same appends without followers (the live feed). Floors beside two
+targets show what the work itself allows: a bare ASGI app doing only what a durable batch
+append must (bench/floor_app.py), and a bare parse that writes and syncs each imported
+conversation to a file of its own. Load comes from wrk,
 which does not measure itself, or from raw sockets. Runs that are compared are interleaved, the index settles before each timed
 run, and an fsync probe is printed beside durable figures.
 """
@@ -108,13 +111,24 @@ def daemon(home: Path, **env: str) -> Server:
 
 
 def noop() -> Server:
+    return asgi("bench.noop_app:app", "/docs")
+
+
+def floor(folder: Path) -> Server:
+    """The bare durable batch append (bench/floor_app.py), its files under ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return asgi("bench.floor_app:app", "/", FLOOR_DIR=str(folder))
+
+
+def asgi(target: str, ready: str, **env: str) -> Server:
+    """An ASGI app of bench/ on the daemon's uvicorn settings."""
     port = free_port()
     return Server(
         [
             sys.executable,
             "-m",
             "uvicorn",
-            "bench.noop_app:app",
+            target,
             "--port",
             str(port),
             "--no-access-log",
@@ -122,9 +136,9 @@ def noop() -> Server:
             "warning",
             "--no-server-header",
         ],
-        {"PYTHONPATH": str(ROOT)},
+        {"PYTHONPATH": str(ROOT), **env},
         port,
-        "/docs",
+        ready,
     )
 
 
@@ -284,19 +298,32 @@ def bench_appends(work: Path, seconds: int, reps: int) -> None:
             orjson.dumps({**EVENT, "seq": i, "ts": "2026-01-01T00:00:00.000Z"}) + b"\n"
             for i in range(100)
         ]
-        ratios, ours_all, base_all = [], [], []
-        for _ in range(reps):
-            raw = raw_batches(work, lines, 300)
-            settle(d.url)
-            o = wrk(d.url, paths, batch, 8, seconds, work) * 100
-            ratios.append(o / raw)
-            ours_all.append(o)
-            base_all.append(raw)
+        ratios, ours_all, base_all, floor_all, floor_ratios = [], [], [], [], []
+        bare = floor(work / "floor")
+        try:
+            for _ in range(reps):
+                raw = raw_batches(work, lines, 300)
+                settle(d.url)
+                o = wrk(d.url, paths, batch, 8, seconds, work) * 100
+                f = wrk(bare.url, paths, batch, 8, seconds, work) * 100
+                ratios.append(o / raw)
+                floor_ratios.append(f / raw)
+                ours_all.append(o)
+                base_all.append(raw)
+                floor_all.append(f)
+        finally:
+            bare.stop()
         add(
             f"durable append, batches of 100, c=8 (fsync {fsync_probe(work):.2f} ms)",
             f"{statistics.median(ours_all):,.0f} events/s",
             f"{statistics.median(base_all):,.0f} events/s raw loop",
             f"{statistics.median(ratios):.2f}x (target >= 0.3x)",
+        )
+        add(
+            "the same batches through a bare ASGI app: validate, number, write, group fdatasync",
+            f"{statistics.median(floor_all):,.0f} events/s",
+            f"{statistics.median(base_all):,.0f} events/s raw loop",
+            f"{statistics.median(floor_ratios):.2f}x (the floor of a durable batch)",
         )
     finally:
         d.stop()
@@ -780,7 +807,31 @@ def bench_import(work: Path) -> None:
                     orjson.loads(line)
         return time.perf_counter() - t
 
-    ours, base = [], []
+    def parse_and_write(folder: Path) -> float:
+        """The bare parse, then each conversation's records written to a new file of
+        its own and synced, and the folder synced: no conversion, no validation."""
+        folder.mkdir()
+        t = time.perf_counter()
+        n = 0
+        for data in blobs:
+            if data.lstrip()[:1] == b"[":
+                found = [r.get("messages") or r.get("traj") or [] for r in orjson.loads(data)]
+            else:
+                found = [[orjson.loads(line) for line in data.splitlines() if line.strip()]]
+            for records in found:
+                fd = os.open(folder / f"{n}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.write(
+                    fd, b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in records)
+                )
+                os.fsync(fd)
+                os.close(fd)
+                n += 1
+        fd = os.open(folder, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        return time.perf_counter() - t
+
+    ours, base, floors = [], [], []
     events = 0
     for rep in range(3):
         d = daemon(work / f"import-home-{rep}")
@@ -797,12 +848,19 @@ def bench_import(work: Path) -> None:
         finally:
             d.stop()
         base.append(events / bare())
-    o, b = statistics.median(ours), statistics.median(base)
+        floors.append(events / parse_and_write(work / f"import-floor-{rep}"))
+    o, b, f = statistics.median(ours), statistics.median(base), statistics.median(floors)
     add(
         f"import the fixtures ({len(files)} files, {events:,} events, fsync {fsync_probe(work):.2f} ms)",
         f"{o:,.0f} events/s",
         f"{b:,.0f} events/s bare orjson parse",
         f"{o / b:.2f}x (target >= 0.3x)",
+    )
+    add(
+        "the same files parsed, each conversation written to a new file and synced",
+        f"{f:,.0f} events/s",
+        f"{b:,.0f} events/s bare orjson parse",
+        f"{f / b:.2f}x (the floor of an import: no conversion, no checks)",
     )
 
 

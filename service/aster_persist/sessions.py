@@ -8,7 +8,6 @@ the disk.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import importers
-from .errors import Invalid, SessionExists, SessionNotFound
+from .errors import Invalid, SessionNotFound
 from .feed import APPENDED, Feed
 from .index import search
 from .index.catalog import Catalog, CatalogWorker, FileEntry, decode_cursor, encode_cursor
@@ -41,7 +40,6 @@ from .storage.transcripts import (
 )
 
 log = logging.getLogger("aster_persist")
-IMPORT_CONCURRENCY = 16  # conversations of one file written at once
 
 
 @dataclass
@@ -170,27 +168,11 @@ class Sessions:
         )
         return header
 
-    async def _create(self, fields: dict[str, Any], *, sync: bool = True) -> dict[str, Any]:
+    async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Write the header and keep the new file open for its first append."""
-        header, writer = await self.committer.call(partial(self.store.create, sync=sync), **fields)
+        header, writer = await self.committer.call(self.store.create, **fields)
         self.store.install(header["id"], writer)
         return header
-
-    def _settle_created(self, headers: list[dict[str, Any]]) -> None:
-        """Sync sessions an import created unsynced, then journal them with one sync
-        (writer thread)."""
-        self.store.sync_created([header["id"] for header in headers])
-        if self.journal is None:
-            return
-        for n, header in enumerate(headers, 1):
-            source = header.get("x_import") or {}
-            self.journal.record(
-                "session.imported",
-                scope=f"project:{project_slug(header['repo_root'])}",
-                session=header["id"],
-                detail={"repo_root": header["repo_root"], "format": source.get("format", "native")},
-                sync=n == len(headers),
-            )
 
     async def append(
         self,
@@ -383,41 +365,27 @@ class Sessions:
         self, data: bytes, *, format: str = "auto", repo_root: str | None = None
     ) -> dict[str, Any]:
         """Sessions from a file another tool wrote (or an export of this one). Every
-        conversation is read and checked before anything is written; one already here
-        (same source, so same id) is reported, not copied."""
+        conversation is read and checked before anything is written, then all are written
+        whole at once; one already here (same source, so same id) is reported, not copied.
+        """
         found, conversations = await asyncio.to_thread(importers.read, data, format)
         for conversation in conversations:
             if not (repo_root or conversation.source.get("repo_root") or conversation.cwd):
                 raise importers.ImportProblem(
                     "the file does not say which project it belongs to; pass repo_root"
                 )
-        gate = asyncio.Semaphore(IMPORT_CONCURRENCY)  # so their syncs are shared
-        seen: set[str] = set()
-        created: list[dict[str, Any]] = []  # synced and journaled together at the end
-
-        async def one(conversation: importers.Conversation) -> dict[str, Any]:
+        written = await self.committer.call(self._write_imported, found, conversations, repo_root)
+        results: list[dict[str, Any]] = []
+        for conversation, done in zip(conversations, written, strict=True):
             sid = conversation.id()
-            if sid in self.store.locations or sid in seen:
-                return {"id": sid, "status": "already_imported"}
-            seen.add(sid)
-            async with gate:
-                try:
-                    created.append(await self._import_one(found, conversation, repo_root))
-                except SessionExists:  # the same file, imported at the same time
-                    return {"id": sid, "status": "already_imported"}
-            return {"id": sid, "status": "imported", "events": len(conversation.events)}
-
-        outcomes = await asyncio.gather(*(one(c) for c in conversations), return_exceptions=True)
-        failed = next((o for o in outcomes if isinstance(o, BaseException)), None)
-        if failed is not None:
-            # All or nothing: what this file wrote so far was never acknowledged; remove it.
-            for header in created:
-                with contextlib.suppress(Exception):
-                    await self._discard(header["id"])
-            raise failed
-        if created:
-            await self.committer.call(self._settle_created, created)
-        results: list[dict[str, Any]] = [o for o in outcomes if isinstance(o, dict)]
+            if done is None:
+                results.append({"id": sid, "status": "already_imported"})
+                continue
+            _header, info = done
+            results.append({"id": sid, "status": "imported", "events": info.events})
+            if info.events:
+                kinds = sorted({str(e.get("type")) for e in conversation.events})
+                self.notify(sid, 1, info.last_seq, kinds)
         return {
             "format": found,
             "imported": sum(r["status"] == "imported" for r in results),
@@ -425,51 +393,41 @@ class Sessions:
             "sessions": results,
         }
 
-    async def _import_one(
-        self, found: str, conversation: importers.Conversation, repo_root: str | None
-    ) -> dict[str, Any]:
-        """Write one conversation, unsynced (``_settle_created`` follows); its header."""
-        sid = conversation.id()
-        root = repo_root or conversation.source.get("repo_root") or conversation.cwd
-        extra = (
-            {k: v for k, v in conversation.source.items() if k != "repo_root"}
-            if found == "native"
-            else {
-                "x_import": {
-                    "format": found,
-                    "fingerprint": conversation.fingerprint,
-                    **conversation.source,
-                }
-            }
-        )
-        header = await self._create(
-            {
-                "repo_root": str(root),
-                "session_id": sid,
-                "cwd": conversation.cwd,
-                "model": conversation.model,
-                "title": conversation.title,
-                "created_at": conversation.created_at,
-                "aster_version": (
-                    conversation.source.get("aster_version") if found == "native" else None
-                ),
-                "extra": {k: v for k, v in extra.items() if k != "aster_version"},
-            },
-            sync=False,
-        )
-        try:
-            for events, key in _keyed_runs(conversation.events, conversation.keys):
-                await self.append(sid, events, key=key, learn=False)
-        except BaseException:
-            with contextlib.suppress(Exception):  # all or nothing: no half session
-                await self._discard(sid)
-            raise
-        return header
-
-    async def _discard(self, session_id: str) -> None:
-        """Remove a session an import created and never acknowledged (nothing journaled)."""
-        where = await self.committer.detach(session_id)
-        await self.committer.call(self.store.purge, session_id, where)
+    def _write_imported(
+        self,
+        found: str,
+        conversations: list[importers.Conversation],
+        repo_root: str | None,
+    ) -> list[tuple[dict[str, Any], SessionInfo] | None]:
+        """Write every new conversation of an import whole, then journal them with one
+        sync (writer thread, so a concurrent import of the same file finds them)."""
+        sessions = []
+        for conversation in conversations:
+            events = conversation.events
+            if self.blobs.needed(events):  # large contents go to blobs first, synced
+                events = self.blobs.extract(events)
+            sessions.append(
+                (
+                    _header_fields(found, conversation, repo_root),
+                    _keyed_runs(events, conversation.keys),
+                )
+            )
+        written = self.store.create_whole(sessions)
+        if self.journal is not None:
+            new = [done[0] for done in written if done is not None]
+            for n, header in enumerate(new, 1):
+                source = header.get("x_import") or {}
+                self.journal.record(
+                    "session.imported",
+                    scope=f"project:{project_slug(header['repo_root'])}",
+                    session=header["id"],
+                    detail={
+                        "repo_root": header["repo_root"],
+                        "format": source.get("format", "native"),
+                    },
+                    sync=n == len(new),
+                )
+        return written
 
     # -- changes made by other programs ---------------------------------------------
 
@@ -616,6 +574,34 @@ class Sessions:
                     purge.remove(sid)
 
         return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
+
+
+def _header_fields(
+    found: str, conversation: importers.Conversation, repo_root: str | None
+) -> dict[str, Any]:
+    """What ``create`` takes for a session an import makes of ``conversation``."""
+    root = repo_root or conversation.source.get("repo_root") or conversation.cwd
+    extra = (
+        {k: v for k, v in conversation.source.items() if k != "repo_root"}
+        if found == "native"
+        else {
+            "x_import": {
+                "format": found,
+                "fingerprint": conversation.fingerprint,
+                **conversation.source,
+            }
+        }
+    )
+    return {
+        "repo_root": str(root),
+        "session_id": conversation.id(),
+        "cwd": conversation.cwd,
+        "model": conversation.model,
+        "title": conversation.title,
+        "created_at": conversation.created_at,
+        "aster_version": conversation.source.get("aster_version") if found == "native" else None,
+        "extra": {k: v for k, v in extra.items() if k != "aster_version"},
+    }
 
 
 def _keyed_runs(

@@ -43,7 +43,10 @@ class Recorder:
         self.dirs: dict[int, str] = {}  # open folders under sessions/
         self.sizes: dict[str, int] = {}  # each file's length as written so far
         self.lock = threading.Lock()
-        calls = ("open", "dup", "write", "fdatasync", "fsync", "ftruncate", "close", "mkdir")
+        calls = (
+            *("open", "dup", "write", "fdatasync", "fsync", "ftruncate", "close", "mkdir"),
+            *("link", "unlink"),
+        )
         self.real = {name: getattr(os, name) for name in calls}
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,7 +55,7 @@ class Recorder:
         def open_(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
             fd = real["open"](path, flags, mode, dir_fd=dir_fd)
             name = os.fspath(path)
-            if isinstance(name, str) and name.startswith(self.root) and name.endswith(".jsonl"):
+            if isinstance(name, str) and self.transcript(name):
                 with self.lock:
                     self.fds[fd] = name
                     if flags & os.O_CREAT and name not in self.sizes:
@@ -114,6 +117,23 @@ class Recorder:
                 with self.lock:
                     self.ops.append(("mkdir", name.rstrip("/")))
 
+        def link(src: Any, dst: Any, **kwargs: Any) -> None:
+            real["link"](src, dst, **kwargs)
+            name, target = os.fspath(src), os.fspath(dst)
+            if isinstance(target, str) and self.transcript(target):
+                with self.lock:  # a second name for the same bytes
+                    self.ops.append(("link", name, target))
+                    self.sizes[target] = self.sizes.get(name, 0)
+
+        def unlink(path: Any, **kwargs: Any) -> None:
+            real["unlink"](path, **kwargs)
+            name = os.fspath(path)
+            if isinstance(name, str) and self.transcript(name):
+                with self.lock:
+                    self.ops.append(("unlink", name))
+
+        monkeypatch.setattr(os, "link", link)
+        monkeypatch.setattr(os, "unlink", unlink)
         monkeypatch.setattr(os, "mkdir", mkdir)
         monkeypatch.setattr(os, "open", open_)
         monkeypatch.setattr(os, "dup", dup)
@@ -122,6 +142,10 @@ class Recorder:
         monkeypatch.setattr(os, "fsync", sync("fsync"))
         monkeypatch.setattr(os, "ftruncate", ftruncate)
         monkeypatch.setattr(os, "close", close)
+
+    def transcript(self, name: str) -> bool:
+        """A transcript, or a temporary file that becomes one."""
+        return name.startswith(self.root) and ".jsonl" in os.path.basename(name)
 
     def mark(self) -> int:
         with self.lock:
@@ -146,6 +170,14 @@ def crash_states(ops: list[tuple[Any, ...]], point: int) -> list[dict[str, bytes
             durable[op[1]] = current.get(op[1], b"")[: op[2]]
         elif op[0] == "dirsync":
             folder_synced[op[1]] = op[2]
+        elif op[0] == "link":  # the new name survives once its folder is synced
+            current[op[2]] = current.get(op[1], b"")
+            if op[1] in durable:
+                durable[op[2]] = durable[op[1]]
+            created[op[2]] = index
+        elif op[0] == "unlink":
+            current.pop(op[1], None)
+            durable.pop(op[1], None)
 
     def entry_durable(name: str) -> bool:
         """Its creation, and that of every new folder above it, is covered by a sync of
@@ -157,12 +189,13 @@ def crash_states(ops: list[tuple[Any, ...]], point: int) -> list[dict[str, bytes
             name = folder
         return True
 
+    synced = dict(durable)  # the bytes each file's syncs made durable, should it survive
     for name in list(durable):
         if not entry_durable(name):
             del durable[name]
     variants: list[dict[str, bytes]] = [dict(durable), dict(current), {}, {}]
     for name, now in current.items():
-        kept = durable.get(name, b"")
+        kept = synced.get(name, b"")
         pending = now[len(kept) :] if now.startswith(kept) else b""
         variants[2][name] = kept + pending[: len(pending) // 2]
         variants[3][name] = kept + b"\0" * len(pending)
@@ -255,9 +288,10 @@ CONVERSATIONS = 20
 
 def run_import(
     home: Path, durability: str, monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, int, int]:
-    """Import conversations under recording (sessions are created unsynced and synced
-    together before the reply), then check every crash point after the reply."""
+) -> tuple[int, int, int, int]:
+    """Import conversations under recording (each session is written under a temporary
+    name and synced, then all are linked into place and their folder synced before the
+    reply), then check every crash point after the reply."""
     data = orjson.dumps(orjson.loads(TAU.read_bytes())[:CONVERSATIONS])
     recorder = Recorder(home)
     with make_client(home, FakeClock(), durability=durability) as client:
@@ -272,29 +306,35 @@ def run_import(
     }
     assert len(expected) == CONVERSATIONS
     ops = recorder.ops
-    assert {op[1] for op in ops if op[0] == "create"} == set(expected)
-    checked = lost = 0
-    for point in range(mark, len(ops) + 1):
+    assert {op[2] for op in ops if op[0] == "link"} == set(expected)
+    checked = lost = partial = 0
+    for point in range(len(ops) + 1):
         for state in crash_states(ops, point):
             for name, events in expected.items():
                 lines = readable(state.get(name, b""))
-                checked += 1
-                if [line["seq"] for line in lines] != list(range(events + 1)):
-                    lost += 1
-    return len(ops) + 1, checked, lost
+                whole = [line["seq"] for line in lines] == list(range(events + 1))
+                if point >= mark:  # acknowledged: every session must be there, whole
+                    checked += 1
+                    lost += not whole
+                elif name in state and not whole:  # before: absent, or whole
+                    partial += 1
+    return len(ops) + 1, checked, lost, partial
 
 
 def test_power_loss_after_an_import_loses_no_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    points, checked, lost = run_import(tmp_path / "home", "fsync", monkeypatch)
+    points, checked, lost, partial = run_import(tmp_path / "home", "fsync", monkeypatch)
     record("power loss after an import (fsync)", rounds=points, faults=points * 4,
            checked=checked, lost=lost)  # fmt: skip
     assert checked >= CONVERSATIONS * 4 and lost == 0
+    # and at any point before the reply, an imported session is absent or whole: never
+    # a header without its events, nor half of them
+    assert partial == 0
 
 
 def test_the_import_check_finds_losses_without_syncs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _points, checked, lost = run_import(tmp_path / "home", "none", monkeypatch)
+    _points, checked, lost, _partial = run_import(tmp_path / "home", "none", monkeypatch)
     assert checked >= CONVERSATIONS * 4 and lost > 0

@@ -54,7 +54,7 @@ from .home import (
     normalize_repo_root,
     project_slug,
 )
-from .jsonl import Parsed, parse, read_bytes, write_new
+from .jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from .summary import SessionInfo, canonical_ts, first_text
 
 log = logging.getLogger("aster_persist")
@@ -132,6 +132,31 @@ class _Writer:
 
 
 @dataclass
+class _Lines:
+    """Events made into stored lines, and what a session's summary learns from them."""
+
+    chunks: list[bytes]
+    first: int
+    last: int
+    latest: str  # the newest ts among them (or now)
+    title: str | None
+    first_user: str | None
+
+
+def _fold(info: SessionInfo, lines: _Lines) -> None:
+    """Take lines just written into a session's summary (its offsets are the caller's)."""
+    count = lines.last + 1 - lines.first
+    info.events += count
+    info.lines += count
+    info.last_seq = lines.last
+    if lines.latest > info.updated_at:
+        info.updated_at = lines.latest
+    if lines.title is not None:
+        info.title_event = lines.title
+    info.first_user = lines.first_user
+
+
+@dataclass
 class SyncPass:
     """One round of syncs: a duplicate descriptor and the size covered per session."""
 
@@ -205,7 +230,7 @@ class TranscriptStore:
 
     # -- creation ----------------------------------------------------------------
 
-    def create(
+    def _new_header(
         self,
         *,
         repo_root: str,
@@ -216,12 +241,8 @@ class TranscriptStore:
         title: str | None = None,
         created_at: str | None = None,
         extra: dict[str, Any] | None = None,
-        sync: bool = True,
-    ) -> tuple[dict[str, Any], _Writer]:
-        """Write a new session file holding only its header, durable before return unless
-        ``sync`` is False (then ``sync_created`` follows: an import syncs many at once).
-        Returns the header and the session's writer, ready to ``install`` (writer thread),
-        so the first append need not read back the file just written."""
+    ) -> tuple[dict[str, Any], bytes, str]:
+        """A new session's header, its line and its project slug; checked, nothing written."""
         root = normalize_repo_root(repo_root)
         sid = check_session_id(session_id) if session_id else str(ULID())
         if sid in self.locations:
@@ -251,11 +272,18 @@ class TranscriptStore:
             data = orjson.dumps(header, option=_NL)
         except orjson.JSONEncodeError as exc:
             raise InvalidEvent(f"header: {exc}") from None
-        slug = project_slug(root)
+        return header, data, project_slug(root)
+
+    def create(self, **fields: Any) -> tuple[dict[str, Any], _Writer]:
+        """Write a new session file holding only its header, durable before return.
+        Returns the header and the session's writer, ready to ``install`` (writer thread),
+        so the first append need not read back the file just written."""
+        header, data, slug = self._new_header(**fields)
+        sid = header["id"]
         folder = self.home.project_dir(slug)
         new_folder = not folder.exists()
         ensure_dir(folder)
-        sync = sync and self.durability != "none"
+        sync = self.durability != "none"
         if new_folder and sync:
             fsync_dir(folder.parent)
         path = folder / f"{sid}.jsonl"
@@ -278,29 +306,60 @@ class TranscriptStore:
         writer.acked_info = replace(info)
         return header, writer
 
-    def sync_created(self, session_ids: list[str]) -> None:
-        """Make sessions made by ``create(sync=False)`` durable: each file, then each
-        folder once (writer thread)."""
-        if self.durability == "none":
-            return
-        folders = set()
-        for sid in session_ids:
-            where = self.locations.get(sid)
-            if where is None or where.trashed:
+    def create_whole(
+        self, sessions: list[tuple[dict[str, Any], list[tuple[list[dict[str, Any]], str | None]]]]
+    ) -> list[tuple[dict[str, Any], SessionInfo] | None]:
+        """Write whole sessions at once, each with all its events (an import; writer
+        thread). Each given as the fields ``create`` takes and runs of events, a run being
+        what one append with its idempotency key would have written. Every file is built
+        and checked first, written under a temporary name beside its place and synced;
+        only then is each linked into place and each folder synced once, so a session
+        appears whole or not at all. A session whose id is already here is skipped
+        (None). All or nothing: on any failure nothing stays."""
+        built: list[tuple[dict[str, Any], SessionInfo, Path, bytes] | None] = []
+        ids: set[str] = set()
+        for fields, runs in sessions:
+            sid = fields.get("session_id")
+            if sid in self.locations or sid in ids:
+                built.append(None)
                 continue
-            path = self.home.session_path(where.slug, sid)
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            folders.add(path.parent)
-        for folder in sorted(folders):
-            fsync_dir(folder)
-        if folders:
-            fsync_dir(self.home.sessions)
-
-    # -- appends -----------------------------------------------------------------
+            header, head, slug = self._new_header(**fields)
+            ids.add(header["id"])
+            info = SessionInfo(id=header["id"], slug=slug)
+            info.absorb([header], [])
+            info.lines = 1
+            chunks = [head]
+            for events, key in runs:
+                lines = self._lines(events, info.last_seq + 1, key, info.first_user)
+                chunks.extend(lines.chunks)
+                _fold(info, lines)
+            data = b"".join(chunks)
+            info.offset = info.file_size = len(data)
+            path = self.home.project_dir(slug) / f"{header['id']}.jsonl"
+            built.append((header, info, path, data))
+        todo = [b for b in built if b is not None]
+        try:
+            mtimes = write_whole(
+                [(path, data) for _h, _i, path, data in todo],
+                self.home.sessions,
+                sync=self.durability != "none",
+            )
+        except FileExistsError as exc:
+            raise SessionExists(f"a session file appeared meanwhile: {exc.filename}") from None
+        except OSError as exc:
+            raise _storage_error(exc, "could not write the imported sessions") from exc
+        out: list[tuple[dict[str, Any], SessionInfo] | None] = []
+        done = iter(mtimes)
+        for item in built:
+            if item is None:
+                out.append(None)
+                continue
+            header, info, _path, _data = item
+            info.file_mtime_ns = next(done)
+            self.locations[header["id"]] = Location(info.slug)
+            self.on_change(replace(info))
+            out.append((header, info))
+        return out
 
     # -- writers: loaded on the writer thread, used on the event loop -------------------
 
@@ -412,9 +471,9 @@ class TranscriptStore:
             )
         info = writer.info
         if info.state == "damaged":
-            lines = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"
+            bad = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"
             raise SessionDamaged(
-                f"session {sid} has unreadable lines ({lines}); appends are refused until "
+                f"session {sid} has unreadable lines ({bad}); appends are refused until "
                 "`aster-persist doctor --repair` quarantines them"
             )
         if request.if_match is not None and request.if_match != info.last_seq:
@@ -423,15 +482,36 @@ class TranscriptStore:
                 f"{info.last_seq}",
                 headers={"ETag": f'"{info.last_seq}"'},
             )
-        first = info.last_seq + 1
+        lines = self._lines(request.events, info.last_seq + 1, key, info.first_user)
+        data = b"".join(lines.chunks)
+        self._write_all(writer, data, sid)
+        writer.size += len(data)
+        _fold(info, lines)
+        info.offset = info.file_size = writer.size
+        result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
+        if key is not None:
+            writer.keys[key] = result
+            writer.key_ends[key] = writer.size
+            if len(writer.keys) > KEYS_KEPT:
+                writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
+        if self.durability != "none":
+            self._unsynced.add(sid)
+        if self.durability != "fsync":
+            self._acknowledge(writer, writer.size)
+        return result, writer.size
+
+    def _lines(
+        self, events: list[dict[str, Any]], first: int, key: str | None, first_user: str | None
+    ) -> _Lines:
+        """The stored lines of ``events`` numbered from ``first`` (``seq``, ``ts`` and the
+        idempotency key added), and what a listing learns from them, in one pass."""
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
         seq = first
         latest = now
         title = None
-        first_user = info.first_user
-        for event in request.events:
+        for event in events:
             line = {"type": event["type"], "seq": seq, **event}
             line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
             ts = line.get("ts")
@@ -470,30 +550,7 @@ class TranscriptStore:
             raise PayloadTooLarge(
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
-        data = b"".join(chunks)
-        self._write_all(writer, data, sid)
-        writer.size += len(data)
-        count = seq - first
-        info.events += count
-        info.lines += count
-        info.last_seq = seq - 1
-        if latest > info.updated_at:
-            info.updated_at = latest
-        if title is not None:
-            info.title_event = title
-        info.first_user = first_user
-        info.offset = info.file_size = writer.size
-        result = AppendResult(first, seq - 1, count)
-        if key is not None:
-            writer.keys[key] = result
-            writer.key_ends[key] = writer.size
-            if len(writer.keys) > KEYS_KEPT:
-                writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
-        if self.durability != "none":
-            self._unsynced.add(sid)
-        if self.durability != "fsync":
-            self._acknowledge(writer, writer.size)
-        return result, writer.size
+        return _Lines(chunks, first, seq - 1, latest, title, first_user)
 
     def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)

@@ -446,6 +446,8 @@ class Sessions:
             except FileNotFoundError:
                 continue
             writer = self.store.writer(sid)
+            if writer is None and self.store.placed.get(sid) == (stat.st_size, stat.st_mtime_ns):
+                continue  # a file of our own import, as we wrote it
             if writer is not None:
                 if stat.st_size == writer.size:
                     continue  # our own append

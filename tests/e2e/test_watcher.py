@@ -174,3 +174,37 @@ def test_a_transcript_another_program_damages_is_journaled_as_damaged(
     assert entries[0]["detail"]["bad_lines"] == [3]
     assert (entries[1]["detail"]["first_seq"], entries[1]["detail"]["last_seq"]) == (2, 3)
     assert httpx.get(f"{url}/v1/sessions/{sid}").json()["state"] == "damaged"
+
+
+def test_an_import_is_not_taken_for_another_program_but_a_later_change_is(
+    daemon: Daemon, home: Path
+) -> None:
+    url = daemon.url
+    wait_watching(url)
+    conversations = [
+        {
+            "messages": [
+                {"role": "user", "content": f"imported {n}"},
+                {"role": "assistant", "content": "ok"},
+            ]
+        }
+        for n in range(3)
+    ]
+    r = httpx.post(
+        f"{url}/v1/sessions/import",
+        content=json.dumps(conversations),
+        params={"repo_root": REPO, "format": "openai-chat"},
+    )
+    assert r.status_code == 201, r.text
+    sids = [s["id"] for s in r.json()["sessions"]]
+    time.sleep(0.8)  # the watcher has seen the new files: they are the import's own
+    assert watcher_entries(url, 1, timeout=0.3) == []
+    path = home / "sessions" / project_slug(REPO) / f"{sids[1]}.jsonl"
+    with path.open("ab") as f:  # then another program appends to one of them
+        line = {"type": "message", "seq": 3, "role": "user", "content": "added by a script"}
+        f.write(json.dumps({**line, "ts": "2026-02-01T00:00:00.000Z"}).encode() + b"\n")
+    entries = watcher_entries(url, 1)
+    assert [(e["op"], e["session"], e["detail"]["first_seq"]) for e in entries] == [
+        ("session.appended", sids[1], 3)
+    ]
+    assert httpx.get(f"{url}/v1/sessions/{sids[1]}").json()["events"] == 3

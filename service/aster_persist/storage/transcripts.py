@@ -62,6 +62,7 @@ log = logging.getLogger("aster_persist")
 Clock = Callable[[], datetime]
 RESERVED_HEADER_KEYS = frozenset({"type", "seq", "id", "v", "idempotency_key", "batch_size"})
 KEYS_KEPT = 10_000
+PLACED_KEPT = 10_000
 _NL = orjson.OPT_APPEND_NEWLINE
 
 
@@ -197,6 +198,8 @@ class TranscriptStore:
         self._read_only: set[str] = set()
         self._unsynced: set[str] = set()  # written since the last sync pass began
         self._inflight: Counter[str] = Counter()  # in sync passes now running
+        # the size and mtime of files lately written whole, so the watcher knows them
+        self.placed: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     # -- discovery ---------------------------------------------------------------
 
@@ -357,6 +360,9 @@ class TranscriptStore:
             header, info, _path, _data = item
             info.file_mtime_ns = next(done)
             self.locations[header["id"]] = Location(info.slug)
+            self.placed[header["id"]] = (info.file_size, info.file_mtime_ns)
+            if len(self.placed) > PLACED_KEPT:
+                self.placed.popitem(last=False)
             self.on_change(replace(info))
             out.append((header, info))
         return out

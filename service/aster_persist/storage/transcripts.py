@@ -244,9 +244,17 @@ class TranscriptStore:
         title: str | None = None,
         created_at: str | None = None,
         extra: dict[str, Any] | None = None,
+        roots: dict[str, tuple[str, str]] | None = None,
     ) -> tuple[dict[str, Any], bytes, str]:
-        """A new session's header, its line and its project slug; checked, nothing written."""
-        root = normalize_repo_root(repo_root)
+        """A new session's header, its line and its project slug; checked, nothing written.
+        ``roots`` keeps each repo root's normal form and slug across calls (an import)."""
+        known = roots.get(repo_root) if roots is not None else None
+        if known is None:
+            normal = normalize_repo_root(repo_root)
+            known = (normal, project_slug(normal))
+            if roots is not None:
+                roots[repo_root] = known
+        root, slug = known
         sid = check_session_id(session_id) if session_id else str(ULID())
         if sid in self.locations:
             where = "in the trash" if self.locations[sid].trashed else "already"
@@ -275,7 +283,7 @@ class TranscriptStore:
             data = orjson.dumps(header, option=_NL)
         except orjson.JSONEncodeError as exc:
             raise InvalidEvent(f"header: {exc}") from None
-        return header, data, project_slug(root)
+        return header, data, slug
 
     def create(self, **fields: Any) -> tuple[dict[str, Any], _Writer]:
         """Write a new session file holding only its header, durable before return.
@@ -321,12 +329,13 @@ class TranscriptStore:
         (None). All or nothing: on any failure nothing stays."""
         built: list[tuple[dict[str, Any], SessionInfo, Path, bytes] | None] = []
         ids: set[str] = set()
+        roots: dict[str, tuple[str, str]] = {}
         for fields, runs in sessions:
             sid = fields.get("session_id")
             if sid in self.locations or sid in ids:
                 built.append(None)
                 continue
-            header, head, slug = self._new_header(**fields)
+            header, head, slug = self._new_header(**fields, roots=roots)
             ids.add(header["id"])
             info = SessionInfo(id=header["id"], slug=slug)
             info.absorb([header], [])

@@ -44,7 +44,12 @@ class BlobStore:
         )
 
     def needed(self, events: list[dict[str, Any]]) -> bool:
-        return any(self.too_big(event.get("content")) for event in events)
+        shortest = self.threshold // 4  # no shorter string encodes to more than the limit
+        for event in events:
+            content = event.get("content")
+            if isinstance(content, str) and len(content) > shortest and self.too_big(content):
+                return True
+        return False
 
     def put(self, text: str) -> dict[str, Any]:
         """Store ``text`` (durably; once per distinct text) and return its reference."""

@@ -523,6 +523,7 @@ class TranscriptStore:
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
+        batch = len(events)
         seq = first
         latest = now
         title = None
@@ -545,6 +546,10 @@ class TranscriptStore:
                     latest = ts
             if key is not None:
                 line["idempotency_key"] = key
+            if seq == first and batch > 1:
+                # The first line of a batch says how long it is, so a batch that a power
+                # loss cut short is recognised and moved aside like a torn line.
+                line["batch_size"] = batch
             chunks.append(dumps(line, option=_NL))
             seq += 1
             # what a listing needs, folded in the same pass
@@ -553,12 +558,6 @@ class TranscriptStore:
                 title = line["title"]
             elif first_user is None and kind == "message" and line["role"] == "user":
                 first_user = first_text(line.get("content"))
-        if seq - first > 1:
-            # The first line of a batch says how long it is, so a batch that a power loss
-            # cut short is recognised and moved aside like a torn line (all or nothing).
-            head = orjson.loads(chunks[0])
-            head["batch_size"] = seq - first
-            chunks[0] = dumps(head, option=_NL)
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
             n = [len(c) for c in chunks].index(biggest)

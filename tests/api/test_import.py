@@ -375,3 +375,119 @@ def test_a_native_round_trip_keeps_idempotency_keys(
         )
         assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
         assert retry.json() == {"first_seq": 1, "last_seq": 2, "count": 2}
+
+
+def chats(n: int, tag: str = "q") -> bytes:
+    """An OpenAI chat file of ``n`` small conversations."""
+    return json.dumps(
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": f"{tag}{i}"},
+                    {"role": "assistant", "content": "a"},
+                ]
+            }
+            for i in range(n)
+        ]
+    ).encode()
+
+
+CHAT = {"repo_root": "/srv/chats", "format": "openai-chat"}
+
+
+def test_an_import_of_more_conversations_than_descriptors_left_imports(tmp_path: Path) -> None:
+    """Each conversation is a file: an import never holds one descriptor per file."""
+    script = f"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from pathlib import Path
+sys.path.insert(0, {str(Path(__file__).parents[2])!r})
+from tests.conftest import make_client
+from tests.api.test_import import chats, CHAT
+with make_client(Path({str(tmp_path / "home")!r}), watch=False) as client:
+    r = client.post("/v1/sessions/import", content=chats(600), params=CHAT)
+    print(r.status_code, r.json().get("imported"))
+"""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["201", "600"], out.stdout + out.stderr
+    files = list((tmp_path / "home" / "sessions").rglob("*.jsonl"))
+    assert len(files) == 600
+    assert not [p for p in (tmp_path / "home").rglob(".aster-tmp-*")]
+
+
+def test_a_file_already_at_a_sessions_name_is_left_alone_and_the_rest_import(
+    tmp_path: Path,
+) -> None:
+    with make_client(tmp_path / "a", watch=False) as a:
+        ids = [
+            s["id"]
+            for s in a.post("/v1/sessions/import", content=chats(3), params=CHAT).json()["sessions"]
+        ]
+    source = next((tmp_path / "a" / "sessions").rglob(f"{ids[1]}.jsonl"))
+    with make_client(tmp_path / "b", watch=False) as b:
+        # another program puts that session's file in place; the daemon has not seen it
+        folder = tmp_path / "b" / "sessions" / source.parent.name
+        folder.mkdir(parents=True)
+        theirs = folder / source.name
+        theirs.write_bytes(source.read_bytes().replace(b'"q1"', b'"theirs"'))
+        before = theirs.read_bytes()
+        r = b.post("/v1/sessions/import", content=chats(3), params=CHAT)
+        assert r.status_code == 201, r.text
+        assert [s["status"] for s in r.json()["sessions"]] == [
+            "imported",
+            "already_imported",
+            "imported",
+        ]
+        assert theirs.read_bytes() == before
+        assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.jsonl" for i in ids)
+
+
+def test_an_import_on_a_filesystem_without_hard_links(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    def no_links(src: Any, dst: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    with make_client(home, watch=False) as client:
+        monkeypatch.setattr(os, "link", no_links)
+        r = client.post("/v1/sessions/import", content=chats(3), params=CHAT)
+        assert r.status_code == 201, r.text
+        for s in r.json()["sessions"]:
+            assert [e["role"] for e in events_of(client, s["id"])] == ["user", "assistant"]
+    assert not [p for p in home.rglob(".aster-tmp-*")]
+
+
+def test_the_watcher_never_takes_an_import_for_another_programs_files(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However long the folder syncs take after the files get their names (a slow disk),
+    the files an import writes are the daemon's own, not changes to journal or announce."""
+    import time
+
+    from aster_persist.storage import jsonl
+
+    real = jsonl.fsync_dir
+
+    def slow(path: Any) -> None:
+        time.sleep(0.3)  # far past the watcher's quiet step
+        real(path)
+
+    with make_client(home) as client:
+        deadline = time.monotonic() + 10
+        while not client.get("/v1/info").json()["watching"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        monkeypatch.setattr(jsonl, "fsync_dir", slow)
+        r = client.post("/v1/sessions/import", content=chats(3), params=CHAT)
+        assert r.status_code == 201, r.text
+        time.sleep(1.0)
+        items = client.get("/v1/journal", params={"limit": 100}).json()["items"]
+        assert [(e["op"], e["actor"]) for e in items] == [("session.imported", "api")] * 3

@@ -11,7 +11,10 @@ What reading promises (SPEC §3.3):
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,9 @@ from .home import FILE_MODE, ensure_dir, fsync_dir
 
 TEMP_MARK = ".aster-tmp-"
 SYNC_THREADS = 4  # files synced at once by write_whole: the disk queues them together
+WINDOW = 64  # files write_whole holds open at once, far below any descriptor limit
+# link() errors of filesystems that have no hard links (vfat, exFAT, some network mounts)
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
 
 
 @dataclass
@@ -114,50 +120,87 @@ def write_new(path: Path, data: bytes, *, sync: bool = True) -> None:
         fsync_dir(path.parent)
 
 
-def write_whole(files: list[tuple[Path, bytes]], root: Path, *, sync: bool = True) -> list[int]:
-    """Create many new files, each whole or none at all: each is written under a temporary
-    name beside its place and synced (a few at a time), then all are linked into place
-    (never over a file that is there: FileExistsError) and each folder, and ``root`` above
-    them, synced once. On failure nothing is left. Returns each file's mtime (ns)."""
-    import secrets
+def write_whole(
+    files: list[tuple[Path, bytes]],
+    root: Path,
+    *,
+    sync: bool = True,
+    before_placing: Callable[[list[int]], None] | None = None,
+) -> list[bool]:
+    """Create many new files, each whole or not at all.
 
+    Each is written under a temporary name beside its place and synced (``WINDOW`` open
+    at a time, ``SYNC_THREADS`` syncing at once); ``before_placing`` then gets every
+    file's mtime (ns); then each is linked into place, never over a file that is there,
+    and each folder, and ``root`` above them, is synced once. Returns, per file, whether
+    it was placed (False: a file already had its name). On failure nothing is left."""
     token = secrets.token_hex(6)
-    fds: list[int] = []
     temps: list[str] = []
     placed: list[Path] = []
     folders = sorted({path.parent for path, _data in files})
+    pool = (
+        ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="aster-import-sync") if sync else None
+    )
     try:
         for folder in folders:
             ensure_dir(folder)
-        for path, data in files:
-            tmp = f"{path.parent}/{TEMP_MARK}{path.name}.{token}"
-            fds.append(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
-            temps.append(tmp)
-            _write_all(fds[-1], data)
-        if sync:
-            with ThreadPoolExecutor(SYNC_THREADS, thread_name_prefix="aster-import-sync") as pool:
-                list(pool.map(os.fsync, fds))
-        mtimes = [os.fstat(fd).st_mtime_ns for fd in fds]
-        while fds:
-            os.close(fds.pop())
+        mtimes: list[int] = []
+        for start in range(0, len(files), WINDOW):
+            fds: list[int] = []
+            try:
+                for path, data in files[start : start + WINDOW]:
+                    tmp = f"{path.parent}/{TEMP_MARK}{path.name}.{token}"
+                    fds.append(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+                    temps.append(tmp)
+                    _write_all(fds[-1], data)
+                if pool is not None:
+                    list(pool.map(os.fsync, fds))
+                mtimes.extend(os.fstat(fd).st_mtime_ns for fd in fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+        if before_placing is not None:
+            before_placing(mtimes)
+        done = []
         for (path, _data), tmp in zip(files, temps, strict=True):
-            os.link(tmp, path)
+            try:
+                _place(tmp, path)
+            except FileExistsError:
+                done.append(False)
+                continue
             placed.append(path)
+            done.append(True)
         while temps:
-            os.unlink(temps.pop())
-        if sync and files:
+            Path(temps.pop()).unlink(missing_ok=True)  # gone already if renamed
+        if sync and placed:
             for folder in folders:
                 fsync_dir(folder)
             fsync_dir(root)
     except BaseException:
-        for fd in fds:
-            os.close(fd)
         for path in placed:
             path.unlink(missing_ok=True)
         for tmp in temps:
             Path(tmp).unlink(missing_ok=True)
         raise
-    return mtimes
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    return done
+
+
+def _place(tmp: str, path: Path) -> None:
+    """Give ``tmp`` its final name ``path``; FileExistsError if something has it."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+        # A filesystem without hard links: rename, once nothing has the name.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.rename(tmp, path)
 
 
 def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
@@ -180,8 +223,6 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
-    import secrets
-
     for _ in range(16):
         tmp = str(path.parent / f"{TEMP_MARK}{path.name}.{secrets.token_hex(6)}")
         try:

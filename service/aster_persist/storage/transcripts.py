@@ -350,28 +350,43 @@ class TranscriptStore:
             path = self.home.project_dir(slug) / f"{header['id']}.jsonl"
             built.append((header, info, path, data))
         todo = [b for b in built if b is not None]
+
+        def known(mtimes: list[int]) -> None:
+            # Known before they have their names, so the watcher never takes them for
+            # another program's files.
+            for (header, info, _path, _data), mtime in zip(todo, mtimes, strict=True):
+                info.file_mtime_ns = mtime
+                self.locations[header["id"]] = Location(info.slug)
+                self.placed[header["id"]] = (info.file_size, mtime)
+
         try:
-            mtimes = write_whole(
+            done = write_whole(
                 [(path, data) for _h, _i, path, data in todo],
                 self.home.sessions,
                 sync=self.durability != "none",
+                before_placing=known,
             )
-        except FileExistsError as exc:
-            raise SessionExists(f"a session file appeared meanwhile: {exc.filename}") from None
-        except OSError as exc:
-            raise _storage_error(exc, "could not write the imported sessions") from exc
+        except BaseException as exc:
+            for header, _info, _path, _data in todo:
+                self.locations.pop(header["id"], None)
+                self.placed.pop(header["id"], None)
+            if isinstance(exc, OSError):
+                raise _storage_error(exc, "could not write the imported sessions") from exc
+            raise
+        while len(self.placed) > PLACED_KEPT:
+            self.placed.popitem(last=False)
         out: list[tuple[dict[str, Any], SessionInfo] | None] = []
-        done = iter(mtimes)
+        placed = iter(zip(todo, done, strict=True))
         for item in built:
             if item is None:
                 out.append(None)
                 continue
-            header, info, _path, _data = item
-            info.file_mtime_ns = next(done)
-            self.locations[header["id"]] = Location(info.slug)
-            self.placed[header["id"]] = (info.file_size, info.file_mtime_ns)
-            if len(self.placed) > PLACED_KEPT:
-                self.placed.popitem(last=False)
+            (header, info, _path, _data), ok = next(placed)
+            if not ok:  # another program's file has its name: leave that file alone
+                self.locations.pop(header["id"], None)
+                self.placed.pop(header["id"], None)
+                out.append(None)
+                continue
             self.on_change(replace(info))
             out.append((header, info))
         return out

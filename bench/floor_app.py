@@ -1,4 +1,4 @@
-"""The floor of a durable batch append: a bare ASGI app (no framework, no catalog, no
+"""The floor of a durable append (one event or a batch): a bare ASGI app (no framework, no catalog, no
 index, no feed) that does only what every append must. It validates the body with the
 daemon's own TypeAdapter in one pass, numbers the events and stamps their time, writes
 them with one ``os.write`` to the session's file, and acknowledges once a group-commit
@@ -70,7 +70,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = await receive()
         chunks.append(message.get("body", b""))
         more = message.get("more_body", False)
-    events = validate_events_json(b"".join(chunks))
+    raw = b"".join(chunks)
+    events = validate_events_json(raw if raw[:1] == b"[" else b"[" + raw + b"]")
     path = scope["path"]
     fd = files.get(path)
     if fd is None:

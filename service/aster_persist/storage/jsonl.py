@@ -192,10 +192,8 @@ def _place(tmp: str, path: Path) -> None:
     """Give ``tmp`` its final name ``path``; FileExistsError if something has it."""
     try:
         os.link(tmp, path)
-    except FileExistsError:
-        raise
     except OSError as exc:
-        if exc.errno not in _NO_LINKS:
+        if exc.errno not in _NO_LINKS:  # FileExistsError among them: raised as it is
             raise
         # A filesystem without hard links: rename, once nothing has the name.
         if os.path.lexists(path):

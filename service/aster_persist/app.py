@@ -287,9 +287,20 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     components["AppendBody"] = schema
     _name_nested_unions(doc, components)
     _problems_as_problem_json(doc)
+    _path_segments_not_empty(doc)
     _session_links(doc)
     app.openapi_schema = doc
     return doc
+
+
+def _path_segments_not_empty(doc: dict[str, Any]) -> None:
+    """A path parameter is one whole, non-empty segment: an empty one names another
+    resource (``/v1/memory/blocks/`` is the list), so the document says minLength 1."""
+    for methods in doc["paths"].values():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    parameter.setdefault("schema", {}).setdefault("minLength", 1)
 
 
 def _session_links(doc: dict[str, Any]) -> None:

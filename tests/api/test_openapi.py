@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fastapi.testclient import TestClient
+
 from aster_persist.cli import openapi_text
 
 CHECKED_IN = Path(__file__).parents[2] / "openapi" / "openapi.json"
@@ -85,3 +87,20 @@ def test_request_bodies_carry_examples() -> None:
         assert schemas[name].get("examples"), name
     append = doc["paths"]["/v1/sessions/{session_id}/events"]["post"]["requestBody"]
     assert len(append["content"]["application/json"]["examples"]) == 3
+
+
+def test_no_path_parameter_may_be_empty(client: TestClient) -> None:
+    """An empty segment names another resource (the list, answering 405 to a DELETE), so
+    the document must not let a generated client send one."""
+    import json
+
+    doc = json.loads(openapi_text())
+    params = [
+        (path, p["name"], p["schema"].get("minLength"))
+        for path, methods in doc["paths"].items()
+        for op in methods.values()
+        for p in op.get("parameters", [])
+        if p["in"] == "path"
+    ]
+    assert params and all(length == 1 for _path, _name, length in params), params
+    assert client.delete("/v1/memory/blocks/").status_code == 405

@@ -16,9 +16,13 @@ def rounds(quick: int, long: int) -> int:
     return long if PROOF else quick
 
 
-def record(name: str, *, rounds: int, faults: int, checked: int, lost: int) -> None:
-    """One row of the proof table."""
+def record(
+    name: str, *, rounds: int, faults: int, checked: int, lost: int, figure: str = ""
+) -> None:
+    """One row of the proof table; ``figure`` is the promise's own measure, in words."""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     row = {"test": name, "rounds": rounds, "faults": faults, "checked": checked, "lost": lost}
+    if figure:
+        row["figure"] = figure
     with RESULTS.open("a") as handle:
         handle.write(json.dumps(row) + "\n")

@@ -11,7 +11,8 @@ import contextlib
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,13 +33,14 @@ from .api.fastpath import FastPath
 from .api.guard import Guard
 from .api.mcp_lazy import LazyMcp
 from .api.models import AppendBody
-from .errors import PROBLEM_MEDIA_TYPE
+from .errors import PROBLEM_MEDIA_TYPE, HomeUnavailable
 from .feed import JOURNAL, Feed
 from .learning.learner import Learner
 from .learning.model import ModelClient
 from .learning.queue import JobQueue
 from .sessions import Sessions
 from .settings import Settings
+from .storage import fs
 from .storage.home import FILE_MODE, Home
 from .storage.journal import Journal
 from .storage.memory import MemoryStore
@@ -83,6 +85,28 @@ def model_client(settings: Settings) -> ModelClient | None:
     )
 
 
+def journal_refusals(journal: Journal) -> Callable[[str], None]:
+    """A listener that journals each link the home refused (``home.symlink_refused``),
+    on a thread of its own: a refusal can happen while the journal is being written."""
+
+    def record(rel: str) -> None:
+        try:
+            journal.record(
+                "home.symlink_refused",
+                scope="global",
+                actor="api",
+                detail={"path": rel, "reason": "a symbolic link; never followed"},
+            )
+        except Exception:
+            log.exception("could not journal the link refused at %s", rel)
+
+    def refused(rel: str) -> None:
+        log.warning("refused the symbolic link %s inside the data home", rel)
+        threading.Thread(target=record, args=(rel,), name="aster-refusal", daemon=True).start()
+
+    return refused
+
+
 def load_token(settings: Settings, home: Home) -> str | None:
     """The bearer token when auth is on: ASTER_TOKEN, else <home>/token (made if missing)."""
     if not settings.auth_enabled:
@@ -91,9 +115,9 @@ def load_token(settings: Settings, home: Home) -> str | None:
         return settings.token
     path = home.root / "token"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        fd = fs.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
-        token = path.read_text(encoding="utf-8").strip()
+        token = fs.read_bytes(path).decode("utf-8").strip()
         if len(token) < 32:
             raise ValueError(f"the token in {path} is shorter than 32 characters") from None
         log.info("auth is on; the token is in %s", path)
@@ -118,6 +142,11 @@ def create_app(
     settings.check()
     if home is None:
         home = Home.open(settings.home, fallback=settings.fallback)
+    try:
+        home.check_layout()
+    except HomeUnavailable:
+        home.close()
+        raise
     token = load_token(settings, home)
 
     @asynccontextmanager
@@ -127,6 +156,7 @@ def create_app(
         )
         journal.open()
         app.state.journal = journal
+        fs.listen(home.root, journal_refusals(journal))
         store = Sessions(
             home,
             durability=settings.durability,

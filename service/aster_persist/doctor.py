@@ -15,12 +15,16 @@ What it finds, in a home no daemon holds:
   bytes are gone, nothing can bring them back).
 - ``index_drift``: the index missing, unreadable, or disagreeing with the files.
   Repair rebuilds it from the files.
+- ``symlink``: a symbolic link anywhere in the home, which the daemon refuses to follow
+  (so what it names is unreachable). Repair moves the link itself, never what it points
+  to, under ``<home>/lost+found/<ts>/``.
 
 Nothing is ever deleted: every byte a repair takes out of a file is in a file beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
@@ -28,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UnsafePath
 from .storage.blobs import BlobStore
 from .storage.home import Home, ensure_dir, fsync_dir
 from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
@@ -64,10 +69,12 @@ class Doctor:
         self.ends: dict[str, int] = {}  # a live transcript's length in whole lines
 
     def run(self, progress: Progress | None = None) -> list[Finding]:
+        self.symlinks()
         self.temp_files()
-        transcripts = sorted(self.home.sessions.rglob("*.jsonl"))
+        transcripts = [p for p in sorted(self.home.sessions.rglob("*.jsonl")) if not p.is_symlink()]
         for done, path in enumerate(transcripts, 1):
-            self.transcript(path)
+            with contextlib.suppress(UnsafePath):  # a link above it: found by symlinks()
+                self.transcript(path)
             if progress:
                 progress(done, len(transcripts))
         journal = self.root / "journal.jsonl"
@@ -77,6 +84,26 @@ class Doctor:
         return self.findings
 
     # -- checks ---------------------------------------------------------------------
+
+    def symlinks(self) -> None:
+        for dirpath, dirs, files in os.walk(self.root):  # links to folders are not entered
+            dirs.sort()
+            for name in sorted(dirs + files):
+                path = Path(dirpath) / name
+                if not path.is_symlink():
+                    continue
+                found = self._found(
+                    "symlink",
+                    path,
+                    f"a symbolic link to {os.readlink(path)[:200]!r}; the daemon never follows "
+                    "one, so what it names is not part of the store",
+                )
+                if self.repair:
+                    aside = self.root / "lost+found" / self.stamp / path.relative_to(self.root)
+                    ensure_dir(aside.parent)
+                    os.rename(path, aside)  # the link itself moves; its target is untouched
+                    fsync_dir(aside.parent)
+                    self._repaired(found, aside)
 
     def temp_files(self) -> None:
         for dirpath, dirs, files in os.walk(self.root):

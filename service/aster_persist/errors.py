@@ -5,7 +5,7 @@ errors (unknown route, wrong method, bad body, crash) is rendered the same way::
 
     AsterError (500)
       NotFound (404): SessionNotFound, BlockNotFound
-      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists, NameTaken
+      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists, NameTaken, UnsafePath
       PreconditionFailed (412)
       Invalid (422): InvalidName, InvalidEvent, SecretDetected
       Forbidden (403), Unauthorized (401)
@@ -86,6 +86,11 @@ class SessionReadOnly(Conflict):
 class NameTaken(Conflict):
     code = "name_taken"
     title = "Name taken"
+
+
+class UnsafePath(Conflict):
+    code = "symlink_refused"
+    title = "Symbolic link refused"
 
 
 class PreconditionFailed(AsterError):

@@ -33,6 +33,15 @@ APPENDS = rounds(60, 150)  # per writer thread
 WRITERS = 2
 
 
+def named(path: Any, dir_fd: int | None) -> Any:
+    """The whole path of a name given relative to a folder's descriptor (``*at`` calls)."""
+    name = os.fspath(path)
+    if dir_fd is None or not isinstance(name, str) or os.path.isabs(name):
+        return name
+    folder = os.readlink(f"/proc/self/fd/{dir_fd}")
+    return folder if name == "." else os.path.join(folder, name)
+
+
 class Recorder:
     """Wraps the os calls the transcript store makes, recording those on transcripts."""
 
@@ -54,7 +63,7 @@ class Recorder:
 
         def open_(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
             fd = real["open"](path, flags, mode, dir_fd=dir_fd)
-            name = os.fspath(path)
+            name = named(path, dir_fd)
             if isinstance(name, str) and self.transcript(name):
                 with self.lock:
                     self.fds[fd] = name
@@ -112,14 +121,15 @@ class Recorder:
 
         def mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
             real["mkdir"](path, mode, dir_fd=dir_fd)
-            name = os.fspath(path)
+            name = named(path, dir_fd)
             if isinstance(name, str) and name.startswith(self.root):
                 with self.lock:
                     self.ops.append(("mkdir", name.rstrip("/")))
 
         def link(src: Any, dst: Any, **kwargs: Any) -> None:
             real["link"](src, dst, **kwargs)
-            name, target = os.fspath(src), os.fspath(dst)
+            name = named(src, kwargs.get("src_dir_fd"))
+            target = named(dst, kwargs.get("dst_dir_fd"))
             if isinstance(target, str) and self.transcript(target):
                 with self.lock:  # a second name for the same bytes
                     self.ops.append(("link", name, target))
@@ -127,7 +137,7 @@ class Recorder:
 
         def unlink(path: Any, **kwargs: Any) -> None:
             real["unlink"](path, **kwargs)
-            name = os.fspath(path)
+            name = named(path, kwargs.get("dir_fd"))
             if isinstance(name, str) and self.transcript(name):
                 with self.lock:
                     self.ops.append(("unlink", name))

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ..storage import fs
 from ..storage.jsonl import parse, read_bytes
 from ..storage.summary import SessionInfo
 from . import search
@@ -180,6 +181,8 @@ class Catalog:
 
     def _open(self) -> sqlite3.Connection:
         for attempt in range(2):
+            for suffix in ("", "-wal", "-shm"):  # SQLite opens them by name: none is a link
+                fs.check(f"{self.path}{suffix}")
             try:
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
                 db.execute("PRAGMA journal_mode=WAL")
@@ -189,7 +192,11 @@ class Catalog:
                     raise sqlite3.DatabaseError(f"schema version {version}")
                 db.executescript(_SCHEMA)
                 db.execute("SELECT count(*) FROM sessions").fetchone()
-                os.chmod(self.path, 0o600)
+                fd = fs.open_file(self.path, os.O_RDONLY)
+                try:
+                    os.fchmod(fd, 0o600)
+                finally:
+                    os.close(fd)
                 return db
             except sqlite3.DatabaseError as exc:
                 if attempt:
@@ -198,7 +205,7 @@ class Catalog:
                     "catalog %s is unusable (%s); rebuilding it from the files", self.path, exc
                 )
                 for suffix in ("", "-wal", "-shm"):
-                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                    fs.unlink(f"{self.path}{suffix}")
         raise AssertionError("unreachable")
 
     def close(self) -> None:
@@ -545,7 +552,7 @@ def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> di
 
     folder: Path = home.index
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{folder / 'catalog.sqlite3'}{suffix}").unlink(missing_ok=True)
+        fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
     files = [
         FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
         for sid, slug, path, stat in TranscriptStore(home).scan()

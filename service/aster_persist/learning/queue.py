@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 from ulid import ULID
 
+from ..storage import fs
 from ..storage.home import FILE_MODE, ensure_dir
 from ..storage.jsonl import atomic_write, parse, read_bytes
 
@@ -42,7 +43,7 @@ class JobQueue:
         ensure_dir(folder)
         self.path = folder / LOG
         self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        if self.path.exists():
+        if fs.exists(self.path):
             for line in parse(read_bytes(self.path)).lines:
                 job_id, op = str(line.get("id")), line.get("op")
                 if op == "put" and isinstance(line.get("job"), dict):
@@ -52,7 +53,7 @@ class JobQueue:
                 elif op in ("done", "failed"):  # (a failed job is in failed.jsonl)
                     self.pending.pop(job_id, None)
         atomic_write(self.path, b"".join(self._put_lines(job) for job in self.pending.values()))
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        self.fd = fs.open_file(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         self.size = os.fstat(self.fd).st_size
         self.unsynced = False
         # Job ids: this run's ULID and a count (cheaper than a ULID per job, and unique).
@@ -97,15 +98,19 @@ class JobQueue:
 
     def fail(self, job_id: str, error: str) -> None:
         job = self.pending.pop(job_id, None)
-        with (self.folder / FAILED).open("ab") as handle:
-            handle.write(orjson.dumps({"op": "failed", "id": job_id, "error": error, "job": job}))
-            handle.write(b"\n")
+        fd = fs.open_file(self.folder / FAILED, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        try:
+            line = {"op": "failed", "id": job_id, "error": error, "job": job}
+            fs.write_all(fd, orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE))
+        finally:
+            os.close(fd)
         self._write(orjson.dumps({"op": "failed", "id": job_id, "error": error[:500]}) + b"\n")
         self._compact()
 
     def failed(self) -> list[dict[str, Any]]:
         path = self.folder / FAILED
-        return parse(read_bytes(path)).lines if path.exists() else []
+        data = fs.read_or_none(path)
+        return parse(data).lines if data is not None else []
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)

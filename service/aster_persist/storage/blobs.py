@@ -9,13 +9,12 @@ appended, so a durable event never names a missing blob. Reads put the text back
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 from ..errors import NotFound
-from .home import ensure_dir, fsync_dir
-from .jsonl import atomic_write
+from . import fs
+from .fs import atomic_write
 
 PREVIEW_CHARS = 1024
 _REF = "sha256:"
@@ -56,12 +55,8 @@ class BlobStore:
         data = text.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()
         path = self.path(digest)
-        if not path.exists():
-            folder_is_new = not path.parent.exists()
-            ensure_dir(path.parent)
-            if folder_is_new:
-                fsync_dir(path.parent.parent)
-            atomic_write(path, data)
+        if not fs.exists(path):
+            atomic_write(path, data)  # a new folder is made and synced in its parent
         return {"content_ref": _REF + digest, "bytes": len(data), "preview": text[:PREVIEW_CHARS]}
 
     def extract(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,7 +71,7 @@ class BlobStore:
     def get(self, ref: dict[str, Any]) -> str:
         digest = str(ref["content_ref"])[len(_REF) :]
         try:
-            return self.path(digest).read_bytes().decode("utf-8", "surrogatepass")
+            return fs.read_bytes(self.path(digest)).decode("utf-8", "surrogatepass")
         except FileNotFoundError:
             raise NotFound(f"blob {ref['content_ref']} is missing from {self.root}") from None
 
@@ -101,6 +96,6 @@ class BlobStore:
 
     def _exists(self, ref: dict[str, Any]) -> bool:
         try:
-            return os.path.exists(self.path(str(ref["content_ref"])[len(_REF) :]))
+            return fs.exists(self.path(str(ref["content_ref"])[len(_REF) :]))
         except NotFound:  # not a digest at all (a line written by hand)
             return False

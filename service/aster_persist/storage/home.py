@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import HomeUnavailable, InvalidName
+from . import fs
 
 log = logging.getLogger("aster_persist")
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
+DIR_MODE = fs.DIR_MODE
+FILE_MODE = fs.FILE_MODE
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 SLUG_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}$")
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
@@ -114,16 +115,8 @@ def check_slug(slug: str) -> str:
     return slug
 
 
-def ensure_dir(path: Path) -> None:
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+ensure_dir = fs.ensure_dir
+fsync_dir = fs.fsync_dir
 
 
 @dataclass
@@ -145,8 +138,7 @@ class Home:
 
     def project_dir(self, slug: str) -> Path:
         folder = self.sessions / check_slug(slug)
-        if folder.is_symlink():
-            raise InvalidName(f"{folder} is a symbolic link; the data home never follows one")
+        fs.check(folder)
         return folder
 
     def session_path(self, slug: str, session_id: str) -> Path:
@@ -154,8 +146,7 @@ class Home:
 
     def trash_path(self, slug: str, session_id: str) -> Path:
         trash = self.project_dir(slug) / TRASH
-        if trash.is_symlink():
-            raise InvalidName(f"{trash} is a symbolic link; the data home never follows one")
+        fs.check(trash)
         return trash / f"{check_session_id(session_id)}.jsonl"
 
     @classmethod
@@ -174,7 +165,16 @@ class Home:
             return cls._fallback(reason)
         home = cls(root=root)
         home._lock()
+        fs.confine(root)
         return home
+
+    def check_layout(self) -> None:
+        """Refuse to serve a home whose top folders are links (``doctor`` reports them)."""
+        try:
+            for sub in LAYOUT:
+                fs.check(self.root / sub)
+        except Exception as exc:
+            raise HomeUnavailable(f"data home {self.root} is not usable: {exc}") from exc
 
     @classmethod
     def _fallback(cls, reason: str) -> Home:
@@ -185,6 +185,7 @@ class Home:
         log.warning("DEGRADED: %s", message)
         home = cls(root=root, degraded=message, _cleanup=True)
         home._lock()
+        fs.confine(root)
         return home
 
     def _lock(self) -> None:
@@ -208,14 +209,20 @@ class Home:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+            fs.release(self.root)
         if self._cleanup:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
+LAYOUT = ("sessions", "memory", "index", "blobs")
+
+
 def prepare(root: Path) -> None:
     """Create the layout and prove the home is writable (raises OSError)."""
-    for sub in (root, root / "sessions", root / "memory", root / "index", root / "blobs"):
-        ensure_dir(sub)
+    root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    for sub in LAYOUT:
+        if not os.path.lexists(root / sub):
+            (root / sub).mkdir(mode=DIR_MODE, exist_ok=True)
     probe = root / f".probe-{os.getpid()}"
     fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:

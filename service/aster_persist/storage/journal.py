@@ -19,11 +19,13 @@ import orjson
 from ulid import ULID
 
 from ..errors import Invalid
+from . import fs
 from .home import FILE_MODE, ULID_RE
 from .jsonl import parse, read_bytes, write_new
 from .transcripts import Clock, format_ts
 
 ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli")
+BORN = ("session.created", "session.imported")  # the entries that say a session exists
 
 
 class Journal:
@@ -36,10 +38,11 @@ class Journal:
         self._last: ULID | None = None
         self._published = 0  # bytes of whole entries that listeners have been told of
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.sessions: set[str] = set()  # every session with a created or imported entry
 
     def open(self) -> None:
         """Open for appending, moving a torn tail aside first."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+        fd = fs.open_file(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
         data = read_bytes(self.path)
         parsed = parse(data)
         if parsed.torn is not None:
@@ -49,6 +52,11 @@ class Journal:
             os.ftruncate(fd, start)
             os.fsync(fd)
         self._published = os.fstat(fd).st_size
+        self.sessions = {
+            str(line["session"])
+            for line in parsed.lines
+            if line.get("op") in BORN and isinstance(line.get("session"), str)
+        }
         ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
         if ids and ULID_RE.match(max(ids)):
             self._last = ULID.from_str(max(ids))
@@ -117,6 +125,8 @@ class Journal:
                     os.ftruncate(self._fd, self._published)
                 raise
             self._published += len(data)
+            if op in BORN and session is not None:
+                self.sessions.add(session)
             # Published under the lock, so listeners see entries in id order.
             for listener in self.listeners:
                 listener(entry)

@@ -22,9 +22,10 @@ from typing import Any
 
 import orjson
 
+from . import fs
 from .home import FILE_MODE, ensure_dir, fsync_dir
 
-TEMP_MARK = ".aster-tmp-"
+TEMP_MARK = fs.TEMP_MARK
 SYNC_THREADS = 4  # files synced at once by write_whole: the disk queues them together
 WINDOW = 64  # files write_whole holds open at once, far below any descriptor limit
 # link() errors of filesystems that have no hard links (vfat, exFAT, some network mounts)
@@ -86,38 +87,9 @@ def parse(data: bytes, *, base: int = 0, first_line: int = 1) -> Parsed:
     return out
 
 
-def read_bytes(path: Path, start: int = 0, end: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        if end is None:
-            end = os.fstat(fd).st_size
-        chunks = []
-        pos = start
-        while pos < end:
-            chunk = os.pread(fd, min(end - pos, 1 << 22), pos)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            pos += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def write_new(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Create ``path`` with ``data``; fail if it exists. Durable when ``sync``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        _write_all(fd, data)
-        if sync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        path.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    if sync:
-        fsync_dir(path.parent)
+read_bytes = fs.read_bytes
+write_new = fs.write_new
+atomic_write = fs.atomic_write
 
 
 def write_whole(
@@ -150,7 +122,7 @@ def write_whole(
             try:
                 for path, data in files[start : start + WINDOW]:
                     tmp = f"{path.parent}/{TEMP_MARK}{path.name}.{token}"
-                    fds.append(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+                    fds.append(fs.open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
                     temps.append(tmp)
                     _write_all(fds[-1], data)
                 if pool is not None:
@@ -171,16 +143,16 @@ def write_whole(
             placed.append(path)
             done.append(True)
         while temps:
-            Path(temps.pop()).unlink(missing_ok=True)  # gone already if renamed
+            fs.unlink(temps.pop())  # gone already if renamed
         if sync and placed:
             for folder in folders:
                 fsync_dir(folder)
             fsync_dir(root)
     except BaseException:
         for path in placed:
-            path.unlink(missing_ok=True)
+            fs.unlink(path)
         for tmp in temps:
-            Path(tmp).unlink(missing_ok=True)
+            fs.unlink(tmp)
         raise
     finally:
         if pool is not None:
@@ -191,43 +163,14 @@ def write_whole(
 def _place(tmp: str, path: Path) -> None:
     """Give ``tmp`` its final name ``path``; FileExistsError if something has it."""
     try:
-        os.link(tmp, path)
+        fs.link(tmp, path)
     except OSError as exc:
         if exc.errno not in _NO_LINKS:  # FileExistsError among them: raised as it is
             raise
         # A filesystem without hard links: rename, once nothing has the name.
-        if os.path.lexists(path):
+        if fs.exists(path):
             raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
-        os.rename(tmp, path)
-
-
-def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Replace ``path`` whole: unique temp file beside it, fsync, rename, fsync the folder."""
-    fd, tmp = _temp_beside(path)
-    try:
-        _write_all(fd, data)
-        if sync:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if sync:
-        fsync_dir(path.parent)
-
-
-def _temp_beside(path: Path) -> tuple[int, str]:
-    for _ in range(16):
-        tmp = str(path.parent / f"{TEMP_MARK}{path.name}.{secrets.token_hex(6)}")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {path}")
+        fs.rename(tmp, path)
 
 
 def remove_leftover_temps(folder: Path) -> int:
@@ -236,13 +179,9 @@ def remove_leftover_temps(folder: Path) -> int:
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             if name.startswith(TEMP_MARK):
-                os.unlink(os.path.join(dirpath, name))
+                fs.unlink(os.path.join(dirpath, name))
                 removed += 1
     return removed
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+_write_all = fs.write_all

@@ -43,7 +43,9 @@ from ..errors import (
     SessionNotFound,
     SessionReadOnly,
     StorageFailed,
+    UnsafePath,
 )
+from . import fs
 from .events import FORMAT_VERSION, validate_header
 from .home import (
     TRASH,
@@ -209,19 +211,18 @@ class TranscriptStore:
         self.locations.clear()
         root = self.home.sessions
         ensure_dir(root)
-        with os.scandir(root) as projects:
-            for project in projects:
-                if not project.is_dir(follow_symlinks=False) or project.name.startswith("."):
+        for slug in fs.names(root, folders=True):
+            if slug.startswith("."):
+                continue
+            folder = root / slug
+            for name in _jsonl_names(folder):
+                stat = fs.lstat(folder / name)
+                if stat is None:
                     continue
-                slug = project.name
-                for entry in _jsonl_entries(Path(project.path)):
-                    sid = entry.name[:-6]
-                    found.append((sid, slug, Path(entry.path), entry.stat(follow_symlinks=False)))
-                    self.locations[sid] = Location(slug)
-                trash = Path(project.path) / TRASH
-                if trash.is_dir():
-                    for entry in _jsonl_entries(trash):
-                        self.locations.setdefault(entry.name[:-6], Location(slug, trashed=True))
+                found.append((name[:-6], slug, folder / name, stat))
+                self.locations[name[:-6]] = Location(slug)
+            for name in _jsonl_names(folder / TRASH):
+                self.locations.setdefault(name[:-6], Location(slug, trashed=True))
         return found
 
     def _live_path(self, session_id: str) -> Path:
@@ -292,11 +293,8 @@ class TranscriptStore:
         header, data, slug = self._new_header(**fields)
         sid = header["id"]
         folder = self.home.project_dir(slug)
-        new_folder = not folder.exists()
-        ensure_dir(folder)
         sync = self.durability != "none"
-        if new_folder and sync:
-            fsync_dir(folder.parent)
+        ensure_dir(folder)  # a new folder is synced in its parent
         path = folder / f"{sid}.jsonl"
         try:
             write_new(path, data, sync=sync)
@@ -309,7 +307,7 @@ class TranscriptStore:
         info.absorb([header], [])
         info.offset = info.file_size = len(data)
         info.lines = 1
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         info.file_mtime_ns = os.fstat(fd).st_mtime_ns
         self.on_change(replace(info))
         writer = _Writer(path=path, fd=fd, size=len(data), info=info)
@@ -396,7 +394,7 @@ class TranscriptStore:
     def load_writer(self, session_id: str) -> _Writer:
         """Open a session for appending: read it, quarantine a torn tail (writer thread)."""
         path = self._live_path(session_id)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         try:
             data = read_bytes(path)
             parsed = parse(data)
@@ -466,7 +464,7 @@ class TranscriptStore:
         stamp = format_ts(self.clock()).replace(":", "").replace("-", "")
         aside = path.with_name(f"{path.name}.torn-{stamp}")
         n = 0
-        while aside.exists():
+        while fs.exists(aside):
             n += 1
             aside = path.with_name(f"{path.name}.torn-{stamp}-{n}")
         write_new(aside, data[start:end])
@@ -772,19 +770,19 @@ class TranscriptStore:
         """Move a detached session to its project's trash (writer thread)."""
         if where.trashed:
             raise SessionNotFound(f"no session {session_id}")
-        path = self.home.session_path(where.slug, session_id)
-        target = self.home.trash_path(where.slug, session_id)
         try:
+            path = self.home.session_path(where.slug, session_id)
+            target = self.home.trash_path(where.slug, session_id)
             ensure_dir(target.parent)
-            if target.exists():
+            if fs.exists(target):
                 raise SessionExists(f"a trashed copy of {session_id} is in the way")
-            os.rename(path, target)
+            fs.rename(path, target)
         except BaseException:
-            self.locations[session_id] = where
+            self.locations[session_id] = where  # refused: the session stays where it was
             raise
         self.on_remove(session_id)  # it has left the listing, whatever happens next
         stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
-        _marker(target).write_bytes(stamp)
+        fs.atomic_write(_marker(target), stamp, sync=False)
         fsync_dir(path.parent)
         fsync_dir(target.parent)
 
@@ -798,10 +796,10 @@ class TranscriptStore:
             raise SessionExists(f"session {session_id} is not in the trash")
         source = self.home.trash_path(where.slug, session_id)
         target = self.home.session_path(where.slug, session_id)
-        if target.exists():
+        if fs.exists(target):
             raise SessionExists(f"session {session_id} exists outside the trash")
-        os.rename(source, target)
-        _marker(source).unlink(missing_ok=True)
+        fs.rename(source, target)
+        fs.unlink(_marker(source))
         fsync_dir(source.parent)
         fsync_dir(target.parent)
         self.locations[session_id] = Location(where.slug)
@@ -822,8 +820,8 @@ class TranscriptStore:
             if where.trashed
             else self.home.session_path(where.slug, session_id)
         )
-        path.unlink(missing_ok=True)
-        _marker(path).unlink(missing_ok=True)
+        fs.unlink(path)
+        fs.unlink(_marker(path))
         fsync_dir(path.parent)
         self.locations.pop(session_id, None)
         self._read_only.discard(session_id)
@@ -832,7 +830,9 @@ class TranscriptStore:
 
     def summarize(self, session_id: str) -> SessionInfo:
         _parsed, info = self.read(session_id)
-        stat = os.stat(self._live_path(session_id))
+        stat = fs.lstat(self._live_path(session_id))
+        if stat is None:
+            raise SessionNotFound(f"session {session_id} is gone from disk")
         info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
         return info
 
@@ -843,12 +843,12 @@ class TranscriptStore:
             if where.trashed:
                 path = self.home.trash_path(where.slug, sid)
                 try:
-                    when = float(orjson.loads(_marker(path).read_bytes())["trashed_at"])
-                except (OSError, ValueError, KeyError, TypeError):
-                    try:
-                        when = path.stat().st_ctime
-                    except FileNotFoundError:
+                    when = float(orjson.loads(fs.read_bytes(_marker(path)))["trashed_at"])
+                except (OSError, ValueError, KeyError, TypeError, UnsafePath):
+                    stat = fs.lstat(path)
+                    if stat is None:
                         continue
+                    when = stat.st_ctime
                 if when <= cutoff:
                     old.append(sid)
         return sorted(old)
@@ -860,13 +860,9 @@ class TranscriptStore:
             self._release(writer)
 
 
-def _jsonl_entries(folder: Path) -> list[os.DirEntry[str]]:
-    with os.scandir(folder) as entries:
-        return [
-            e
-            for e in entries
-            if e.name.endswith(".jsonl") and len(e.name) == 32 and e.is_file(follow_symlinks=False)
-        ]
+def _jsonl_names(folder: Path) -> list[str]:
+    """The session files (``<ULID>.jsonl``, regular files only) of a folder."""
+    return [n for n in fs.names(folder, suffix=".jsonl") if len(n) == 32]
 
 
 def incomplete_batch(parsed: Parsed) -> int | None:

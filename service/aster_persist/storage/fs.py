@@ -1,0 +1,448 @@
+"""Every file the daemon touches in its data home, reached with no symbolic link followed.
+
+A home is *confined* once it is opened (``confine(root)``). From then on every path below
+it is reached from a descriptor of the home, one folder at a time, each opened with
+``O_DIRECTORY | O_NOFOLLOW``, and the last component is opened with ``O_NOFOLLOW`` or
+used through the ``*at`` call that does not follow it. A link anywhere below the home is
+so found at the moment of use, by the call that would have followed it, never by a check
+made beforehand that a swap could race. It raises ``UnsafePath`` naming the path inside
+the home (409 ``symlink_refused``), before anything is changed; ``on_refused``
+listeners (the journal) hear of each such path once.
+
+The home's own path may pass through links (a home on another disk, reached by a link in
+``~/.local/share``): it is opened once, when confined. Paths outside every confined home
+(the files an import reads from the user's disk, a test's scratch files) are used as
+given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UnsafePath
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+TEMP_MARK = ".aster-tmp-"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+@dataclass
+class _Home:
+    root: str
+    fd: int
+    reported: set[str] = field(default_factory=set)
+    listeners: list[Callable[[str], None]] = field(default_factory=list)
+
+
+_homes: list[_Home] = []
+_lock = threading.Lock()
+
+
+def confine(root: Path) -> None:
+    """From now on, reach every path under ``root`` without following a link."""
+    text = os.path.abspath(root)
+    fd = os.open(text, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    with _lock:
+        real = os.path.realpath(text)
+        home = _Home(text, fd)
+        _homes.append(home)
+        if real != text:  # the same home by its real path (what the watcher reports)
+            _homes.append(_Home(real, os.dup(fd), home.reported, home.listeners))
+
+
+def listen(root: Path, listener: Callable[[str], None]) -> None:
+    """Tell ``listener`` of each link refused in the home at ``root`` (once a path)."""
+    found = _find(os.path.abspath(root))
+    if found is not None:
+        found[0].listeners.append(listener)
+
+
+def release(root: Path) -> None:
+    """Forget a home that is closed."""
+    text = os.path.abspath(root)
+    real = os.path.realpath(text)
+    with _lock:
+        for home in [h for h in _homes if h.root in (text, real)]:
+            _homes.remove(home)
+            os.close(home.fd)
+
+
+def confined(path: Path | str) -> bool:
+    return _find(os.fspath(path)) is not None
+
+
+def _find(text: str) -> tuple[_Home, list[str]] | None:
+    for home in list(_homes):
+        if text == home.root:
+            return home, []
+        if text.startswith(home.root) and text[len(home.root)] == "/":
+            parts = [p for p in text[len(home.root) + 1 :].split("/") if p and p != "."]
+            if ".." in parts:
+                raise UnsafePath(f"{text[len(home.root) + 1 :]} leads out of the data home")
+            return home, parts
+    return None
+
+
+def refuse(path: Path | str) -> UnsafePath:
+    """The error for a link at ``path``, told to its home's listeners once per path."""
+    found = _find(os.fspath(path))
+    rel = "/".join(found[1]) if found else os.fspath(path)
+    if found is not None:
+        home = found[0]
+        with _lock:
+            first = rel not in home.reported
+            home.reported.add(rel)
+        if first:
+            for listener in list(home.listeners):
+                with contextlib.suppress(
+                    Exception
+                ):  # a listener never turns a refusal into a crash
+                    listener(rel)
+    return UnsafePath(
+        f"{rel} is a symbolic link; the data home never follows one (remove it, or move "
+        "what it points to inside the home)"
+    )
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return os.path.islink(name) if dir_fd == _AT_FDCWD else _lstat_link(name, dir_fd)
+    except OSError:
+        return False
+
+
+def _lstat_link(name: str, dir_fd: int) -> bool:
+    return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+
+
+@contextlib.contextmanager
+def parent(path: Path | str, *, create: bool = False) -> Iterator[tuple[int, str]]:
+    """The folder of ``path`` as an open descriptor, and the last component's name.
+
+    Outside a confined home the descriptor is ``AT_FDCWD`` and the name the whole path.
+    With ``create``, missing folders are made (0700) and each new one's parent synced."""
+    text = os.fspath(path)
+    found = _find(text)
+    if found is None:
+        if create:
+            _make_plain(os.path.dirname(text))
+        yield _AT_FDCWD, text
+        return
+    home, parts = found
+    parts = parts or ["."]  # the home itself: its own descriptor, and "."
+    fd = os.dup(home.fd)
+    try:
+        for i, part in enumerate(parts[:-1]):
+            child = _descend(fd, part, os.path.join(home.root, *parts[: i + 1]), create)
+            os.close(fd)
+            fd = child
+        yield fd, parts[-1]
+    finally:
+        os.close(fd)
+
+
+def _descend(fd: int, part: str, path: str, create: bool) -> int:
+    """Open folder ``part`` of ``fd``, refusing a link; with ``create``, make it first."""
+    try:
+        return os.open(part, _DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        if not create:
+            raise
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(part, DIR_MODE, dir_fd=fd)
+            os.fsync(fd)
+        return _descend(fd, part, path, False)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd):
+            raise refuse(path) from None
+        raise
+
+
+def _make_plain(folder: str) -> None:
+    if folder and not os.path.isdir(folder):
+        os.makedirs(folder, DIR_MODE, exist_ok=True)
+
+
+def relative(path: Path | str) -> str:
+    """``path`` as it is named inside its home (the whole path outside every home)."""
+    return _rel(path)
+
+
+def _rel(path: Path | str) -> str:
+    text = os.fspath(path)
+    found = _find(text)
+    return "/".join(found[1]) if found else text
+
+
+def _leaf_error(exc: OSError, name: str, dir_fd: int, path: Path | str) -> BaseException:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, dir_fd) and confined(path):
+        return refuse(path)
+    return exc
+
+
+# -- files -------------------------------------------------------------------------
+
+
+def open_file(path: Path | str, flags: int, mode: int = FILE_MODE, *, create: bool = False) -> int:
+    """``os.open`` of ``path`` with no link followed; ``create`` makes missing folders."""
+    with parent(path, create=create) as (fd, name):
+        try:
+            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        except OSError as exc:
+            raise _leaf_error(exc, name, fd, path) from None
+
+
+def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> bytes:
+    """The bytes of ``path`` from ``start`` to ``end`` (its size when None)."""
+    fd = open_file(path, os.O_RDONLY)
+    try:
+        if end is None:
+            end = os.fstat(fd).st_size
+        chunks = []
+        pos = start
+        while pos < end:
+            chunk = os.pread(fd, min(end - pos, 1 << 22), pos)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            pos += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_or_none(path: Path | str) -> bytes | None:
+    """The bytes of ``path``, or None when it or a folder above it is missing."""
+    try:
+        return read_bytes(path)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_temp(path: Path | str, data: bytes, *, sync: bool = True) -> str:
+    """A new file beside ``path`` holding ``data`` (synced), made with any missing
+    folders; returns its path. The caller renames or removes it."""
+    folder = os.path.dirname(os.fspath(path))
+    name = os.path.basename(os.fspath(path))
+    for _ in range(16):
+        tmp = os.path.join(folder, f"{TEMP_MARK}{name}.{secrets.token_hex(6)}")
+        try:
+            fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create=True)
+        except FileExistsError:
+            continue
+        try:
+            write_all(fd, data)
+            if sync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            unlink(tmp)
+            raise
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"no free temporary name beside {_rel(path)}")
+
+
+def atomic_write(path: Path | str, data: bytes, *, sync: bool = True) -> None:
+    """Replace ``path`` whole: a temp file beside it, fsync, rename, fsync the folder."""
+    tmp = write_temp(path, data, sync=sync)
+    try:
+        replace(tmp, path)
+    except BaseException:
+        unlink(tmp)
+        raise
+    if sync:
+        fsync_dir(os.path.dirname(os.fspath(path)))
+
+
+def write_new(path: Path | str, data: bytes, *, sync: bool = True) -> None:
+    """Create ``path`` with ``data``; FileExistsError if it exists. Durable when ``sync``."""
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        unlink(path)
+        raise
+    os.close(fd)
+    if sync:
+        fsync_dir(os.path.dirname(os.fspath(path)))
+
+
+# -- names -------------------------------------------------------------------------
+
+
+def lstat(path: Path | str) -> os.stat_result | None:
+    """The status of ``path`` itself (a link is not followed), None when missing;
+    a link among the folders above it is refused."""
+    try:
+        with parent(path) as (fd, name):
+            return os.stat(name, dir_fd=fd if fd != _AT_FDCWD else None, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def exists(path: Path | str) -> bool:
+    """Whether anything has the name ``path`` (a link there counts)."""
+    return lstat(path) is not None
+
+
+def is_dir(path: Path | str) -> bool:
+    """Whether ``path`` is a real folder; a link at ``path`` is refused."""
+    st = lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode) and confined(path):
+        raise refuse(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def check(path: Path | str) -> None:
+    """Refuse ``path`` when it, or a folder above it, is a link (missing is fine)."""
+    is_dir(path)
+
+
+def ensure_dir(path: Path | str) -> None:
+    """Make the folder ``path`` and any missing above it (0700), each new one synced in
+    its parent; a link on the way is refused."""
+    text = os.fspath(path)
+    if _find(text) is None:
+        _make_plain(text)
+        return
+    with parent(os.path.join(text, "_"), create=True):  # every folder of text is walked
+        pass
+
+
+def fsync_dir(path: Path | str) -> None:
+    """fsync the folder ``path`` (the home itself included)."""
+    fd = open_file(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def listdir(path: Path | str) -> list[tuple[str, int]]:
+    """``(name, st_mode)`` of each entry of the folder ``path`` (links not followed);
+    empty when it is missing."""
+    try:
+        fd = open_file(path, os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    try:
+        out = []
+        for name in os.listdir(fd):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            out.append((name, st.st_mode))
+        return sorted(out)
+    finally:
+        os.close(fd)
+
+
+def names(path: Path | str, *, suffix: str = "", folders: bool = False) -> list[str]:
+    """Names of the regular files (or with ``folders``, real folders) in ``path``."""
+    want = stat.S_ISDIR if folders else stat.S_ISREG
+    return [n for n, mode in listdir(path) if want(mode) and n.endswith(suffix)]
+
+
+def unlink(path: Path | str, *, missing_ok: bool = True) -> None:
+    """Remove the name ``path`` (a link there is removed, never followed)."""
+    try:
+        with parent(path) as (fd, name):
+            os.unlink(name, dir_fd=fd if fd != _AT_FDCWD else None)
+    except (FileNotFoundError, NotADirectoryError):
+        if not missing_ok:
+            raise
+
+
+def rmdir(path: Path | str) -> None:
+    with parent(path) as (fd, name):
+        os.rmdir(name, dir_fd=fd if fd != _AT_FDCWD else None)
+
+
+def replace(source: Path | str, target: Path | str) -> None:
+    """Rename ``source`` to ``target``, replacing a file there; neither is followed."""
+    _rename(source, target, os.replace)
+
+
+def rename(source: Path | str, target: Path | str) -> None:
+    """Rename ``source`` to ``target`` (the caller has made sure nothing has that name)."""
+    _rename(source, target, os.rename)
+
+
+def link(source: Path | str, target: Path | str) -> None:
+    """Give the file ``source`` a second name ``target``; FileExistsError if taken."""
+    with parent(source) as (sfd, sname), parent(target) as (tfd, tname):
+        os.link(
+            sname,
+            tname,
+            src_dir_fd=sfd if sfd != _AT_FDCWD else None,
+            dst_dir_fd=tfd if tfd != _AT_FDCWD else None,
+            follow_symlinks=False,
+        )
+
+
+def _rename(source: Path | str, target: Path | str, call: Callable[..., None]) -> None:
+    with parent(source) as (sfd, sname), parent(target) as (tfd, tname):
+        src = os.stat(sname, dir_fd=_fd(sfd), follow_symlinks=False)
+        if stat.S_ISLNK(src.st_mode) and confined(source):
+            raise refuse(source)
+        call(sname, tname, src_dir_fd=_fd(sfd), dst_dir_fd=_fd(tfd))
+
+
+def _fd(fd: int) -> int | None:
+    return None if fd == _AT_FDCWD else fd
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def exchange(first: Path | str, second: Path | str) -> bool:
+    """Swap the files named ``first`` and ``second`` in one step (``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the system or filesystem cannot."""
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(None, use_errno=True)
+            _libc.renameat2.argtypes = [
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_uint,
+            ]
+        except (OSError, AttributeError):
+            return False
+    try:
+        call = _libc.renameat2
+    except AttributeError:
+        return False
+    with parent(first) as (afd, aname), parent(second) as (bfd, bname):
+        if call(afd, os.fsencode(aname), bfd, os.fsencode(bname), _RENAME_EXCHANGE) == 0:
+            return True
+        err = ctypes.get_errno()
+        if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM):
+            return False
+        raise OSError(err, os.strerror(err), _rel(second))

@@ -14,16 +14,18 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from . import importers
-from .errors import Invalid, SessionNotFound
+from .errors import Invalid, SessionExists, SessionNotFound, UnsafePath
 from .feed import APPENDED, Feed
 from .index import search
 from .index.catalog import Catalog, CatalogWorker, FileEntry, decode_cursor, encode_cursor
 from .index.text import Query
+from .storage import fs
 from .storage.blobs import BlobStore
 from .storage.commit import GroupCommitter
 from .storage.home import ULID_RE, Home, normalize_repo_root, project_slug
@@ -100,6 +102,7 @@ class Sessions:
         ]
         self.progress["total"] = len(files)
         self.committer.start()
+        await self._journal_unrecorded(found)
 
         def report(done: int, total: int) -> None:
             self.progress["done"] = done
@@ -120,6 +123,28 @@ class Sessions:
                 self.ready.set()
 
         self._catch_up = asyncio.get_running_loop().create_task(catch_up())
+
+    async def _journal_unrecorded(self, found: list[tuple[str, str, Path, Any]]) -> None:
+        """Journal each session on disk that no entry says was created (a crash between
+        its sync and its ``session.created`` line, or a file another program put here),
+        so everything on disk is in the journal."""
+        if self.journal is None:
+            return
+        for sid, slug, path, _stat in found:
+            if sid in self.journal.sessions:
+                continue
+            try:
+                header = parse(await asyncio.to_thread(fs.read_bytes, path, 0, 65536)).lines[:1]
+            except (OSError, UnsafePath):
+                continue
+            root = header[0].get("repo_root") if header else None
+            await self._record(
+                "session.created",
+                sid,
+                {"repo_root": root, "by": "found at start, with no journal entry"},
+                slug=slug,
+                actor="watcher",
+            )
 
     async def close(self) -> None:
         try:
@@ -158,7 +183,25 @@ class Sessions:
         )
 
     async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
-        header = await self._create(fields)
+        """Create a session. A create retried with the same ``session_id`` and the same
+        fields, once the first one made the file, answers with that session's header
+        (``replayed``) and makes sure it is journaled."""
+        try:
+            header = await self._create(fields)
+        except SessionExists:
+            same = await self._same_create(fields)
+            if same is None:
+                raise
+            header = same
+            if self.journal is not None and header["id"] not in self.journal.sessions:
+                await self._record(
+                    "session.created",
+                    header["id"],
+                    {"repo_root": header["repo_root"]},
+                    slug=project_slug(header["repo_root"]),
+                    actor=actor,
+                )
+            return {**header, "replayed": True}
         await self._record(
             "session.created",
             header["id"],
@@ -166,6 +209,26 @@ class Sessions:
             slug=project_slug(header["repo_root"]),
             actor=actor,
         )
+        return header
+
+    async def _same_create(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """The header of the live session ``fields`` would create again, when every
+        field it asks for is what that session was created with; None otherwise."""
+        sid = fields.get("session_id")
+        where = self.store.locations.get(sid) if isinstance(sid, str) else None
+        if where is None or where.trashed:
+            return None
+        lines, _raw, _info = await self.read(str(sid), inline=False)
+        header = lines[0] if lines else {}
+        wanted = {
+            "repo_root": normalize_repo_root(str(fields.get("repo_root"))),
+            **{k: fields[k] for k in ("cwd", "model", "title") if fields.get(k) is not None},
+            **{k: v for k, v in (fields.get("extra") or {}).items()},
+        }
+        if fields.get("aster_version"):
+            wanted["aster_version"] = fields["aster_version"]
+        if any(header.get(key) != value for key, value in wanted.items()):
+            return None
         return header
 
     async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -437,13 +500,18 @@ class Sessions:
         their size and left alone."""
         root = Path(os.path.realpath(self.home.sessions))
         for path in sorted(set(paths)):
-            path = Path(os.path.realpath(path))
+            path = Path(os.path.realpath(path.parent), path.name)  # a link is not followed
             sid, slug = path.name[:-6], path.parent.name
             if path.suffix != ".jsonl" or path.parent.parent != root or not ULID_RE.match(sid):
                 continue
             try:
-                stat = path.stat()
-            except FileNotFoundError:
+                stat = fs.lstat(self.home.sessions / slug / path.name)
+            except UnsafePath:
+                continue  # reported once; never read
+            if stat is None:
+                continue
+            if not S_ISREG(stat.st_mode):
+                fs.refuse(self.home.sessions / slug / path.name)
                 continue
             writer = self.store.writer(sid)
             if writer is None and self.store.placed.get(sid) == (stat.st_size, stat.st_mtime_ns):

@@ -306,8 +306,11 @@ def test_projects(client: TestClient) -> None:
 
 def test_client_given_id_and_duplicates(client: TestClient) -> None:
     sid = "01J0000000000000000000ABCD"
-    assert client.post("/v1/sessions", json={"repo_root": REPO, "id": sid}).status_code == 201
-    dup = client.post("/v1/sessions", json={"repo_root": REPO, "id": sid})
+    first = client.post("/v1/sessions", json={"repo_root": REPO, "id": sid})
+    assert first.status_code == 201
+    retried = client.post("/v1/sessions", json={"repo_root": REPO, "id": sid})
+    assert retried.status_code == 200 and retried.json() == first.json()
+    dup = client.post("/v1/sessions", json={"repo_root": REPO, "id": sid, "title": "Other"})
     assert dup.status_code == 409 and dup.json()["code"] == "session_exists"
     bad = client.post("/v1/sessions", json={"repo_root": REPO, "id": "../../etc"})
     assert bad.status_code == 422 and bad.json()["code"] == "invalid_name"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
@@ -11,17 +13,19 @@ from fastapi import APIRouter, Header, Query, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from ..errors import Invalid, InvalidEvent
+from ..errors import Invalid
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
-from ..storage.events import SessionHeader, validate_events, validate_events_json
+from ..storage.events import SessionHeader, validate_events
 from ..storage.home import check_session_id
 from ..storage.transcripts import AppendResult
+from . import body as strict
 from .models import (
     LIST_LIMIT,
     AppendOut,
     ChatMessages,
     EventPage,
+    EventsIn,
     Problem,
     ProjectList,
     PruneIn,
@@ -34,7 +38,7 @@ from .models import (
     page_of,
 )
 
-router = APIRouter(prefix="/v1", tags=["sessions"])
+router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}}
     for code in (400, 404, 409, 412, 413, 422, 500, 507)
@@ -79,6 +83,8 @@ def _json(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        with contextlib.suppress(ValueError):  # a body too deep for orjson says so
+            strict.loads(raw)
         raise Invalid(f"the body is not valid JSON: {exc}") from None
 
 
@@ -91,7 +97,13 @@ def _summary(info: Any) -> dict[str, Any]:
     status_code=201,
     operation_id="sessions-create",
     response_model=SessionHeader,
-    responses=ERRORS,
+    responses={
+        **ERRORS,
+        200: {
+            "model": SessionHeader,
+            "description": "A create retried with the same id and fields: that session",
+        },
+    },
 )
 async def create_session(request: Request, body: SessionIn) -> Response:
     """Create a session: a new transcript file holding its header."""
@@ -106,7 +118,10 @@ async def create_session(request: Request, body: SessionIn) -> Response:
         title=body.title,
         extra=extra,
     )
-    return json_response(header, 201, {"Location": f"/v1/sessions/{header['id']}", "ETag": etag(0)})
+    location = {"Location": f"/v1/sessions/{header['id']}"}
+    if header.pop("replayed", False):  # a retried create: the session the first one made
+        return json_response(header, 200, location)
+    return json_response(header, 201, location | {"ETag": etag(0)})
 
 
 @router.get("/sessions", operation_id="sessions-list", response_model=SessionPage, responses=ERRORS)
@@ -267,9 +282,9 @@ async def import_sessions(
     """Import a transcript file written by another tool, or exported from here: one
     session per conversation, in the project of the source's working folder (or
     `repo_root`). Importing the same source again creates nothing and says so (200)."""
-    result = await _sessions(request).import_file(
-        await request.body(), format=format, repo_root=repo_root
-    )
+    raw = await request.body()
+    await asyncio.to_thread(strict.check_document, raw)
+    result = await _sessions(request).import_file(raw, format=format, repo_root=repo_root)
     return json_response(result, 201 if result["imported"] else 200)
 
 
@@ -352,6 +367,20 @@ async def append_events(request: Request, session_id: str) -> Response:
     )
 
 
+def _batch_loc(path: strict.Path) -> str:
+    return "events" + strict.brackets(path)
+
+
+def _event_loc(path: strict.Path) -> str:
+    return "events[0]" + strict.brackets(path)
+
+
+def _wrapped_loc(path: strict.Path) -> str:
+    if len(path) > 1 and path[0] == "events" and isinstance(path[1], int):
+        return _batch_loc(path[1:])
+    return strict.body_loc(path)
+
+
 async def handle_append(
     sessions: Sessions, session_id: str, headers: Mapping[str, str], raw: bytes
 ) -> AppendResult:
@@ -361,26 +390,25 @@ async def handle_append(
     if content_type is not None and "json" not in content_type:
         raise Invalid(f"send the events as application/json, not {content_type[:60]}")
     key = headers.get("idempotency-key")
-    if raw[:64].lstrip()[:1] == b"[":  # a batch: parsed and validated in one pass
-        try:
-            events = validate_events_json(raw)
-        except InvalidEvent:
-            _json(raw)  # a body that is not JSON at all says so
-            raise
+    data = _json(raw)
+    if isinstance(data, list):
+        strict.check(raw, data, _batch_loc)
+        events = data
+    elif isinstance(data, dict) and "type" not in data and "events" in data:
+        strict.check(raw, data, _wrapped_loc)
+        strict.refuse_unknown(data.keys() - EventsIn.model_fields.keys())
+        events = data["events"]
+        key = key or data.get("idempotency_key")
+        if not isinstance(events, list):
+            raise Invalid("events must be a JSON array")
+    elif isinstance(data, dict):
+        strict.check(raw, data, _event_loc)
+        body_key = data.pop("idempotency_key", None)
+        key = key or body_key
+        events = [data]
     else:
-        data = _json(raw)
-        if isinstance(data, dict) and "type" not in data and "events" in data:
-            events = data["events"]
-            key = key or data.get("idempotency_key")
-            if not isinstance(events, list):
-                raise Invalid("events must be a JSON array")
-        elif isinstance(data, dict):
-            body_key = data.pop("idempotency_key", None)
-            key = key or body_key
-            events = [data]
-        else:
-            raise Invalid('send an event object, an array of events, or {"events": [...]}')
-        events = validate_events(events)
+        raise Invalid('send an event object, an array of events, or {"events": [...]}')
+    events = validate_events(events)
     if not events:
         raise Invalid("the batch holds no events")
     if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):

@@ -10,24 +10,39 @@ never read block files per request. Mutations run on the writer thread.
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import hashlib
 import math
 import os
 import re
+import stat
 import unicodedata
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..errors import BlockNotFound, Invalid, InvalidName, NameTaken, PreconditionFailed
-from . import frontmatter
+from ..errors import (
+    BlockNotFound,
+    Conflict,
+    InsufficientStorage,
+    Invalid,
+    InvalidName,
+    NameTaken,
+    PreconditionFailed,
+    StorageFailed,
+    UnsafePath,
+)
+from . import frontmatter, fs
 from .home import SLUG_RE, Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
 from .journal import Journal
-from .jsonl import TEMP_MARK, atomic_write
+from .jsonl import TEMP_MARK
 from .secrets import refuse_secrets
 from .transcripts import Clock, format_ts
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_T = TypeVar("_T")
 CORE = "ASTER.md"
 ARCHIVE = ".archive"
 SCHEMA = "aster.memory.v1"
@@ -156,27 +171,32 @@ class MemoryStore:
                 count, _ = self.recalls.get(key, (0, ""))
                 self.recalls[key] = (count + 1, str(entry.get("ts") or ""))
         ensure_dir(self.root)
-        scopes = ["global"]
-        projects = self.root / "projects"
-        if projects.is_dir():
-            scopes += [f"project:{p.name}" for p in sorted(projects.iterdir()) if _project_dir(p)]
-        for scope in scopes:
+        for scope in ["global", *self._project_scopes()]:
             for archived in (False, True):
                 folder = self.folder(scope) / (ARCHIVE if archived else "")
-                if not folder.is_dir():
-                    continue
-                for file in sorted(folder.glob("*.md")):
-                    name = file.name[:-3]
-                    if file.is_symlink():
+                for file_name in _md_names(folder):
+                    file = folder / file_name
+                    name = file_name[:-3]
+                    if file_name != CORE and not NAME_RE.match(name):
                         continue
-                    if file.name == CORE and not archived:
-                        self._known[_key(file)] = file.read_bytes()
-                    if file.name == CORE or not NAME_RE.match(name):
+                    if file_name == CORE and archived:
                         continue
-                    data = file.read_bytes()
+                    try:
+                        data = fs.read_bytes(file)
+                    except (UnsafePath, FileNotFoundError):
+                        continue  # a link is reported once and left out
                     if not archived:
                         self._known[_key(file)] = data
-                    self._index(scope, name, archived, data)
+                    if file_name != CORE:
+                        self._index(scope, name, archived, data)
+
+    def _project_scopes(self) -> list[str]:
+        """The scopes of the project folders under ``memory/projects`` (a link refused)."""
+        projects = self.root / "projects"
+        try:
+            return [f"project:{n}" for n in fs.names(projects, folders=True) if SLUG_RE.match(n)]
+        except UnsafePath:
+            return []
 
     def _index(
         self,
@@ -222,11 +242,15 @@ class MemoryStore:
 
     # -- reading ----------------------------------------------------------------
 
-    def read_core(self, scope: str) -> tuple[str, str]:
+    def read_core(self, scope: str, *, strict: bool = True) -> tuple[str, str]:
+        """``ASTER.md`` of a scope and its ETag; a link there is refused, or with
+        ``strict`` False (the prompt context, the search index) read as empty."""
         path = self.folder(scope) / CORE
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+            data = fs.read_or_none(path) or b""
+        except UnsafePath:
+            if strict:
+                raise
             data = b""
         return data.decode("utf-8", "replace"), etag_of(data)
 
@@ -236,8 +260,11 @@ class MemoryStore:
             where = "archived " if archived else ""
             raise BlockNotFound(f"no {where}memory block {name!r} in {scope}")
         try:
-            data = self.path(scope, name, archived=archived).read_bytes()
-        except FileNotFoundError:  # removed by hand; the watcher will journal it
+            data = fs.read_bytes(self.path(scope, name, archived=archived))
+        except (
+            FileNotFoundError,
+            NotADirectoryError,
+        ):  # removed by hand; the watcher will journal it
             raise BlockNotFound(f"no memory block {name!r} in {scope}") from None
         etag = etag_of(data)
         if etag != block.etag:  # edited by hand since it was indexed: answer with what is read
@@ -265,11 +292,8 @@ class MemoryStore:
     # -- writing ----------------------------------------------------------------
 
     def _state(self, path: Path) -> dict[str, Any] | None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        return self._content_state(path, data)
+        data = fs.read_or_none(path)
+        return None if data is None else self._content_state(path, data)
 
     def _content_state(self, path: Path, data: bytes) -> dict[str, Any]:
         """A file's path and bytes as the journal keeps them: text when they are UTF-8,
@@ -291,23 +315,16 @@ class MemoryStore:
         """Journal a hand edit of the live file ``path`` that the watcher has not reached
         yet, so a write never checks an ETag against, or keeps as the content it replaced,
         an outdated picture of the file (writer thread)."""
-        try:
-            data = None if path.is_symlink() else path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            data = None
-        if data != self._known.get(_key(path)):
+        if fs.read_or_none(path) != self._known.get(_key(path)):
             self.reconcile([path])
 
     def _write(self, path: Path, data: bytes) -> None:
-        new_folder = not path.parent.exists()
-        ensure_dir(path.parent)
-        if new_folder:
-            fsync_dir(path.parent.parent)
-        atomic_write(path, data)
+        with _disk(f"could not write {self._rel(path)}"):
+            fs.atomic_write(path, data)  # missing folders are made, each synced
         self._known[_key(path)] = data
 
     def _unlink(self, path: Path) -> None:
-        path.unlink(missing_ok=True)
+        fs.unlink(path)
         self._known.pop(_key(path), None)
 
     def _replace_file(
@@ -322,23 +339,103 @@ class MemoryStore:
         session: str | None,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        """Write ``path`` atomically and journal it with the bytes it replaced (the caller
-        has settled it, so those are the bytes this store knows: no second read)."""
-        known = self._known.get(_key(path))
-        before = None if known is None else self._content_state(path, known)
-        self._write(path, data)
-        self.journal.record(
-            op,
-            scope=scope,
-            name=name,
-            actor=actor,
-            session=session,
-            before=before,
-            after=self._after(path, data),
-            detail=detail,
-        )
+        """Replace ``path`` with ``data`` and journal it with the bytes it replaced.
 
-    def write_core(
+        The caller built ``data`` from the file as this store knows it (it settled it
+        first). The new bytes are written and synced beside the file, then swapped in
+        with one ``renameat2(RENAME_EXCHANGE)``, so the bytes replaced are exactly the
+        ones now beside it. When they are not the ones the write was built from (an
+        editor saved in between), the swap is undone, the edit is journaled as a hand
+        edit and ``_Changed`` is raised, for the caller to build again on what is there
+        now (or answer 412 to an ``If-Match``). When the journal line cannot be written,
+        the swap is undone too: nothing is on disk that is not in the journal, and a
+        full disk is 507 with the file as it was."""
+        key = _key(path)
+        known = self._known.get(key)
+        before = None if known is None else self._content_state(path, known)
+        with _disk(f"could not write {self._rel(path)}"):
+            tmp = fs.write_temp(path, data)
+        try:
+            replaced = self._swap_in(tmp, path, known)
+            if replaced != known:
+                self._swap_back(tmp, path, data, replaced)
+                self.reconcile([path])
+                raise _Changed
+            with _disk(f"could not journal the change of {self._rel(path)}"):
+                try:
+                    fsync_dir(path.parent)
+                    self.journal.record(
+                        op,
+                        scope=scope,
+                        name=name,
+                        actor=actor,
+                        session=session,
+                        before=before,
+                        after=self._after(path, data),
+                        detail=detail,
+                    )
+                except BaseException:
+                    self._swap_back(tmp, path, data, replaced)
+                    raise
+            self._known[key] = data
+        finally:
+            self._discard(tmp, path, (data, known))
+
+    def _discard(self, tmp: str, path: Path, journaled: tuple[bytes | None, ...]) -> None:
+        """Remove ``tmp``; bytes in it that are neither ours nor already journaled (an
+        editor saved into the file as it was being swapped) are journaled first."""
+        try:
+            data = fs.read_or_none(tmp)
+            if data is not None and data not in journaled:
+                scope_name = self.where(path, Path(_key(self.root)))
+                current = fs.read_or_none(path)
+                self.journal.record(
+                    "memory.edit",
+                    scope=scope_name[0] if scope_name else "global",
+                    name=scope_name[1] if scope_name else path.name,
+                    actor="watcher",
+                    before=self._content_state(path, data),
+                    after=None if current is None else self._after(path, current),
+                    detail={"by": "hand", "saved": "while a write replaced the file"},
+                )
+        finally:
+            fs.unlink(tmp)
+
+    def _swap_in(self, tmp: str, path: Path, known: bytes | None) -> bytes | None:
+        """Put ``tmp`` at ``path``; return what was there (``tmp`` holds it now, unless
+        nothing was). A file made at ``path`` since it was read counts as replaced."""
+        if known is None:
+            try:
+                fs.link(tmp, path)  # never over a file made in the meantime
+                return None
+            except FileExistsError:
+                return fs.read_or_none(path)
+        try:
+            if fs.exchange(tmp, path):
+                return fs.read_or_none(tmp)
+        except FileNotFoundError:  # removed by hand since it was read
+            return self._swap_in(tmp, path, None)
+        current = fs.read_or_none(path)  # no exchange here: compare, then rename
+        if current == known:
+            fs.replace(tmp, path)
+        return current
+
+    def _swap_back(self, tmp: str, path: Path, data: bytes, replaced: bytes | None) -> None:
+        """Undo ``_swap_in``: ``path`` holds ``replaced`` again (or is gone, when it did not
+        exist), unless the swap never happened."""
+        if fs.read_or_none(path) != data:
+            return  # never swapped in (or replaced again since): nothing of ours to undo
+        with _disk(f"could not put {self._rel(path)} back"):
+            if replaced is None:
+                fs.unlink(path)
+            elif not fs.exchange(tmp, path):
+                fs.atomic_write(path, replaced)
+
+    def write_core(self, scope: str, text: str, **options: Any) -> dict[str, Any]:
+        """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
+        return _again(self._write_core, scope, text, **options)
+
+    def _write_core(
         self,
         scope: str,
         text: str,
@@ -348,7 +445,6 @@ class MemoryStore:
         session: str | None = None,
         op: str = "memory.edit",
     ) -> dict[str, Any]:
-        """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
         refuse_secrets({"content": text})
         path = self.folder(scope) / CORE
         self._settle(path)
@@ -358,14 +454,19 @@ class MemoryStore:
         self._replace_file(path, data, op, scope=scope, name=CORE, actor=actor, session=session)
         return {"scope": scope, "etag": etag_of(data), "bytes": len(data)}
 
-    def add_note(
+    def add_note(self, scope: str, note: str, **options: Any) -> dict[str, Any]:
+        """Append a bullet to ``ASTER.md``, unless the same note (normalized) is there; a
+        hand edit made meanwhile is kept and the note added to it."""
+        return _again(self._add_note, scope, note, **options)
+
+    def _add_note(
         self, scope: str, note: str, *, actor: str = "api", session: str | None = None
     ) -> dict[str, Any]:
-        """Append a bullet to ``ASTER.md``, unless the same note (normalized) is there."""
         note = " ".join(note.split())
         if not note:
             raise Invalid("the note is empty")
         refuse_secrets({"note": note})
+        self._settle(self.folder(scope) / CORE)
         text, etag = self.read_core(scope)
         wanted = normalized(note)
         for line in text.splitlines():
@@ -373,12 +474,17 @@ class MemoryStore:
                 return {"scope": scope, "etag": etag, "duplicate": True}
         if text and not text.endswith("\n"):
             text += "\n"
-        result = self.write_core(
+        result = self._write_core(
             scope, text + f"- {note}\n", actor=actor, session=session, op="memory.write"
         )
         return result | {"duplicate": False}
 
-    def write_block(
+    def write_block(self, scope: str, name: str, **options: Any) -> tuple[BlockMeta, bool]:
+        """Create or replace a block; returns it and whether it was a duplicate merge
+        (``_write_block``)."""
+        return _again(self._write_block, scope, name, **options)
+
+    def _write_block(
         self,
         scope: str,
         name: str,
@@ -501,6 +607,13 @@ class MemoryStore:
         )
 
     def patch_block(
+        self, scope: str, name: str, changes: dict[str, Any], **options: Any
+    ) -> BlockMeta:
+        """Change frontmatter keys only (``_patch_block``); a hand edit made meanwhile is
+        kept and the keys set on it."""
+        return _again(self._patch_block, scope, name, changes, **options)
+
+    def _patch_block(
         self,
         scope: str,
         name: str,
@@ -537,7 +650,11 @@ class MemoryStore:
         block = self._index(scope, name, False, data, doc)
         return block
 
-    def forget(
+    def forget(self, scope: str, name: str, **options: Any) -> None:
+        """Delete a block; the journal keeps its content, so it can be reverted."""
+        _again(self._forget, scope, name, **options)
+
+    def _forget(
         self,
         scope: str,
         name: str,
@@ -546,29 +663,64 @@ class MemoryStore:
         session: str | None = None,
         if_match: str | None = None,
     ) -> None:
-        """Delete a block; the journal keeps its content, so it can be reverted."""
         self._settle(self.path(scope, name))
         _, block = self.read_block(scope, name)
         _check_etag(f"block {name!r}", if_match, block.etag)
         path = self.path(scope, name)
-        before = self._state(path)
-        self._unlink(path)
-        fsync_dir(path.parent)
+        aside = path.parent / f"{TEMP_MARK}{path.name}.gone"
+        data = self._move_file(path, aside, expected=self._known.get(_key(path)))
+        with _disk(f"could not journal the removal of {self._rel(path)}"):
+            try:
+                self.journal.record(
+                    "memory.delete",
+                    scope=scope,
+                    name=name,
+                    actor=actor,
+                    session=session,
+                    before=self._content_state(path, data),
+                    after=None,
+                )
+            except BaseException:
+                self._move_file(aside, path)
+                raise
+        with contextlib.suppress(OSError):  # journaled: what is left is a temp file
+            fs.unlink(aside)
+            fsync_dir(path.parent)
+        self._known.pop(_key(path), None)
         gone = self.blocks.pop((scope, name))
         if self._by_norm.get((scope, gone.norm)) == name:
             del self._by_norm[(scope, gone.norm)]
         self.version += 1
-        self.journal.record(
-            "memory.delete",
-            scope=scope,
-            name=name,
-            actor=actor,
-            session=session,
-            before=before,
-            after=None,
-        )
 
-    def move(
+    def _move_file(self, source: Path, target: Path, *, expected: bytes | None = None) -> bytes:
+        """Give ``source`` the name ``target`` (never over a file there) and return its
+        bytes; with ``expected``, bytes that differ (a hand edit since the file was read)
+        are put back, journaled, and ``_Changed`` raised."""
+        with _disk(f"could not move {self._rel(source)}"):
+            try:
+                fs.link(source, target)
+            except FileExistsError:
+                raise NameTaken(f"{self._rel(target)} is in the way") from None
+            try:
+                fs.unlink(source)
+                fsync_dir(target.parent)
+            except BaseException:  # the file keeps its old name, and only that
+                if not fs.exists(source):
+                    fs.link(target, source)
+                fs.unlink(target)
+                raise
+        data = fs.read_bytes(target)
+        if expected is not None and data != expected:
+            self._move_file(target, source)
+            self.reconcile([source])
+            raise _Changed
+        return data
+
+    def move(self, scope: str, name: str, **options: Any) -> BlockMeta:
+        """Archive a block (it leaves listings and the context) or restore it."""
+        return _again(self._move, scope, name, **options)
+
+    def _move(
         self,
         scope: str,
         name: str,
@@ -577,33 +729,33 @@ class MemoryStore:
         actor: str = "api",
         session: str | None = None,
     ) -> BlockMeta:
-        """Archive a block (it leaves listings and the context) or restore it."""
         self._settle(self.path(scope, name))
         self.read_block(scope, name, archived=not archive)
         source = self.path(scope, name, archived=not archive)
         target = self.path(scope, name, archived=archive)
-        if target.exists():
-            raise NameTaken(f"{self._rel(target)} is in the way")
-        before = self._state(source)
         ensure_dir(target.parent)
-        os.rename(source, target)
-        fsync_dir(source.parent)
-        fsync_dir(target.parent)
-        data = target.read_bytes()
+        data = self._move_file(
+            source, target, expected=self._known.get(_key(source)) if archive else None
+        )
+        with _disk(f"could not journal the move of {self._rel(source)}"):
+            try:
+                fsync_dir(source.parent)
+                self.journal.record(
+                    "memory.archive" if archive else "memory.restore",
+                    scope=scope,
+                    name=name,
+                    actor=actor,
+                    session=session,
+                    before=self._content_state(source, data),
+                    after=self._after(target, data),
+                )
+            except BaseException:
+                self._move_file(target, source)
+                raise
         self._known.pop(_key(source), None)
         if not archive:
             self._known[_key(target)] = data
-        block = self._index(scope, name, archive, data)
-        self.journal.record(
-            "memory.archive" if archive else "memory.restore",
-            scope=scope,
-            name=name,
-            actor=actor,
-            session=session,
-            before=before,
-            after=self._after(target, data),
-        )
-        return block
+        return self._index(scope, name, archive, data)
 
     def recall(
         self, scope: str, name: str, *, actor: str = "api", session: str | None = None
@@ -683,9 +835,9 @@ class MemoryStore:
             path = self.folder(scope) / (CORE if name == CORE else f"{name}.md")
             known = self._known.get(key)
             try:
-                data: bytes | None = None if path.is_symlink() else path.read_bytes()
-            except (FileNotFoundError, IsADirectoryError):
-                data = None
+                data = fs.read_or_none(path)
+            except UnsafePath:
+                continue  # reported once; left as it is
             if data == known:
                 continue
             before = None if known is None else self._content_state(path, known)
@@ -722,12 +874,9 @@ class MemoryStore:
         """Every live memory file the search index should hold, with its ETag."""
         blocks = self.blocks.copy()
         out = {key: b.etag for key, b in blocks.items() if not b.archived}
-        scopes = {"global"} | {scope for scope, _ in blocks}
-        projects = self.root / "projects"
-        if projects.is_dir():
-            scopes |= {f"project:{p.name}" for p in projects.iterdir() if _project_dir(p)}
+        scopes = {"global"} | {scope for scope, _ in blocks} | set(self._project_scopes())
         for scope in scopes:
-            text, etag = self.read_core(scope)
+            text, etag = self.read_core(scope, strict=False)
             if text:
                 out[(scope, CORE)] = etag
         return out
@@ -736,9 +885,9 @@ class MemoryStore:
         """The search document of a block or of ``ASTER.md`` as it is on disk now."""
         try:
             path = self.folder(scope) / CORE if name == CORE else self.path(scope, name)
-            data = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError, Invalid):
-            return None
+            data = fs.read_bytes(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError, Invalid, UnsafePath):
+            return None  # a link is reported once and left out of search
         text = data.decode("utf-8", "replace")
         doc: dict[str, Any] = {
             "scope": scope,
@@ -802,8 +951,8 @@ class MemoryStore:
     ) -> dict[str, Any]:
         """The markdown for a system prompt: core memory in full, then an index of blocks,
         most recent first, or with ``relevant`` (block names, best first) those first."""
-        global_core, _ = self.read_core("global")
-        project_core = self.read_core(project)[0] if project else ""
+        global_core, _ = self.read_core("global", strict=False)
+        project_core = self.read_core(project, strict=False)[0] if project else ""
         blocks = self.visible(project)
         if relevant is not None:
             rank = {name: n for n, name in enumerate(dict.fromkeys(relevant))}
@@ -944,30 +1093,40 @@ class MemoryStore:
             data = _content_bytes(before)
             self._write(self._inside(before["path"]), data)
         for path in targets:
-            if path.parent.exists():
+            if fs.is_dir(path.parent):
                 fsync_dir(path.parent)
-        self._reindex(targets)
         restored_path = self._inside(before["path"]) if before else None
-        return self.journal.record(
-            "memory.revert",
-            scope=entry["scope"],
-            name=entry.get("name"),
-            actor=actor,
-            before=now_state,
-            after=self._after(restored_path, data)
-            if restored_path is not None and data is not None
-            else None,
-            detail={"reverted": entry["id"]},
-        )
+        with _disk(f"could not journal the revert of {entry['id']}"):
+            try:
+                recorded = self.journal.record(
+                    "memory.revert",
+                    scope=entry["scope"],
+                    name=entry.get("name"),
+                    actor=actor,
+                    before=now_state,
+                    after=self._after(restored_path, data)
+                    if restored_path is not None and data is not None
+                    else None,
+                    detail={"reverted": entry["id"]},
+                )
+            except BaseException:
+                for rel, state in current.items():  # not journaled: put every file back
+                    if state is None:
+                        self._unlink(self._inside(rel))
+                    else:
+                        self._write(self._inside(rel), _content_bytes(state))
+                self._reindex(targets)
+                raise
+        self._reindex(targets)
+        return recorded
 
     def _inside(self, rel: str) -> Path:
         """The memory file a journal entry names (relative to the home), refusing any
         that would lead outside memory; the home's own path may pass through a link."""
-        home = self.home.root.resolve()
-        path = (home / rel).resolve()
-        if not path.is_relative_to(self.root.resolve()) or path.suffix != ".md":
+        parts = [p for p in str(rel).split("/") if p not in ("", ".")]
+        if len(parts) < 2 or parts[0] != "memory" or ".." in parts or not rel.endswith(".md"):
             raise Invalid("the journal entry names a file outside memory")
-        return self.home.root / path.relative_to(home)
+        return self.home.root.joinpath(*parts)
 
     def _reindex(self, paths: list[Path]) -> None:
         for path in paths:
@@ -977,13 +1136,51 @@ class MemoryStore:
             name = path.name[:-3]
             if path.name == CORE:
                 continue
-            if path.exists():
-                self._index(scope, name, archived, path.read_bytes())
+            data = fs.read_or_none(path)
+            if data is not None:
+                self._index(scope, name, archived, data)
             elif (scope, name) in self.blocks and self.blocks[(scope, name)].archived == archived:
                 gone = self.blocks.pop((scope, name))
                 if self._by_norm.get((scope, gone.norm)) == name:
                     del self._by_norm[(scope, gone.norm)]
                 self.version += 1
+
+
+class _Changed(Exception):
+    """The file changed by hand between reading it and replacing it (journaled)."""
+
+
+_ATTEMPTS = 8
+
+
+def _again(write: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run ``write`` until no hand edit lands between its read and its replace; each
+    edit that does is journaled first, and the next attempt builds on it (an
+    ``If-Match`` is then stale: 412)."""
+    with _disk("could not change memory"):
+        for _ in range(_ATTEMPTS - 1):
+            try:
+                return write(*args, **kwargs)
+            except _Changed:
+                continue
+        try:
+            return write(*args, **kwargs)
+        except _Changed:
+            raise Conflict(
+                f"the file was edited by hand {_ATTEMPTS} times while this write was made; "
+                "every edit is journaled: try again"
+            ) from None
+
+
+@contextlib.contextmanager
+def _disk(what: str) -> Iterator[None]:
+    """A full disk as 507 and any other I/O error as 500, saying what could not be done."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InsufficientStorage(f"{what}: the disk is full") from exc
+        raise StorageFailed(f"{what}: {exc.strerror or exc}") from exc
 
 
 def source_of(meta: dict[str, Any]) -> str:
@@ -997,10 +1194,21 @@ def _check_etag(what: str, if_match: str | None, etag: str) -> None:
         raise PreconditionFailed(f"{what} changed since you read it", headers={"ETag": etag})
 
 
-def _project_dir(path: Path) -> bool:
-    """A project's memory folder; anything else under ``projects/`` (a backup, notes a
-    person keeps there, a link) is left alone."""
-    return bool(SLUG_RE.match(path.name)) and path.is_dir() and not path.is_symlink()
+def _md_names(folder: Path) -> list[str]:
+    """The markdown files of a memory folder; a link among them is reported, not read."""
+    try:
+        entries = fs.listdir(folder)
+    except UnsafePath:
+        return []
+    out = []
+    for name, mode in entries:
+        if not name.endswith(".md") or name.startswith(TEMP_MARK):
+            continue
+        if stat.S_ISLNK(mode):
+            fs.refuse(folder / name)
+        elif stat.S_ISREG(mode):
+            out.append(name)
+    return out
 
 
 def _content_bytes(state: dict[str, Any]) -> bytes:
@@ -1010,7 +1218,9 @@ def _content_bytes(state: dict[str, Any]) -> bytes:
 
 
 def _key(path: Path) -> str:
-    return os.path.realpath(path)
+    """The name a memory file is known by: its folder's real path, and its own name
+    (a link at the name is never followed)."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
 
 
 MAX_INDEX_ENTRIES = 60

@@ -35,7 +35,15 @@ from ..errors import (
     UnsafePath,
 )
 from . import frontmatter, fs
-from .home import SLUG_RE, Home, ensure_dir, fsync_dir, normalize_repo_root, project_slug
+from .home import (
+    SLUG_RE,
+    Home,
+    check_slug,
+    ensure_dir,
+    fsync_dir,
+    normalize_repo_root,
+    project_slug,
+)
 from .journal import Journal
 from .jsonl import TEMP_MARK
 from .secrets import refuse_secrets
@@ -146,7 +154,7 @@ class MemoryStore:
         if scope == "global":
             return self.root
         if scope.startswith("project:"):
-            return self.root / "projects" / self.home.project_dir(scope[8:]).name
+            return self.root / "projects" / check_slug(scope[8:])
         raise InvalidName(f"not a memory scope: {scope[:80]!r}")
 
     def path(self, scope: str, name: str, *, archived: bool = False) -> Path:

@@ -58,6 +58,7 @@ def serve(
     """Run the daemon in the foreground until interrupted."""
     import uvicorn
 
+    from .api.guard import connection
     from .app import create_app
     from .storage.home import Home
 
@@ -81,10 +82,13 @@ def serve(
         settings.port,
         settings.durability,
     )
+    _raise_open_file_limit()
     config = uvicorn.Config(
         application,
         host=settings.host,
         port=settings.port,
+        http=connection(settings.max_header_bytes, settings.client_timeout_seconds),
+        ws="none",
         log_level=settings.log_level,
         access_log=False,
         timeout_graceful_shutdown=10,
@@ -94,6 +98,26 @@ def serve(
     server.run()
     if not server.started:
         raise typer.Exit(3)
+
+
+def _raise_open_file_limit() -> None:
+    """Each connection is a descriptor: the soft limit (often 1024, or 256) is raised to
+    the hard one, so that many idle or slow clients cannot use up the daemon's files."""
+    import contextlib
+
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    unlimited = resource.RLIM_INFINITY
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # an unlimited hard limit cannot always be taken as it is (10240 is macOS's OPEN_MAX)
+    for wanted in [hard] if hard != unlimited else [1 << 20, 10240]:
+        if soft == unlimited or soft >= wanted:
+            return
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            return
 
 
 def _server_class() -> type:

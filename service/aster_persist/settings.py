@@ -72,8 +72,22 @@ class Settings(BaseSettings):
     max_event_bytes: int = Field(
         default=4 * 1024 * 1024, ge=256, description="Largest single stored event line."
     )
+    max_header_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="Largest request head: target and header lines (431 past it).",
+    )
     max_requests: int = Field(
-        default=1024, ge=1, description="Requests handled at once (503 past it)."
+        default=1024,
+        ge=1,
+        description="Requests handled at once, counted once their body is in (503 past it).",
+    )
+    client_timeout_seconds: float = Field(
+        default=30,
+        gt=0,
+        le=3600,
+        description="A request head not in this long after its first byte, or a body with no "
+        "byte for as long: 408.",
     )
     max_subscribers: int = Field(
         default=256, ge=1, description="Open event streams at once (503 past it)."

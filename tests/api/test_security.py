@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -138,53 +139,60 @@ def test_files_and_folders_are_private(client: TestClient, home: Path) -> None:
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
 
 
-def test_requests_past_the_limit_get_503(home: Path) -> None:
+def test_requests_past_the_limit_get_503_and_bodies_on_the_way_hold_no_slot() -> None:
     import asyncio
 
     import httpx
 
-    from aster_persist.app import create_app
+    from aster_persist.api.guard import Guard
 
     async def run() -> list[int]:
-        app = create_app(Settings(home=home, max_requests=2))
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://127.0.0.1:4627"
-            ) as c:
-                gate = asyncio.Event()
+        working = asyncio.Event()
 
-                async def slow_body():  # holds its request open until the gate opens
-                    yield b'{"repo_root": '
-                    await gate.wait()
-                    yield b'"/srv/x"}'
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # busy until told
+            if scope["path"] != "/healthz":
+                await working.wait()
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
 
-                held = [
-                    asyncio.create_task(
-                        c.post(
-                            "/v1/sessions",
-                            content=slow_body(),
-                            headers={"content-type": "application/json"},
-                        )
-                    )
-                    for _ in range(2)
-                ]
-                await asyncio.sleep(0.1)
-                refused = await c.get("/v1/sessions")
-                assert refused.headers["content-type"] == "application/problem+json"
-                assert refused.headers["retry-after"] == "1"
-                health = await c.get("/healthz")
-                gate.set()
-                done = await asyncio.gather(*held)
-                after = await c.get("/v1/sessions")
-                return [
-                    refused.status_code,
-                    health.status_code,
-                    *(r.status_code for r in done),
-                    after.status_code,
-                ]
+        guard = Guard(
+            app,
+            allowed_hosts=[],
+            allowed_origins=[],
+            token=None,
+            max_body_bytes=1024,
+            max_requests=2,
+        )
+        transport = httpx.ASGITransport(app=guard)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:4627") as c:
+            sending = asyncio.Event()
 
-    assert asyncio.run(run()) == [503, 200, 201, 201, 200]
+            async def slow_body():  # its request is on the way until the gate opens
+                yield b'{"repo_root": '
+                await sending.wait()
+                yield b'"/srv/x"}'
+
+            on_the_way = [
+                asyncio.create_task(c.post("/v1/sessions", content=slow_body())) for _ in range(3)
+            ]
+            held = [asyncio.create_task(c.get("/v1/sessions")) for _ in range(2)]
+            await asyncio.sleep(0.1)
+            refused = await c.get("/v1/sessions")
+            assert refused.headers["content-type"] == "application/problem+json"
+            assert refused.headers["retry-after"] == "1"
+            health = await c.get("/healthz")
+            working.set()
+            done = await asyncio.gather(*held)
+            sending.set()
+            arrived = await asyncio.gather(*on_the_way)
+            return [
+                refused.status_code,
+                health.status_code,
+                *(r.status_code for r in done),
+                *(r.status_code for r in arrived),
+            ]
+
+    assert asyncio.run(run()) == [503, 200, 200, 200, 200, 200, 200]
 
 
 def test_chunked_oversized_body_on_any_route_is_413(home: Path) -> None:

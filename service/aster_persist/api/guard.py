@@ -1,18 +1,33 @@
-"""The front door: Host allowlist, Origin check, bearer token and body size, before any work.
+"""The front door, in two layers, before any work.
 
-A pure ASGI middleware (no per-request task or body copy), outermost in the stack, so a
-refused request never reaches a route. Order of checks: Host (403), Origin (403),
-token (401), requests in progress (503), body size (413): a declared length is checked
-at once, an undeclared (chunked) body is read here up to the limit and then replayed.
+``Connection`` is the HTTP/1.1 protocol the daemon serves with (uvicorn's httptools
+protocol with limits). A request head (target and header lines) larger than
+ASTER_MAX_HEADER_BYTES gets 431; it is counted as it arrives, so a head that never ends
+holds at most the limit and one read. A head must be in within
+ASTER_CLIENT_TIMEOUT_SECONDS of its first byte, and a body may go that long without a
+byte: past it, 408. A connection that sends nothing for as long is closed. At shutdown a
+request still waiting for its body gets 503 at once, so stalled clients do not hold up a
+stop. These answers are problem+json and close the connection. uvicorn's httptools
+protocol alone collects a head without limit, and its h11 one answers a head past its
+limit with a plain 400, so the daemon serves with this one.
+
+``Guard`` is a pure ASGI middleware (no per-request task; a body is joined once and
+handed on as one message), outermost in the stack, so a refused request never reaches a
+route. Order of checks: Host (403), Origin (403), token (401), body size (413), requests
+in progress (503). A declared length is checked at once; a body is then read here whole,
+up to the limit, and replayed, so a request counts against ASTER_MAX_REQUESTS only once
+its body is in: clients that stall mid-body hold no slot that complete requests need.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ..errors import PROBLEM_MEDIA_TYPE, problem_body
 
@@ -26,6 +41,7 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 OPEN_PATHS = frozenset({"/healthz"})
 PAGE = "/"  # the dashboard's page and files carry no data: they load without a token
 PAGE_FILES = "/ui/"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 def is_open(path: str) -> bool:
@@ -115,6 +131,11 @@ class Guard:
                     extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')],
                 )
                 return
+        if scope["type"] == "http":
+            received = await self._body(scope, receive, send, headers)
+            if received is None:
+                return
+            receive = received
         if self.active >= self.max_requests and scope["path"] not in OPEN_PATHS:
             await send_problem(
                 send,
@@ -128,43 +149,36 @@ class Guard:
             return
         self.active += 1
         try:
-            await self._admitted(scope, receive, send, headers)
+            await self.app(scope, receive, send)
         finally:
             self.active -= 1
 
-    async def _admitted(
+    async def _body(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
-    ) -> None:
-        declared = headers.get(b"content-length")
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                size = -1
-            if size > self.max_body:
-                await self._too_large(send, f"the body is {size} bytes")
-                return
-            await self.app(scope, receive, send)
-            return
-        if scope.get("method") not in ("POST", "PUT", "PATCH", "DELETE"):
-            await self.app(scope, receive, send)
-            return
-        # No declared length (chunked): read the body here, up to the limit, and replay it.
+    ) -> Receive | None:
+        """The ``receive`` to hand on: the whole body replayed, or the original when there
+        is no body; None when the request was answered here or the client left."""
+        length = declared_length(headers)
+        if length is not None and length > self.max_body:
+            await self._too_large(send, f"the body is {length} bytes")
+            return None
+        if length == 0 or (length is None and scope.get("method") not in BODY_METHODS):
+            return receive
         chunks = []
         size = 0
         more = True
         while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             body = message.get("body", b"")
             size += len(body)
             if size > self.max_body:
                 await self._too_large(send, "the body is longer")
-                return
+                return None
             chunks.append(body)
             more = message.get("more_body", False)
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        return _replay(b"".join(chunks), receive)
 
     async def _too_large(self, send: Send, what: str) -> None:
         detail = f"{what}; the limit is {self.max_body} bytes (ASTER_MAX_BODY_BYTES)"
@@ -179,6 +193,17 @@ class Guard:
             await send(message)
 
         return warned
+
+
+def declared_length(headers: dict[bytes, bytes]) -> int | None:
+    """The Content-Length, if the request declares a valid one."""
+    declared = headers.get(b"content-length")
+    if declared is None:
+        return None
+    try:
+        return int(declared)
+    except ValueError:
+        return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -215,3 +240,154 @@ async def send_problem(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+NEW, HEAD, BODY, IDLE = range(4)  # a connection's phase: what it is waiting for
+
+
+class Connection(HttpToolsProtocol):
+    """uvicorn's httptools protocol with each request head bounded in size and time and
+    each body in time. One timer per connection: armed when it opens, and again only for
+    a request that takes more than one read to arrive."""
+
+    max_head = 64 * 1024
+    timeout = 30.0
+    phase = NEW
+    head_bytes = 0  # received while the head is not complete
+    since = 0.0  # when the connection opened, or its head began
+    last = 0.0  # when bytes of an incomplete request last arrived
+    timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.since = self.last = self.loop.time()
+        self.timer = self.loop.call_later(self.timeout, self._check)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.phase = IDLE
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.phase != BODY:
+            self.head_bytes += len(data)
+        super().data_received(data)
+        if self.phase == IDLE or self.transport.is_closing():
+            return  # the common case: a whole request (or nothing of the next) in one read
+        self.last = self.loop.time()
+        if self.phase == HEAD:
+            self.since = self.since or self.last
+            if self.head_bytes > self.max_head:
+                self._head_too_large()
+                return
+        if self.timer is None:
+            self.timer = self.loop.call_later(self.timeout, self._check)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self.phase = HEAD
+        self.since = 0.0  # set after this read, if the head is not complete by then
+
+    def on_headers_complete(self) -> None:
+        self.phase = BODY
+        size = len(self.url)
+        for name, value in self.headers:
+            size += len(name) + len(value) + 4
+        if size <= self.max_head:
+            super().on_headers_complete()
+            return
+        app, self.app = self.app, self._refuse_head
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self.phase = IDLE
+        self.head_bytes = 0
+
+    def shutdown(self) -> None:
+        if self.phase == BODY and not self.pipeline and not self.cycle.response_started:
+            detail = "the daemon is stopping and this request's body was not in; send it again"
+            self._answer(503, "shutting_down", "Service unavailable", detail)
+            return
+        super().shutdown()
+
+    def _check(self) -> None:
+        self.timer = None
+        if self.phase == IDLE or self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if self.flow.read_paused or (self.phase == HEAD and self._answering()):
+            self.since = self.last = now  # the wait is the daemon's, not the client's
+        due = (self.last if self.phase == BODY else self.since) + self.timeout
+        if now < due:
+            self.timer = self.loop.call_at(due, self._check)
+        elif self.phase == NEW:
+            self.transport.close()
+        elif self.phase == HEAD or not self.cycle.response_started:
+            self._answer(408, "request_timeout", "Request timeout", self._timeout_detail())
+        elif self.cycle.response_complete:
+            self.transport.close()  # answered already; the rest of the body never came
+        else:
+            self.cycle.keep_alive = False
+
+    def _answering(self) -> bool:
+        """A request before this one is still being answered (HTTP pipelining)."""
+        return self.cycle is not None and not self.cycle.response_complete
+
+    def _head_too_large(self) -> None:
+        if self._answering():
+            self.transport.close()  # no answer can go out before the one in progress
+            return
+        self._answer(431, *self._head_problem())
+
+    async def _refuse_head(self, scope: Any, receive: Any, send: Any) -> None:
+        await send_problem(send, 431, *self._head_problem(), extra=[(b"connection", b"close")])
+
+    def _head_problem(self) -> tuple[str, str, str]:
+        return (
+            "header_fields_too_large",
+            "Request header fields too large",
+            f"the request head (target and header lines) is larger than {self.max_head} "
+            "bytes (ASTER_MAX_HEADER_BYTES)",
+        )
+
+    def _timeout_detail(self) -> str:
+        return (
+            f"the request did not arrive in time: its head must be in within {self.timeout:g} s "
+            "of its first byte, and its body may not stall for as long "
+            "(ASTER_CLIENT_TIMEOUT_SECONDS)"
+        )
+
+    def _answer(self, status: int, code: str, title: str, detail: str) -> None:
+        """A problem written straight to the connection, which is then closed; a request
+        still waiting for its body is told that the client left."""
+        if self.phase == BODY:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.phase = IDLE
+        body = orjson.dumps(problem_body(status, code, title, detail))
+        head = [STATUS_LINE[status]]
+        head += [
+            name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers
+        ]
+        head.append(
+            b"content-type: %s\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % (PROBLEM_MEDIA_TYPE.encode(), len(body))
+        )
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
+
+
+def connection(max_head_bytes: int, timeout_seconds: float) -> type[Connection]:
+    """The connection protocol with these limits (uvicorn takes a class)."""
+
+    class Limited(Connection):
+        max_head = max_head_bytes
+        timeout = timeout_seconds
+
+    return Limited

@@ -157,7 +157,9 @@ async def test_retries_guards_and_refusals_are_typed(
     await refused(Invalid, lambda: aster.get_session("not-a-session-id"))
     missing = await refused(NotFound, lambda: aster.events("01J0000000000000000000ABCD"))
     assert missing.code == "session_not_found"
-    await refused(Conflict, lambda: aster.create_session(repo(request), id=sid))
+    again = await run(aster.create_session(repo(request), id=sid))  # a retry: that session
+    assert again.id == sid
+    await refused(Conflict, lambda: aster.create_session(repo(request), id=sid, title="other"))
 
 
 async def test_memory_from_remember_to_revert(

@@ -15,6 +15,7 @@ documented routes:
 It takes only the plain, well-formed form of each request. Anything else (an unknown
 query parameter, a body that does not validate, a markdown ``Accept``) is handed to the
 framework with its body intact, so every error reads exactly as the documented route's.
+A body that repeats a key or nests too deeply is refused here as there (``body.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import orjson
 from pydantic import ValidationError
 
 from ..errors import AsterError, problem_body
+from . import body as strict
 from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import BlockIn, recall_block, recalled, remember_block
@@ -80,7 +82,12 @@ async def _remember(
     if "json" not in headers.get("content-type", ""):
         return None
     try:
-        block = BlockIn.model_validate_json(body)
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    strict.check(body, data)
+    try:
+        block = BlockIn.model_validate(data)
     except ValidationError:
         return None
     memory, committer = owner.state.memory, owner.state.sessions.committer

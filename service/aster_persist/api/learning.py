@@ -11,15 +11,18 @@ from starlette.responses import Response
 from ..errors import Conflict, Invalid
 from ..learning.learner import Learner
 from ..storage.home import check_session_id
+from .body import StrictRoute
 from .memory import scope_of
 from .sessions import ERRORS, json_response
 
-router = APIRouter(prefix="/v1", tags=["learning"])
+router = APIRouter(prefix="/v1", tags=["learning"], route_class=StrictRoute)
 
 
 class ExtractIn(BaseModel):
     model_config = ConfigDict(
-        strict=True, json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]}
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]},
     )
 
     from_seq: int | None = Field(default=None, ge=1, description="Default: the turn's start.")
@@ -46,7 +49,7 @@ class ExtractionStatus(BaseModel):
 
 
 class ConsolidateIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     proposal: dict[str, Any] | None = Field(
         default=None, description="A dry run's answer to apply as it is (else the model is asked)."

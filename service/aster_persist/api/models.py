@@ -1,22 +1,30 @@
-"""Request and response bodies of the HTTP API (they are also its OpenAPI schemas)."""
+"""Request and response bodies of the HTTP API (they are also its OpenAPI schemas).
+
+Request bodies are closed: a field a body does not have is refused (422 naming it).
+Events are not (a transcript keeps what the service does not know), and neither are a
+session's own ``x_…`` fields, kept in its header as verbatim as an event's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 
 from ..errors import Invalid
 from ..index.catalog import decode_cursor, encode_cursor
 from ..storage.events import Event, SessionHeader
 from ..storage.summary import SessionInfo
+from ..storage.transcripts import RESERVED_HEADER_KEYS
 
 T = TypeVar("T")
 
 
 class SessionIn(BaseModel):
-    """A new session; fields beyond these are kept in the header verbatim."""
+    """A new session. Fields of the client's own are named `x_…` and kept in the header
+    verbatim; any other field this body does not have is refused, so a misspelt one is
+    never stored in silence (one the server sets, such as `seq`, is refused saying so)."""
 
     model_config = ConfigDict(
         strict=True,
@@ -24,7 +32,9 @@ class SessionIn(BaseModel):
         json_schema_extra={
             "examples": [
                 {"repo_root": "/home/me/src/app", "model": "gpt-5", "title": "Fix the build"}
-            ]
+            ],
+            "patternProperties": {"^x_": {}},
+            "additionalProperties": False,
         },
     )
 
@@ -37,8 +47,22 @@ class SessionIn(BaseModel):
         default=None, description="A ULID, for imports; made by the server when absent."
     )
 
+    @model_validator(mode="after")
+    def _only_own_extras(self) -> SessionIn:
+        extra = self.model_extra or {}
+        unknown = [
+            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
+            for name in sorted(extra)
+            if not name.startswith("x_") and name not in RESERVED_HEADER_KEYS
+        ]
+        if unknown:
+            raise ValidationError.from_exception_data(type(self).__name__, unknown)
+        return self
+
 
 class EventsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     events: list[Event]
     idempotency_key: str | None = None
 
@@ -105,7 +129,9 @@ class ChatMessages(BaseModel):
 
 class RenameIn(BaseModel):
     model_config = ConfigDict(
-        strict=True, json_schema_extra={"examples": [{"title": "Fix the flaky test"}]}
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"title": "Fix the flaky test"}]},
     )
 
     title: str = Field(min_length=1, max_length=500)
@@ -114,6 +140,7 @@ class RenameIn(BaseModel):
 class PruneIn(BaseModel):
     model_config = ConfigDict(
         strict=True,
+        extra="forbid",
         json_schema_extra={
             "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}]
         },

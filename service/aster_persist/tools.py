@@ -3,7 +3,9 @@
 The guidance lives in the tool descriptions (what belongs in memory, what does not,
 recall before relying), so an agent in any language wires memory in with two calls:
 ``GET /v1/memory/tools`` into its tool list, ``POST /v1/memory/tools/call`` for each call.
-Results are the text the model should see, friendly for misses and conflicts too.
+Results are the text the model should see, friendly for misses and conflicts too. A
+block in which a hand edit left a secret is never given to the model: recall says it is
+withheld and why (the kinds and lines, never the secret).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import orjson
 from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
 from .index.text import parse_query
 from .storage.memory import MemoryStore, slugify
+from .storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
 
 if TYPE_CHECKING:
     from .sessions import Sessions
@@ -130,8 +133,7 @@ def run_tool(
         if name == "remember":
             return _remember(memory, scope, args, session)
         if name == "recall":
-            text, _ = memory.recall(scope, _string(args, "name"), actor="tool", session=session)
-            return text
+            return _recall(memory, scope, _string(args, "name"), session)
         if name == "forget":
             target = _string(args, "name")
             memory.forget(scope, target, actor="tool", session=session)
@@ -142,8 +144,10 @@ def run_tool(
             "'Recallable memory' index in your instructions."
         )
     except SecretDetected as exc:
-        kinds = sorted({str(e["kind"]) for e in exc.errors or []})
-        return f"Not remembered: it looks like it contains a secret ({', '.join(kinds)}). Secrets never go into memory."
+        if LEFT_BY_HAND in exc.detail:  # the file holds one already, not this note
+            return f"Not remembered: {exc.detail}."
+        found = kinds(exc.errors or [])
+        return f"Not remembered: it looks like it contains a secret ({found}). Secrets never go into memory."
     except NameTaken as exc:
         return f"Not remembered: {exc.detail}. Recall the existing block first, or choose another title."
     except AsterError as exc:
@@ -175,6 +179,26 @@ async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, A
     except AsterError as exc:
         return f"The search_memory call failed: {exc.detail}"
     return text
+
+
+def _recall(memory: MemoryStore, scope: str, name: str, session: str | None) -> str:
+    """A block's text, unless it holds a secret (then not journaled as a recall either)."""
+    text, _ = memory.read_block(scope, name)
+    if withheld(name, text) is None:
+        text, _ = memory.recall(scope, name, actor="tool", session=session)
+    return withheld(name, text) or text  # (a hand edit may have come in between)
+
+
+def withheld(name: str, text: str) -> str | None:
+    """What the model is told instead of a block that holds a secret; None for others."""
+    found = found_in(text)
+    if not found:
+        return None
+    return (
+        f"The memory block {name!r} is withheld: it holds what looks like a secret "
+        f"({kinds(found)}) on {lines_of(found)}, {LEFT_BY_HAND}. A person has to remove "
+        "it first."
+    )
 
 
 def _remember(memory: MemoryStore, scope: str, args: dict[str, Any], session: str | None) -> str:

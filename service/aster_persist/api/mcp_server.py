@@ -8,6 +8,7 @@ header. Tools: ``remember``, ``recall``, ``forget`` (the very runner behind
 content beside it. Resources: a project's memory context, each block, each session's
 transcript; journal entries (the change feed's source) become resource-updated and
 list-changed events for clients listening. A prompt loads a project's memory context.
+A block in which a hand edit left a secret is withheld from every tool and resource.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .. import __version__
 from ..errors import AsterError
 from ..index.text import parse_query
 from ..storage.home import check_session_id
-from ..tools import TOOLS, run_tool
+from ..tools import TOOLS, run_tool, withheld
 from ..tools import search_memory as search_tool
 from .models import SessionSummary
 
@@ -275,6 +276,9 @@ class McpFront:
                 text, _block = self.memory.read_block(scope, name)
             except AsterError as exc:
                 raise ResourceError(exc.detail) from None
+            notice = withheld(name, text)  # a secret left there by hand never goes out
+            if notice is not None:
+                raise ResourceError(notice)
             return text
 
         @server.resource(

@@ -6,7 +6,8 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
 from starlette.responses import Response
 
 from ..errors import Invalid, NotFound
@@ -14,21 +15,27 @@ from ..index.text import parse_query
 from ..storage import frontmatter
 from ..storage.commit import GroupCommitter
 from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name, slugify
+from ..storage.secrets import found_in
 from ..tools import TOOLS, run_search_tool, run_tool
+from . import body as strict
 from .models import LIST_LIMIT, page_of
 from .sessions import ERRORS, json_response
 
-router = APIRouter(prefix="/v1", tags=["memory"])
+router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
 MARKDOWN = "text/markdown"
 
 
 class BlockIn(BaseModel):
-    """A block to remember: its body and the frontmatter keys to set."""
+    """A block to remember: its body and the frontmatter keys to set. Keys of the
+    client's own are named `x_…` and kept in the frontmatter; any other key this body
+    does not have is refused, so a misspelt one is never written in silence."""
 
     model_config = ConfigDict(
         strict=True,
         extra="allow",
         json_schema_extra={
+            "patternProperties": {"^x_": {}},
+            "additionalProperties": False,
             "examples": [
                 {
                     "name": "testing",
@@ -37,7 +44,7 @@ class BlockIn(BaseModel):
                     "tags": ["ci"],
                     "importance": 0.7,
                 }
-            ]
+            ],
         },
     )
 
@@ -55,6 +62,25 @@ class BlockIn(BaseModel):
     repo_root: str | None = Field(
         default=None, description="the project (as the query parameter of the same name)"
     )
+    supersedes: list[str] | None = Field(
+        default=None, description="blocks this one replaces (they are archived)"
+    )
+    conflicts_with: list[str] | None = Field(
+        default=None, description="blocks this one contradicts (both stay, both marked)"
+    )
+    reason: str | None = Field(default=None, max_length=500, description="why it will matter")
+
+    @model_validator(mode="after")
+    def _only_own_extras(self) -> BlockIn:
+        extra = self.model_extra or {}
+        unknown = [
+            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
+            for name in sorted(extra)
+            if not name.startswith("x_")
+        ]
+        if unknown:
+            raise ValidationError.from_exception_data(type(self).__name__, unknown)
+        return self
 
 
 class BlockPatch(BaseModel):
@@ -73,7 +99,9 @@ NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
 
 class NoteIn(BaseModel):
     model_config = ConfigDict(
-        strict=True, json_schema_extra={"examples": [{"note": "Prefer small commits."}]}
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"note": "Prefer small commits."}]},
     )
 
     note: str = Field(min_length=1, max_length=NOTE_MAX)
@@ -86,6 +114,7 @@ class NoteIn(BaseModel):
 class RememberIn(BaseModel):
     model_config = ConfigDict(
         strict=True,
+        extra="forbid",
         json_schema_extra={
             "examples": [
                 {"note": "Prefer small commits."},
@@ -104,6 +133,22 @@ class RememberIn(BaseModel):
     )
 
 
+class SecretFound(BaseModel):
+    """Where a file holds what looks like a secret: its kind and place, never the secret."""
+
+    loc: str = Field(description="The frontmatter key, or `content` for the body.")
+    kind: str
+    line: int = Field(description="The line in the file.")
+    column: int
+    msg: str
+
+
+WITHHELD = (
+    "Non-empty when a hand edit left what looks like a secret in the file: it is kept out "
+    "of the prompt context, the tools' results and search until a person removes it."
+)
+
+
 class Block(BaseModel):
     scope: str
     name: str
@@ -120,6 +165,7 @@ class Block(BaseModel):
     conflicts_with: list[str]
     etag: str
     bytes: int
+    secrets: list[SecretFound] = Field(default_factory=list, description=WITHHELD)
 
 
 class BlockList(BaseModel):
@@ -140,6 +186,7 @@ class Core(BaseModel):
     scope: str
     content: str
     etag: str
+    secrets: list[SecretFound] = Field(default_factory=list, description=WITHHELD)
 
 
 class CoreWritten(BaseModel):
@@ -197,7 +244,18 @@ def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
 
 
 CORE_BODY = _markdown_body(
-    {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+    {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string"},
+            "repo_root": {
+                "type": "string",
+                "description": "the project (as the query parameter of the same name)",
+            },
+        },
+        "required": ["content"],
+        "additionalProperties": False,
+    },
     "# Project notes\n- Run the tests with `make test`.\n",
 )
 BLOCK_BODY = _markdown_body(
@@ -249,7 +307,8 @@ async def get_core(
         return Response(status_code=304, headers={"ETag": etag})
     if MARKDOWN in request.headers.get("accept", ""):
         return Response(text, media_type=MARKDOWN, headers={"ETag": etag})
-    return json_response({"scope": scope, "content": text, "etag": etag}, headers={"ETag": etag})
+    core = {"scope": scope, "content": text, "etag": etag, "secrets": found_in(text)}
+    return json_response(core, headers={"ETag": etag})
 
 
 @router.put(
@@ -474,7 +533,7 @@ async def put_block(
     in_body = None
     if "json" in request.headers.get("content-type", ""):
         try:
-            block_in = BlockIn.model_validate_json(await request.body())
+            block_in = BlockIn.model_validate(_json_body(await request.body()))
         except ValidationError as exc:
             raise Invalid(f"the block is not valid: {_first_error(exc)}") from None
         meta = block_in.model_dump(
@@ -566,12 +625,22 @@ async def restore(request: Request, name: str, repo_root: str | None = None) -> 
     return json_response(_block(block))
 
 
+class WithheldFile(BaseModel):
+    scope: str
+    name: str
+    secrets: list[SecretFound]
+
+
 class ContextOut(BaseModel):
     scope: str
     content: str
     order: Literal["recency", "relevance"]
     counts: dict[str, int]
     tokens: int
+    withheld: list[WithheldFile] = Field(
+        default_factory=list,
+        description="Memory files left out because a hand edit left a secret in them.",
+    )
 
 
 @router.get(
@@ -605,6 +674,7 @@ async def context(
 class ToolCall(BaseModel):
     model_config = ConfigDict(
         strict=True,
+        extra="forbid",
         json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]},
     )
 
@@ -647,7 +717,7 @@ async def call_tool(request: Request, body: ToolCall) -> Response:
 
 
 class ProcedureIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     outcome: Literal["success", "failure"]
     task: str = Field(min_length=1, max_length=200)
@@ -702,7 +772,7 @@ async def procedure(request: Request, body: ProcedureIn, repo_root: str | None =
 
 
 class MemoryPruneIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")
 
     max_age_days: float = Field(default=90, ge=0, le=36500)
     max_importance: float = Field(default=0.3, ge=0, le=1)
@@ -758,12 +828,9 @@ async def _text_body(request: Request) -> tuple[str, str | None]:
     if not raw and "content-type" not in request.headers:  # (an empty text/markdown is fine)
         raise Invalid('send the new content: raw text/markdown, or JSON {"content": …}')
     if "json" in request.headers.get("content-type", ""):
-        import orjson
-
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise Invalid(f"the body is not valid JSON: {exc}") from None
+        data = _json_body(raw)
+        if isinstance(data, dict):
+            strict.refuse_unknown(data.keys() - {"content", "repo_root"})
         if not isinstance(data, dict) or not isinstance(data.get("content"), str):
             raise Invalid('send {"content": "<markdown>"} or raw text/markdown')
         repo_root = data.get("repo_root")
@@ -774,6 +841,13 @@ async def _text_body(request: Request) -> tuple[str, str | None]:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError:
         raise Invalid("the body is not UTF-8 text") from None
+
+
+def _json_body(raw: bytes) -> Any:
+    try:
+        return strict.loads(raw)
+    except ValueError as exc:
+        raise Invalid(f"the body is not valid JSON: {exc}") from None
 
 
 def _first_error(exc: ValidationError) -> str:

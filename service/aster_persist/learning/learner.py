@@ -12,6 +12,9 @@ model delays no agent. A job's life:
 3. accepted items are written as blocks with provenance, rejected ones journaled with
    the reason (secrets redacted); then the job file is removed.
 
+Every item passes the store's own refusal of secrets too (every field, provenance
+included), and consolidation never shows the model a block a hand edit left a secret in.
+
 A crash before 2 asks again; a crash after 2 applies the saved answer again, and a
 block already written merges with its own copy (the same normalized content), so
 nothing is created twice.
@@ -467,7 +470,9 @@ class Learner:
     ) -> dict[str, Any]:
         """Propose (or with ``apply``, make) merges, archives and new blocks for a scope.
         A ``proposal`` from an earlier dry run is applied as it is, after validation."""
-        blocks = self.memory.list_blocks(scope)[:CONSOLIDATE_BLOCKS]
+        # a block in which a hand edit left a secret is never shown to the model
+        blocks = [b for b in self.memory.list_blocks(scope) if not b.secrets]
+        blocks = blocks[:CONSOLIDATE_BLOCKS]
         names = {block.name for block in blocks}
         if proposal is None:
             if self.model is None:

@@ -46,7 +46,15 @@ from .home import (
 )
 from .journal import Journal
 from .jsonl import TEMP_MARK
-from .secrets import refuse_secrets
+from .secrets import (
+    flagged,
+    found_in,
+    refuse_document,
+    refuse_journaled,
+    refuse_secrets,
+    withheld,
+    withheld_core,
+)
 from .transcripts import Clock, format_ts
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -66,6 +74,7 @@ def check_name(name: str) -> str:
 
 def slugify(title: str) -> str:
     """A block name from a title: 'API conventions!' -> 'api-conventions'."""
+    refuse_secrets({"title": title})  # a name is kept: a secret must not become one
     text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
     slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:64].strip("-")
     if not slug:
@@ -104,6 +113,7 @@ class BlockMeta:
     etag: str = ""
     bytes: int = 0
     norm: str = ""  # sha256 of the normalized body, for duplicate detection
+    secrets: list[dict[str, Any]] = field(default_factory=list)  # left there by hand
 
     def public(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "norm"}
@@ -238,6 +248,7 @@ class MemoryStore:
             etag=etag_of(data),
             bytes=len(data),
             norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
+            secrets=found_in(data),
         )
         previous = self.blocks.get((scope, name))
         if previous is not None and self._by_norm.get((scope, previous.norm)) == name:
@@ -276,7 +287,7 @@ class MemoryStore:
             raise BlockNotFound(f"no memory block {name!r} in {scope}") from None
         etag = etag_of(data)
         if etag != block.etag:  # edited by hand since it was indexed: answer with what is read
-            block = replace(block, etag=etag, bytes=len(data))
+            block = replace(block, etag=etag, bytes=len(data), secrets=found_in(data))
         return data.decode("utf-8", "replace"), block
 
     def list_blocks(
@@ -306,7 +317,10 @@ class MemoryStore:
     def _content_state(self, path: Path, data: bytes) -> dict[str, Any]:
         """A file's path and bytes as the journal keeps them: text when they are UTF-8,
         base64 when they are not (a file saved in another encoding), so a revert can
-        write them back exactly either way."""
+        write them back exactly either way. Content that holds a secret is withheld."""
+        hidden = withheld(self._rel(path), data)
+        if hidden is not None:
+            return hidden
         try:
             return {"path": self._rel(path), "content": data.decode("utf-8")}
         except UnicodeDecodeError:
@@ -357,9 +371,12 @@ class MemoryStore:
         edit and ``_Changed`` is raised, for the caller to build again on what is there
         now (or answer 412 to an ``If-Match``). When the journal line cannot be written,
         the swap is undone too: nothing is on disk that is not in the journal, and a
-        full disk is 507 with the file as it was."""
+        full disk is 507 with the file as it was. Bytes or a session that hold a secret
+        are refused (422) before anything is written."""
         key = _key(path)
         known = self._known.get(key)
+        refuse_document(data, name if name == CORE else f"block {name!r}", before=known)
+        refuse_secrets({"session_id": session})
         before = None if known is None else self._content_state(path, known)
         with _disk(f"could not write {self._rel(path)}"):
             tmp = fs.write_temp(path, data)
@@ -404,7 +421,8 @@ class MemoryStore:
                     actor="watcher",
                     before=self._content_state(path, data),
                     after=None if current is None else self._after(path, current),
-                    detail={"by": "hand", "saved": "while a write replaced the file"},
+                    detail={"by": "hand", "saved": "while a write replaced the file"}
+                    | flagged(data),
                 )
         finally:
             fs.unlink(tmp)
@@ -453,7 +471,6 @@ class MemoryStore:
         session: str | None = None,
         op: str = "memory.edit",
     ) -> dict[str, Any]:
-        refuse_secrets({"content": text})
         path = self.folder(scope) / CORE
         self._settle(path)
         _, current = self.read_core(scope)
@@ -511,9 +528,7 @@ class MemoryStore:
         A different body under an existing name is 409 unless ``replace``.
         """
         check_name(name)
-        refuse_secrets(
-            {"content": body, **{k: v for k, v in meta.items() if k != "source_session"}}
-        )
+        refuse_secrets({"content": body, **meta, "session_id": session})
         path = self.path(scope, name)
         self._settle(path)
         existing = self.blocks.get((scope, name))
@@ -671,6 +686,7 @@ class MemoryStore:
         session: str | None = None,
         if_match: str | None = None,
     ) -> None:
+        refuse_secrets({"session_id": session})  # the journal keeps it
         self._settle(self.path(scope, name))
         _, block = self.read_block(scope, name)
         _check_etag(f"block {name!r}", if_match, block.etag)
@@ -737,6 +753,7 @@ class MemoryStore:
         actor: str = "api",
         session: str | None = None,
     ) -> BlockMeta:
+        refuse_secrets({"session_id": session})  # the journal keeps it
         self._settle(self.path(scope, name))
         self.read_block(scope, name, archived=not archive)
         source = self.path(scope, name, archived=not archive)
@@ -784,6 +801,7 @@ class MemoryStore:
         blocking: bool = False,
     ) -> tuple[str, BlockMeta] | None:
         """``recall``; without ``blocking``, None when the journal is busy on another thread."""
+        refuse_secrets({"session_id": session})  # the journal keeps it
         text, block = self.read_block(scope, name)
         entry = self.journal.try_record(
             "memory.recall",
@@ -871,7 +889,7 @@ class MemoryStore:
                     actor=actor,
                     before=before,
                     after=None if data is None else self._after(path, data),
-                    detail={"by": "hand"},
+                    detail={"by": "hand", **flagged(data)},
                 )
             )
         return entries
@@ -881,11 +899,11 @@ class MemoryStore:
     def index_etags(self) -> dict[tuple[str, str], str]:
         """Every live memory file the search index should hold, with its ETag."""
         blocks = self.blocks.copy()
-        out = {key: b.etag for key, b in blocks.items() if not b.archived}
+        out = {key: b.etag for key, b in blocks.items() if not b.archived and not b.secrets}
         scopes = {"global"} | {scope for scope, _ in blocks} | set(self._project_scopes())
         for scope in scopes:
             text, etag = self.read_core(scope, strict=False)
-            if text:
+            if text and not found_in(text):
                 out[(scope, CORE)] = etag
         return out
 
@@ -897,6 +915,8 @@ class MemoryStore:
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError, Invalid, UnsafePath):
             return None  # a link is reported once and left out of search
         text = data.decode("utf-8", "replace")
+        if found_in(data):
+            return None  # a secret left by hand stays out of search until it is removed
         doc: dict[str, Any] = {
             "scope": scope,
             "name": name,
@@ -961,13 +981,15 @@ class MemoryStore:
         most recent first, or with ``relevant`` (block names, best first) those first."""
         global_core, _ = self.read_core("global", strict=False)
         project_core = self.read_core(project, strict=False)[0] if project else ""
-        blocks = self.visible(project)
+        withheld_blocks = [b for b in self.visible(project) if b.secrets]  # until fixed by hand
+        blocks = [b for b in self.visible(project) if not b.secrets]
         if relevant is not None:
             rank = {name: n for n, name in enumerate(dict.fromkeys(relevant))}
             first = sorted((b for b in blocks if b.name in rank), key=lambda b: rank[b.name])
             blocks = first + [b for b in blocks if b.name not in rank]
         shown = blocks[:MAX_INDEX_ENTRIES]
-        parts = [text.strip() for text in (global_core, project_core) if text.strip()]
+        cores = [(global_core, "global"), (project_core, project or "")]
+        parts = [withheld_core(text, scope).strip() for text, scope in cores if text.strip()]
         if blocks:
             lines = [
                 "### Recallable memory",
@@ -998,6 +1020,14 @@ class MemoryStore:
                 "project_core_bytes": len(project_core.encode()),
             },
             "tokens": estimate_tokens(text),
+            "withheld": [
+                {"scope": b.scope, "name": b.name, "secrets": b.secrets} for b in withheld_blocks
+            ]
+            + [
+                {"scope": scope, "name": CORE, "secrets": found_in(text)}
+                for text, scope in cores
+                if text and found_in(text)
+            ],
         }
 
     # -- hygiene: relations, procedures, prune -------------------------------------
@@ -1032,6 +1062,8 @@ class MemoryStore:
                     raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
                 if key == "conflicts_with" and not self.blocks[(scope, other)].archived:
                     text, _ = self.read_block(scope, other)
+                    held = text.encode("utf-8")  # marking it would write its secret again
+                    refuse_document(held, f"block {other!r}", before=held)
                     try:
                         frontmatter.parse(text)
                     except Invalid as exc:
@@ -1083,9 +1115,12 @@ class MemoryStore:
         if not str(entry.get("op", "")).startswith("memory.") or entry["op"] == "memory.recall":
             raise Invalid(f"a {entry.get('op')} entry changes no memory file; nothing to revert")
         before, after = entry.get("before"), entry.get("after")
+        if isinstance(before, dict):
+            refuse_journaled(before)  # content withheld from the journal, or holding a secret
         paths = {state["path"] for state in (before, after) if isinstance(state, dict)}
         targets = [self._inside(p) for p in sorted(paths)]
         current = {self._rel(p): self._state(p) for p in targets}
+        held = {self._rel(p): fs.read_or_none(p) for p in targets}  # the state may withhold it
         now_state = next((s for s in current.values() if s is not None), None)
         if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
             if before is not None and current[before["path"]] is not None:
@@ -1118,11 +1153,11 @@ class MemoryStore:
                     detail={"reverted": entry["id"]},
                 )
             except BaseException:
-                for rel, state in current.items():  # not journaled: put every file back
-                    if state is None:
+                for rel, old in held.items():  # not journaled: put every file back
+                    if old is None:
                         self._unlink(self._inside(rel))
                     else:
-                        self._write(self._inside(rel), _content_bytes(state))
+                        self._write(self._inside(rel), old)
                 self._reindex(targets)
                 raise
         self._reindex(targets)

@@ -10,9 +10,8 @@ withheld and why (the kinds and lines, never the secret).
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
 from .index.text import parse_query
@@ -119,6 +118,12 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
+PARAMETERS: dict[str, frozenset[str]] = {
+    tool["function"]["name"]: frozenset(tool["function"]["parameters"]["properties"])
+    for tool in TOOLS
+}
+
+
 def run_tool(
     memory: MemoryStore,
     scope: str,
@@ -128,7 +133,7 @@ def run_tool(
     session: str | None = None,
 ) -> str:
     """Run one tool call (writer thread); the text result is what the model sees."""
-    args = _arguments(arguments)
+    args = _arguments(arguments, name)
     try:
         if name == "remember":
             return _remember(memory, scope, args, session)
@@ -173,7 +178,7 @@ async def search_memory(
 
 async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, Any] | str) -> str:
     """``search_memory`` called through ``POST /v1/memory/tools/call``; failures are text."""
-    args = _arguments(arguments)
+    args = _arguments(arguments, "search_memory")
     try:
         text, _ = await search_memory(sessions, scope, _string(args, "query"), args.get("k", 5))
     except AsterError as exc:
@@ -218,15 +223,33 @@ def _remember(memory: MemoryStore, scope: str, args: dict[str, Any], session: st
     return f"Remembered as {block.name!r}. It is listed in the memory index as: {block.description}"
 
 
-def _arguments(arguments: dict[str, Any] | str) -> dict[str, Any]:
+def _arguments(arguments: dict[str, Any] | str, tool: str) -> dict[str, Any]:
+    """A call's arguments as an object: a key given twice, or one the tool does not take
+    (a misspelt ``titel`` would file a note instead of a block), is refused by name."""
     if isinstance(arguments, str):
         try:
-            arguments = orjson.loads(arguments or "{}")
-        except orjson.JSONDecodeError:
-            raise Invalid("arguments is not valid JSON") from None
+            arguments = json.loads(arguments or "{}", object_pairs_hook=_once)
+        except ValueError as exc:
+            raise Invalid(f"arguments is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise Invalid("arguments must be a JSON object")
+    known = PARAMETERS.get(tool)
+    unknown = sorted(set(arguments) - known) if known is not None else []
+    if unknown:
+        raise Invalid(
+            f"the {tool} tool takes no argument {', '.join(map(repr, unknown))}; "
+            f"it takes {', '.join(sorted(known or ()))}"
+        )
     return arguments
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice")
+        out[key] = value
+    return out
 
 
 def _string(args: dict[str, Any], key: str) -> str:

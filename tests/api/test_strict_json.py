@@ -453,3 +453,25 @@ def test_a_blocks_misspelt_key_is_refused_and_its_own_x_keys_kept(
     )
     assert r.status_code == 201, r.text
     assert "x_owner: infra" in (home / "memory" / "port.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"note": "The database port is 5433.", "titel": "Database port"},
+        '{"note": "The database port is 5433.", "titel": "Database port"}',
+        '{"note": "The database port is 5433.", "note": "again"}',
+    ],
+)
+def test_a_tool_call_with_an_argument_the_tool_does_not_take_is_refused(
+    client: TestClient, home: Path, arguments: Any
+) -> None:
+    before = snapshot(home)
+    r = client.post("/v1/memory/tools/call", json={"name": "remember", "arguments": arguments})
+    assert_problem(r, 422)
+    assert ("titel" in r.text) or ("twice" in r.text and "note" in r.text), r.text
+    assert snapshot(home) == before
+    fine = {"note": "The database port is 5433.", "title": "Database port"}
+    r = client.post("/v1/memory/tools/call", json={"name": "remember", "arguments": fine})
+    assert r.status_code == 200, r.text
+    assert (home / "memory" / "database-port.md").exists()

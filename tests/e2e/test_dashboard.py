@@ -1,18 +1,23 @@
 """The dashboard in a real headless Chromium (Debian's package, driven by Playwright):
 a transcript with its tool calls, live appends (across a daemon restart), memory edits
-in the feed, a 412 conflict, search landing on the turn, token auth. Screenshots of
-each page go to test-artifacts/dashboard/. The page may talk to the daemon only."""
+in the feed, a 412 conflict, search landing on the turn, token auth; every ES module it
+imports served as JavaScript under the same policy, and no console error in any view.
+Screenshots of each page go to test-artifacts/dashboard/. The page may talk to the daemon
+only."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect, sync_playwright
 
 from ..conftest import Daemon, assistant, call, tool, user
 
@@ -20,6 +25,10 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ROOT = "/srv/dashboard"
+MODULE_SCRIPT = re.compile(r'<script type="module" src="([^"]+)"')
+IMPORT = re.compile(
+    r'^(?:import|export)\s(?:[^;"\']*\sfrom\s)?\s*["\']([^"\']+)["\']', re.MULTILINE
+)
 
 
 @pytest.fixture(scope="module")
@@ -291,3 +300,95 @@ def test_session_and_memory_actions_from_the_page(page: Page, daemon: Daemon) ->
     page.locator("#block-ci").get_by_role("button", name="History").click()
     expect(page.locator("#block-ci ol.journal li")).to_have_count(5)  # write … revert
     shot(page, "memory")
+
+
+def page_modules(daemon: Daemon) -> dict[str, httpx.Response]:
+    """Every module the page loads: its module script, then each import, followed."""
+    html = httpx.get(f"{daemon.url}/").text
+    todo = [urljoin(f"{daemon.url}/", src) for src in MODULE_SCRIPT.findall(html)]
+    found: dict[str, httpx.Response] = {}
+    while todo:
+        url = todo.pop()
+        if url in found:
+            continue
+        found[url] = r = httpx.get(url)
+        assert r.status_code == 200, (url, r.text)
+        todo += [urljoin(url, spec) for spec in IMPORT.findall(r.text)]
+    return found
+
+
+def test_every_module_the_page_imports_is_served_as_javascript(daemon: Daemon) -> None:
+    policy = httpx.get(f"{daemon.url}/").headers["content-security-policy"]
+    assert "script-src 'self';" in policy
+    found = page_modules(daemon)
+    assert f"{daemon.url}/ui/app.js" in found and len(found) > 1
+    for url, r in found.items():
+        assert url.startswith(f"{daemon.url}/ui/"), url  # same origin, so script-src 'self' holds
+        assert r.headers["content-type"] == "text/javascript; charset=utf-8", url
+        assert r.headers["content-security-policy"] == policy, url
+        assert r.headers["x-content-type-options"] == "nosniff", url
+    shipped = {f.name for f in (resources.files("aster_persist") / "web").iterdir()}
+    names = {url.rsplit("/", 1)[1] for url in found}
+    assert names == {name for name in shipped if name.endswith(".js")}  # none unreachable
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nothing.js",
+        "..%2Fsettings.py",
+        "%2e%2e%2fapi%2fpage.py",
+        "..%5Capp.js",
+        "%2e%2e",
+        "views%2Fapp.js",
+        ".app.js",
+        "app.py",
+        "app.JS",
+        "app.js%00",
+        "index.html%00.js",
+    ],
+)
+def test_an_unknown_or_traversal_name_is_refused(daemon: Daemon, name: str) -> None:
+    r = httpx.get(f"{daemon.url}/ui/{name}")
+    assert r.status_code == 404, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    assert r.json()["status"] == 404 and r.json()["code"] == "not_found"
+
+
+def test_every_view_loads_its_modules_with_no_console_error(page: Page, daemon: Daemon) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Quiet"})["id"]
+    post(daemon, f"/v1/sessions/{sid}/events", [user("a quiet question"), assistant("an answer")])
+    post(
+        daemon, "/v1/memory/blocks", {"name": "quiet", "content": "Nothing to say."}, repo_root=ROOT
+    )
+    console: list[str] = []
+    scripts: dict[str, Response] = {}
+
+    def logged(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            console.append(f"{message.text} ({message.location})")
+
+    def loaded(response: Response) -> None:
+        if response.request.resource_type == "script":
+            scripts[response.url] = response
+
+    page.on("console", logged)
+    page.on("response", loaded)
+    page.goto(f"{daemon.url}/")
+    ready(page, "/")
+    for address, view in [
+        (f"#/project?repo_root={ROOT}", "/project"),
+        (f"#/session/{sid}", f"/session/{sid}"),
+        (f"#/memory?repo_root={ROOT}", "/memory"),
+        ("#/journal", "/journal"),
+        ("#/search?q=quiet", "/search"),
+    ]:
+        page.goto(f"{daemon.url}/{address}")
+        ready(page, view)
+    expect(page.locator("#live")).to_have_text("live")
+    assert not console, console
+    assert set(scripts) == set(page_modules(daemon))
+    for url, response in scripts.items():
+        assert response.status == 200, url
+        assert response.headers["content-type"].startswith("text/javascript"), url
+        assert "script-src 'self'" in response.headers["content-security-policy"], url

@@ -1,0 +1,68 @@
+// Server-Sent Events over fetch (so the token can be sent), resumed with Last-Event-ID
+// after any break; and the change feed every view shares, shown by the live badge.
+
+import { headers } from "./api.js";
+import { askToken } from "./token.js";
+
+const liveBadge = document.getElementById("live");
+const feedListeners = new Set();
+const feed = new AbortController();
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function follow(path, { lastId, onEvent, signal, onState = () => {} }) {
+  while (!signal.aborted) {
+    try {
+      const extra = { Accept: "text/event-stream" };
+      if (lastId) extra["Last-Event-ID"] = lastId;
+      const response = await fetch(path, { headers: headers(extra), signal });
+      if (response.status === 401) { await askToken(); continue; }
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      onState(true);
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r\n/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const chunk = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const fields = {};
+          for (const line of chunk.split("\n")) {
+            if (!line || line.startsWith(":")) continue;
+            const at = line.indexOf(":");
+            const key = at < 0 ? line : line.slice(0, at);
+            fields[key] = at < 0 ? "" : line.slice(at + 1).replace(/^ /, "");
+          }
+          if (fields.data === undefined) continue;
+          if (fields.id) lastId = fields.id;
+          onEvent(fields.event || "message", JSON.parse(fields.data), fields.id);
+        }
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+    }
+    onState(false);
+    await sleep(1000);
+  }
+}
+
+// The change feed: journal entries and append notices, for as long as the page is open.
+export function startFeed() {
+  follow("/v1/events", {
+    signal: feed.signal,
+    onState: (up) => {
+      liveBadge.textContent = up ? "live" : "reconnecting…";
+      liveBadge.classList.toggle("on", up);
+    },
+    onEvent: (kind, data) => { for (const listener of feedListeners) listener(kind, data); },
+  });
+}
+
+// Calls listener(kind, data) for each feed event until the view's signal aborts.
+export function subscribe(listener, signal) {
+  feedListeners.add(listener);
+  signal.addEventListener("abort", () => feedListeners.delete(listener));
+}

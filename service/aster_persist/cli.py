@@ -201,7 +201,8 @@ def doctor(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
     from .doctor import Doctor
-    from .storage.home import Home, resolve_home
+    from .paths import resolve_home
+    from .storage.home import Home
 
     settings = load_settings(home=home)
     if settings.home is not None and not resolve_home(settings.home).exists():

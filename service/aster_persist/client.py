@@ -34,9 +34,12 @@ import httpx
 import orjson
 from pydantic import BaseModel
 
-from .api.journal import JournalEntry, JournalPage
-from .api.learning import Consolidation, ExtractionStatus, Queued
-from .api.memory import (
+from .errors import PROBLEM_TYPE
+from .paths import resolve_home
+from .schemas.events import SessionHeader
+from .schemas.journal import JournalEntry, JournalPage
+from .schemas.learning import Consolidation, ExtractionStatus, Queued
+from .schemas.memory import (
     Block,
     BlockList,
     BlockRead,
@@ -50,22 +53,19 @@ from .api.memory import (
     ToolList,
     ToolResult,
 )
-from .api.models import (
+from .schemas.ops import Health, Readiness
+from .schemas.search import MemoryHits, SearchPage
+from .schemas.sessions import (
     AppendOut,
     ChatMessages,
     EventPage,
+    ImportOut,
     ProjectList,
     PruneOut,
     SessionDetail,
     SessionPage,
     SessionSummary,
 )
-from .api.ops import Health, Readiness
-from .api.search import MemoryHits, SearchPage
-from .api.sessions import ImportOut
-from .errors import PROBLEM_TYPE
-from .storage.events import SessionHeader
-from .storage.home import resolve_home
 
 DEFAULT_URL = "http://127.0.0.1:4627"
 

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import client as api
-from .api.journal import JournalEntry
+from .schemas.journal import JournalEntry
 
 EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_CONFLICT = 1, 3, 4, 5
 

@@ -212,7 +212,7 @@ class SettingsError(ValueError):
 
 def load_settings(**overrides: Any) -> Settings:
     """Flags (``overrides``), then the environment, then ``<home>/config.toml``."""
-    from .storage.home import resolve_home
+    from .paths import resolve_home
 
     given = {k: v for k, v in overrides.items() if v is not None}
     first = _validated(given, {})

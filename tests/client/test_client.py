@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from aster_persist.api.journal import JournalEntry
-from aster_persist.api.memory import Note, SavedBlock
+from aster_persist.schemas.journal import JournalEntry
+from aster_persist.schemas.memory import Note, SavedBlock
 from aster_persist.client import (
     ApiError,
     AsyncClient,

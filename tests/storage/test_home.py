@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aster_persist.errors import HomeUnavailable, InvalidName
-from aster_persist.storage.home import Home, normalize_repo_root, project_slug, resolve_home
+from aster_persist.paths import resolve_home
+from aster_persist.storage.home import Home, normalize_repo_root, project_slug
 
 
 def test_resolution_order(tmp_path: Path) -> None:

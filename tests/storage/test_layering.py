@@ -1,8 +1,11 @@
-"""storage/ and index/ are plain Python: no web framework imports (imports point one way)."""
+"""Imports point one way: storage/ and index/ are plain Python with no web framework,
+schemas/ are types only, and the client loads no server module."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import aster_persist
@@ -26,3 +29,30 @@ def test_storage_and_index_never_import_the_web_layer() -> None:
                     assert not name.startswith(
                         ("fastapi", "starlette", "uvicorn", "aster_persist.api")
                     ), (path, name)
+
+
+SERVER = ("fastapi", "starlette", "uvicorn", "sse_starlette", "mcp")
+SERVER_MODULES = tuple(
+    f"aster_persist.{name}"
+    for name in ("api", "app", "storage", "index", "sessions", "learning", "feed", "watcher")
+)
+
+
+def loaded_by(module: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after importing ``module``."""
+    code = f"import sys, {module}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_the_client_loads_no_server_module() -> None:
+    loaded = loaded_by("aster_persist.client")
+    assert "httpx" in loaded and "aster_persist.schemas.sessions" in loaded
+    server = [m for m in loaded if m.split(".")[0] in SERVER or m.startswith(SERVER_MODULES)]
+    assert server == [], server
+
+
+def test_schemas_are_types_only() -> None:
+    loaded = loaded_by("aster_persist.schemas.sessions, aster_persist.schemas.memory")
+    server = [m for m in loaded if m.split(".")[0] in SERVER or m.startswith(SERVER_MODULES)]
+    assert server == [], server

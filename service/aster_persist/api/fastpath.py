@@ -31,10 +31,11 @@ import orjson
 from pydantic import ValidationError
 
 from ..errors import AsterError, problem_body
+from ..schemas.memory import BlockIn
 from . import body as strict
 from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
-from .memory import BlockIn, recall_block, recalled, remember_block
+from .memory import recall_block, recalled, remember_block
 from .problems import problem_response
 from .sessions import handle_append
 

@@ -3,34 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
 from starlette.responses import Response
 
+from ..schemas.journal import JournalPage
 from ..storage.journal import Journal
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["journal"])
-
-
-class JournalEntry(BaseModel):
-    id: str
-    ts: str
-    op: str
-    scope: str
-    name: str | None
-    actor: str
-    session: str | None
-    before: Any
-    after: Any
-    detail: dict[str, Any]
-
-
-class JournalPage(BaseModel):
-    items: list[JournalEntry]
-    next_cursor: str | None
 
 
 @router.get("/journal", operation_id="journal-list", response_model=JournalPage, responses=ERRORS)

@@ -5,66 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from ..errors import Conflict, Invalid
 from ..learning.learner import Learner
+from ..schemas.learning import ConsolidateIn, Consolidation, ExtractIn, ExtractionStatus, Queued
 from ..storage.home import check_session_id
 from .body import StrictRoute
 from .memory import scope_of
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["learning"], route_class=StrictRoute)
-
-
-class ExtractIn(BaseModel):
-    model_config = ConfigDict(
-        strict=True,
-        extra="forbid",
-        json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]},
-    )
-
-    from_seq: int | None = Field(default=None, ge=1, description="Default: the turn's start.")
-    to_seq: int | None = Field(default=None, ge=1, description="Default: the last event.")
-
-
-class Queued(BaseModel):
-    job: str
-    queued: int
-
-
-class ExtractionStatus(BaseModel):
-    enabled: bool
-    extraction: bool
-    model: str | None
-    queued: int
-    in_progress: bool
-    done: int
-    failed: int
-    accepted: int
-    rejected: int
-    last_errors: list[dict[str, Any]]
-    model_latency_ms: dict[str, float | None]
-
-
-class ConsolidateIn(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-    proposal: dict[str, Any] | None = Field(
-        default=None, description="A dry run's answer to apply as it is (else the model is asked)."
-    )
-
-
-class Consolidation(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    scope: str
-    applied: bool
-    merges: list[dict[str, Any]]
-    archives: list[dict[str, Any]]
-    new: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
 
 
 def _learner(request: Request) -> Learner:

@@ -33,7 +33,7 @@ from ..index.text import parse_query
 from ..storage.home import check_session_id
 from ..tools import TOOLS, run_tool, withheld
 from ..tools import search_memory as search_tool
-from .models import SessionSummary
+from .models import summary_of
 
 if TYPE_CHECKING:
     from ..sessions import Sessions
@@ -247,7 +247,7 @@ class McpFront:
             page = await self._query(
                 self.sessions.listing(repo_root=repo_root, state=None, limit=limit, cursor=None)
             )
-            items = [SessionSummary.of(info).model_dump() for info in page.items]
+            items = [summary_of(info).model_dump() for info in page.items]
             lines = [
                 f"- {s['id']} {s['title'] or '(untitled)'} · {s['events']} events · {s['updated_at']}"
                 for s in items

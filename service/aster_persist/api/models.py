@@ -1,4 +1,4 @@
-"""Request and response bodies of the HTTP API (they are also its OpenAPI schemas).
+"""Helpers the routers share for their bodies: the models are in ``schemas/``.
 
 Request bodies are closed: a field a body does not have is refused (422 naming it).
 Events are not (a transcript keeps what the service does not know), and neither are a
@@ -7,179 +7,77 @@ session's own ``x_…`` fields, kept in its header as verbatim as an event's."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_core import InitErrorDetails
+from typing import TypeVar
 
 from ..errors import Invalid
 from ..index.catalog import decode_cursor, encode_cursor
-from ..storage.events import Event, SessionHeader
+from ..schemas.sessions import (
+    LIST_LIMIT,
+    AppendBody,
+    AppendOut,
+    ChatMessages,
+    EventPage,
+    EventsIn,
+    ImportedSession,
+    ImportOut,
+    Problem,
+    Project,
+    ProjectList,
+    PrunedSession,
+    PruneIn,
+    PruneOut,
+    RenameIn,
+    SessionDetail,
+    SessionHeader,
+    SessionIn,
+    SessionPage,
+    SessionSummary,
+)
 from ..storage.summary import SessionInfo
-from ..storage.transcripts import RESERVED_HEADER_KEYS
 
 T = TypeVar("T")
 
+__all__ = [
+    "LIST_LIMIT",
+    "AppendBody",
+    "AppendOut",
+    "ChatMessages",
+    "EventPage",
+    "EventsIn",
+    "ImportOut",
+    "ImportedSession",
+    "Problem",
+    "Project",
+    "ProjectList",
+    "PruneIn",
+    "PruneOut",
+    "PrunedSession",
+    "RenameIn",
+    "SessionDetail",
+    "SessionHeader",
+    "SessionIn",
+    "SessionPage",
+    "SessionSummary",
+    "page_of",
+    "summary_of",
+]
 
-class SessionIn(BaseModel):
-    """A new session. Fields of the client's own are named `x_…` and kept in the header
-    verbatim; any other field this body does not have is refused, so a misspelt one is
-    never stored in silence (one the server sets, such as `seq`, is refused saying so)."""
 
-    model_config = ConfigDict(
-        strict=True,
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {"repo_root": "/home/me/src/app", "model": "gpt-5", "title": "Fix the build"}
-            ],
-            "patternProperties": {"^x_": {}},
-            "additionalProperties": False,
-        },
+def summary_of(info: SessionInfo) -> SessionSummary:
+    """A session's summary on the wire, from the catalog's row."""
+    return SessionSummary(
+        id=info.id,
+        project=info.slug,
+        repo_root=info.repo_root,
+        title=info.title,
+        title_source=info.title_source,  # type: ignore[arg-type]
+        created_at=info.created_at,
+        updated_at=info.updated_at,
+        events=info.events,
+        last_seq=info.last_seq,
+        bytes=info.offset,
+        state=info.state,  # type: ignore[arg-type]
     )
-
-    repo_root: str = Field(description="Absolute path of the repository the session runs in.")
-    cwd: str | None = None
-    model: str | None = None
-    aster_version: str | None = None
-    title: str | None = Field(default=None, max_length=500)
-    id: str | None = Field(
-        default=None, description="A ULID, for imports; made by the server when absent."
-    )
-
-    @model_validator(mode="after")
-    def _only_own_extras(self) -> SessionIn:
-        extra = self.model_extra or {}
-        unknown = [
-            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
-            for name in sorted(extra)
-            if not name.startswith("x_") and name not in RESERVED_HEADER_KEYS
-        ]
-        if unknown:
-            raise ValidationError.from_exception_data(type(self).__name__, unknown)
-        return self
-
-
-class EventsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    events: list[Event]
-    idempotency_key: str | None = None
-
-
-AppendBody = Event | list[Event] | EventsIn
-
-
-class AppendOut(BaseModel):
-    first_seq: int
-    last_seq: int
-    count: int
-
-
-class SessionSummary(BaseModel):
-    id: str
-    project: str
-    repo_root: str
-    title: str | None
-    title_source: Literal["event", "header", "first_message"] | None
-    created_at: str
-    updated_at: str
-    events: int
-    last_seq: int
-    bytes: int
-    state: Literal["ok", "damaged", "read_only"]
-
-    @classmethod
-    def of(cls, info: SessionInfo) -> SessionSummary:
-        return cls(
-            id=info.id,
-            project=info.slug,
-            repo_root=info.repo_root,
-            title=info.title,
-            title_source=info.title_source,  # type: ignore[arg-type]
-            created_at=info.created_at,
-            updated_at=info.updated_at,
-            events=info.events,
-            last_seq=info.last_seq,
-            bytes=info.offset,
-            state=info.state,  # type: ignore[arg-type]
-        )
-
-
-class SessionDetail(SessionSummary):
-    header: dict[str, Any]
-    bad_lines: list[int] = Field(default_factory=list)
-
-
-class SessionPage(BaseModel):
-    items: list[SessionSummary]
-    next_cursor: str | None
-
-
-class EventPage(BaseModel):
-    events: list[dict[str, Any]]
-    next_cursor: str | None
-
-
-class ChatMessages(BaseModel):
-    session_id: str
-    view: Literal["history", "context"]
-    messages: list[dict[str, Any]]
-
-
-class RenameIn(BaseModel):
-    model_config = ConfigDict(
-        strict=True,
-        extra="forbid",
-        json_schema_extra={"examples": [{"title": "Fix the flaky test"}]},
-    )
-
-    title: str = Field(min_length=1, max_length=500)
-
-
-class PruneIn(BaseModel):
-    model_config = ConfigDict(
-        strict=True,
-        extra="forbid",
-        json_schema_extra={
-            "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}]
-        },
-    )
-
-    older_than_days: float | None = Field(default=None, ge=0, le=36500)
-    keep_latest: int | None = Field(default=None, ge=0, le=1_000_000)
-    dry_run: bool = True
-    purge_trash_older_than_days: float | None = Field(default=None, ge=0, le=36500)
-
-
-class PrunedSession(BaseModel):
-    id: str
-    repo_root: str
-    title: str | None
-    updated_at: str
-    reason: str
-
-
-class PruneOut(BaseModel):
-    dry_run: bool
-    trashed: list[PrunedSession]
-    purged: list[str]
-
-
-class Project(BaseModel):
-    slug: str
-    repo_root: str
-    sessions: int
-    events: int
-    last_activity: str
-
-
-class ProjectList(BaseModel):
-    items: list[Project]
-    next_cursor: str | None = None
-
-
-LIST_LIMIT = 500  # a page of a list that is usually read whole (blocks, projects)
 
 
 def page_of(
@@ -195,15 +93,3 @@ def page_of(
         ordered = [item for item in ordered if key(item) < after]
     page = ordered[:limit]
     return page, encode_cursor(*key(page[-1])) if len(ordered) > limit else None
-
-
-class Problem(BaseModel):
-    type: str
-    title: str
-    status: int
-    detail: str
-    code: str
-    errors: list[dict[str, Any]] | None = None
-
-
-__all__ = ["AppendBody", "SessionHeader"]

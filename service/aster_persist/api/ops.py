@@ -6,24 +6,13 @@ import os
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
 from starlette.responses import Response
 
 from .. import __version__
+from ..schemas.ops import Health, Readiness
 from .sessions import json_response
 
 router = APIRouter(tags=["operations"])
-
-
-class Health(BaseModel):
-    status: str
-
-
-class Readiness(BaseModel):
-    status: str
-    index: dict[str, Any]
-    writable: bool
-    degraded: str | None = None
 
 
 @router.get("/healthz", operation_id="ops-health", response_model=Health)

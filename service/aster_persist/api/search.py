@@ -11,60 +11,16 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from pydantic import BaseModel
 from starlette.responses import Response
 
 from ..index.text import parse_query
+from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
 from ..sessions import Sessions
 from ..storage.memory import MemoryStore
 from .memory import scope_of
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["search"])
-
-DocKind = Literal["message", "tool_call", "tool_result", "summary", "title"]
-Role = Literal["user", "assistant", "tool", "system"]
-
-
-class SearchHit(BaseModel):
-    kind: str
-    score: float
-    snippet: str
-    highlights: list[list[int]]
-    session_id: str | None = None
-    seq: int | None = None
-    role: str | None = None
-    ts: str | None = None
-    repo_root: str | None = None
-    title: str | None = None
-    scope: str | None = None
-    name: str | None = None
-
-
-class SearchPage(BaseModel):
-    items: list[SearchHit]
-    next_cursor: str | None
-
-
-class MemoryHit(BaseModel):
-    kind: Literal["block", "core"]
-    scope: str
-    name: str
-    description: str
-    etag: str
-    updated_at: str
-    importance: float
-    relevance: float
-    recency: float
-    score: float
-    snippet: str
-    highlights: list[list[int]]
-    supersedes: list[str] = []
-    conflicts_with: list[str] = []
-
-
-class MemoryHits(BaseModel):
-    items: list[MemoryHit]
 
 
 async def _memory_scopes(memory: MemoryStore, repo_root: str | None) -> list[str]:

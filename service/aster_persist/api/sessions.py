@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import BaseModel
 from starlette.responses import Response
 
 from ..errors import Invalid
@@ -26,6 +25,7 @@ from .models import (
     ChatMessages,
     EventPage,
     EventsIn,
+    ImportOut,
     Problem,
     ProjectList,
     PruneIn,
@@ -36,6 +36,7 @@ from .models import (
     SessionPage,
     SessionSummary,
     page_of,
+    summary_of,
 )
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
@@ -89,7 +90,7 @@ def _json(raw: bytes) -> Any:
 
 
 def _summary(info: Any) -> dict[str, Any]:
-    return SessionSummary.of(info).model_dump()
+    return summary_of(info).model_dump()
 
 
 @router.post(
@@ -245,19 +246,6 @@ async def restore_session(request: Request, session_id: str) -> Response:
     await sessions.restore(session_id)
     _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(_summary(info))
-
-
-class ImportedSession(BaseModel):
-    id: str
-    status: Literal["imported", "already_imported"]
-    events: int | None = None
-
-
-class ImportOut(BaseModel):
-    format: str
-    imported: int
-    already_imported: int
-    sessions: list[ImportedSession]
 
 
 @router.post(

@@ -1,4 +1,4 @@
-"""The transcript line format: a header and five event kinds, tagged on ``type``.
+"""Validating transcript lines against the format in ``schemas/events.py``.
 
 Validation checks what the contract requires and nothing more; fields the service does
 not know are kept verbatim, because lines are stored as the client sent them (plus
@@ -7,244 +7,22 @@ not know are kept verbatim, because lines are stored as the client sent them (pl
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal, NotRequired, cast
+from typing import Any, cast
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    with_config,
-)
-from typing_extensions import TypedDict
+from pydantic import TypeAdapter, ValidationError
 
 from ..errors import InvalidEvent
-
-FORMAT_VERSION = 1
-
-
-@with_config(ConfigDict(extra="allow"))
-class TextPart(TypedDict):
-    type: Literal["text"]
-    text: str
-
-
-@with_config(ConfigDict(extra="allow"))
-class ImageUrl(TypedDict):
-    url: Annotated[str, Field(min_length=1)]
-
-
-@with_config(ConfigDict(extra="allow"))
-class ImagePart(TypedDict):
-    type: Literal["image_url"]
-    image_url: ImageUrl
-
-
-@with_config(ConfigDict(extra="allow"))
-class AudioPart(TypedDict):
-    type: Literal["input_audio"]
-    input_audio: dict[str, Any]
-
-
-@with_config(ConfigDict(extra="allow"))
-class FilePart(TypedDict):
-    type: Literal["file"]
-    file: dict[str, Any]
-
-
-@with_config(ConfigDict(extra="allow"))
-class RefusalPart(TypedDict):
-    type: Literal["refusal"]
-    refusal: str
-
-
-# The content parts of the OpenAI chat-completions API (SPEC §3.1), so what /messages
-# hands on is a valid request; keys they do not name are kept.
-ContentPart = Annotated[
-    TextPart | ImagePart | AudioPart | FilePart | RefusalPart, Field(discriminator="type")
-]
-Content = str | list[ContentPart]  # a user's: any part
-AssistantContent = (
-    str
-    | list[  # text or a refusal, as the API takes them back
-        Annotated[TextPart | RefusalPart, Field(discriminator="type")]
-    ]
+from ..schemas.events import (
+    EVENT_TYPES,
+    FORMAT_VERSION,
+    PART_TYPES,
+    ROLES,
+    Event,
+    SessionHeader,
 )
-TextContent = str | list[TextPart]  # a system or tool message's: text only
 
+__all__ = ["FORMAT_VERSION", "Event", "SessionHeader", "validate_events", "validate_header"]
 
-def _server_assigned(value: None) -> None:
-    raise ValueError("assigned by the server; leave it out")
-
-
-def _header_only(value: None) -> None:
-    raise ValueError("send the idempotency key as the Idempotency-Key header")
-
-
-def _server_batch(value: None) -> None:
-    raise ValueError("set by the server; leave it out")
-
-
-# Keys a client may not set on an event (any value, null included).
-ServerSeq = Annotated[None, AfterValidator(_server_assigned)]
-NoKey = Annotated[None, AfterValidator(_header_only)]
-ServerBatch = Annotated[None, AfterValidator(_server_batch)]
-Timestamp = Annotated[
-    str,
-    Field(
-        pattern=r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$",
-        description="RFC 3339 date-time",
-    ),
-]
-
-
-class FunctionCall(TypedDict):
-    name: str
-    arguments: str
-
-
-@with_config(ConfigDict(extra="allow"))
-class ToolCall(TypedDict):
-    id: Annotated[str, Field(min_length=1)]
-    type: Literal["function"]
-    function: FunctionCall
-
-
-# Events are TypedDicts, not models: validation checks the client's dicts in place (about
-# twice as fast as building model instances), and the dicts are what gets stored.
-
-
-@with_config(ConfigDict(extra="allow"))
-class UserMessage(TypedDict):
-    type: Literal["message"]
-    role: Literal["user"]
-    content: Content
-    tool_calls: NotRequired[None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-@with_config(ConfigDict(extra="allow"))
-class SystemMessage(TypedDict):
-    type: Literal["message"]
-    role: Literal["system"]
-    content: TextContent
-    tool_calls: NotRequired[None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-@with_config(ConfigDict(extra="allow"))
-class ToolMessage(TypedDict):
-    type: Literal["message"]
-    role: Literal["tool"]
-    tool_call_id: Annotated[str, Field(min_length=1)]
-    content: TextContent
-    tool_calls: NotRequired[None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
-    if event.get("content") is None and not event.get("tool_calls"):
-        raise ValueError("content: an assistant message needs content or tool_calls")
-    return event
-
-
-@with_config(ConfigDict(extra="allow"))
-class AssistantMessage(TypedDict):
-    type: Literal["message"]
-    role: Literal["assistant"]
-    content: NotRequired[AssistantContent | None]
-    tool_calls: NotRequired[list[ToolCall] | None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-MessageEvent = Annotated[
-    UserMessage
-    | Annotated[AssistantMessage, AfterValidator(_has_content_or_calls)]
-    | ToolMessage
-    | SystemMessage,
-    Field(discriminator="role"),
-]
-
-
-@with_config(ConfigDict(extra="allow"))
-class SummaryEvent(TypedDict):
-    type: Literal["summary"]
-    content: str
-    through_seq: Annotated[int, Field(ge=0)]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-def _has_target(event: dict[str, Any]) -> dict[str, Any]:
-    if event.get("tool_call_id") is None and event.get("target_seq") is None:
-        raise ValueError("tool_call_id: an eviction needs tool_call_id or target_seq")
-    return event
-
-
-@with_config(ConfigDict(extra="allow"))
-class EvictionEvent(TypedDict):
-    type: Literal["eviction"]
-    tool_call_id: NotRequired[str | None]
-    target_seq: NotRequired[Annotated[int, Field(ge=1)] | None]
-    stub: NotRequired[str | None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-@with_config(ConfigDict(extra="allow"))
-class TitleEvent(TypedDict):
-    type: Literal["title"]
-    title: Annotated[str, Field(min_length=1, max_length=500)]
-    source: NotRequired[Literal["model", "user"] | None]
-    ts: NotRequired[Timestamp | None]
-    seq: NotRequired[ServerSeq]
-    idempotency_key: NotRequired[NoKey]
-    batch_size: NotRequired[ServerBatch]
-
-
-class SessionHeader(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    type: Literal["session"]
-    id: str
-    v: int
-    created_at: datetime
-    repo_root: str
-    cwd: str | None = None
-    model: str | None = None
-    aster_version: str | None = None
-    title: str | None = None
-
-
-Event = Annotated[
-    MessageEvent
-    | SummaryEvent
-    | Annotated[EvictionEvent, AfterValidator(_has_target)]
-    | TitleEvent,
-    Field(discriminator="type"),
-]
-ROLES = ("user", "assistant", "tool", "system")
-EVENT_TYPES = ("message", "summary", "eviction", "title")
-PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
 _EVENTS = TypeAdapter(list[Event])
 
 

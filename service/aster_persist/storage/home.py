@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import HomeUnavailable, InvalidName
+from ..paths import resolve_home
 from . import fs
 
 log = logging.getLogger("aster_persist")
@@ -29,17 +30,6 @@ ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 SLUG_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}$")
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
 TRASH = ".trash"
-
-
-def resolve_home(explicit: Path | None, environ: dict[str, str] | None = None) -> Path:
-    """ASTER_HOME, else $XDG_DATA_HOME/aster, else ~/.local/share/aster."""
-    env = os.environ if environ is None else environ
-    if explicit is not None:
-        return Path(explicit).expanduser().absolute()
-    xdg = env.get("XDG_DATA_HOME")
-    if xdg:
-        return Path(xdg).expanduser().absolute() / "aster"
-    return Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "aster"
 
 
 def main_worktree_root(root: str) -> str:

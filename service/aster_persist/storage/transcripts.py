@@ -45,6 +45,7 @@ from ..errors import (
     StorageFailed,
     UnsafePath,
 )
+from ..schemas.events import RESERVED_HEADER_KEYS
 from . import fs
 from .events import FORMAT_VERSION, validate_header
 from .home import (
@@ -62,7 +63,6 @@ from .summary import SessionInfo, canonical_ts, first_text
 log = logging.getLogger("aster_persist")
 
 Clock = Callable[[], datetime]
-RESERVED_HEADER_KEYS = frozenset({"type", "seq", "id", "v", "idempotency_key", "batch_size"})
 KEYS_KEPT = 10_000
 PLACED_KEPT = 10_000
 _NL = orjson.OPT_APPEND_NEWLINE

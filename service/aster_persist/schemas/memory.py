@@ -1,0 +1,275 @@
+"""Memory on the wire: blocks, core memory, notes, remember and recall, the prompt
+context, the agent tools, procedures and prune (they are also the OpenAPI schemas).
+
+Request bodies are closed, but for a block's own ``x_…`` frontmatter keys."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails
+
+
+class BlockIn(BaseModel):
+    """A block to remember: its body and the frontmatter keys to set. Keys of the
+    client's own are named `x_…` and kept in the frontmatter; any other key this body
+    does not have is refused, so a misspelt one is never written in silence."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="allow",
+        json_schema_extra={
+            "patternProperties": {"^x_": {}},
+            "additionalProperties": False,
+            "examples": [
+                {
+                    "name": "testing",
+                    "content": "Run the tests with `make test`; they need Docker running.",
+                    "description": "how to run the tests",
+                    "tags": ["ci"],
+                    "importance": 0.7,
+                }
+            ],
+        },
+    )
+
+    content: str = Field(min_length=1, max_length=256 * 1024)
+    name: str | None = None
+    title: str | None = Field(default=None, max_length=200)
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] = "semantic"
+    tags: list[str] = Field(default_factory=list)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    pinned: bool = False
+    replace: bool = False
+    session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
+    supersedes: list[str] | None = Field(
+        default=None, description="blocks this one replaces (they are archived)"
+    )
+    conflicts_with: list[str] | None = Field(
+        default=None, description="blocks this one contradicts (both stay, both marked)"
+    )
+    reason: str | None = Field(default=None, max_length=500, description="why it will matter")
+
+    @model_validator(mode="after")
+    def _only_own_extras(self) -> BlockIn:
+        extra = self.model_extra or {}
+        unknown = [
+            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
+            for name in sorted(extra)
+            if not name.startswith("x_")
+        ]
+        if unknown:
+            raise ValidationError.from_exception_data(type(self).__name__, unknown)
+        return self
+
+
+class BlockPatch(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool | None = None
+
+
+NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
+
+
+class NoteIn(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"note": "Prefer small commits."}]},
+    )
+
+    note: str = Field(min_length=1, max_length=NOTE_MAX)
+    session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
+
+
+class RememberIn(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"note": "Prefer small commits."},
+                {"note": "Postgres listens on 5433 here.", "title": "Database port"},
+            ]
+        },
+    )
+
+    note: str = Field(min_length=1, max_length=256 * 1024)
+    title: str | None = Field(default=None, max_length=200)
+    tags: list[str] = Field(default_factory=list)
+    replace: bool = False
+    session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
+
+
+class SecretFound(BaseModel):
+    """Where a file holds what looks like a secret: its kind and place, never the secret."""
+
+    loc: str = Field(description="The frontmatter key, or `content` for the body.")
+    kind: str
+    line: int = Field(description="The line in the file.")
+    column: int
+    msg: str
+
+
+WITHHELD = (
+    "Non-empty when a hand edit left what looks like a secret in the file: it is kept out "
+    "of the prompt context, the tools' results and search until a person removes it."
+)
+
+
+class Block(BaseModel):
+    scope: str
+    name: str
+    archived: bool
+    description: str
+    type: str
+    tags: list[str]
+    importance: float
+    confidence: float
+    pinned: bool
+    created_at: str
+    updated_at: str
+    supersedes: list[str]
+    conflicts_with: list[str]
+    etag: str
+    bytes: int
+    secrets: list[SecretFound] = Field(default_factory=list, description=WITHHELD)
+
+
+class BlockList(BaseModel):
+    items: list[Block]
+    next_cursor: str | None = None
+
+
+class BlockRead(Block):
+    content: str
+    body: str
+
+
+class SavedBlock(Block):
+    merged: bool = Field(description="True when the content matched a block already kept.")
+
+
+class Core(BaseModel):
+    scope: str
+    content: str
+    etag: str
+    secrets: list[SecretFound] = Field(default_factory=list, description=WITHHELD)
+
+
+class CoreWritten(BaseModel):
+    scope: str
+    etag: str
+    bytes: int | None = None
+
+
+class Note(CoreWritten):
+    duplicate: bool = Field(default=False, description="True when the note was already there.")
+
+
+class PruneItem(BaseModel):
+    name: str
+    reason: str
+
+
+class MemoryPruneOut(BaseModel):
+    scope: str
+    dry_run: bool
+    archived: list[PruneItem]
+    protected: list[PruneItem]
+
+
+class ToolList(BaseModel):
+    tools: list[dict[str, Any]]
+
+
+class Reverted(BaseModel):
+    """A memory revert answers with its own journal entry; a session revert with the
+    entry it undid (`reverted`) and the session."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    op: str | None = None
+    reverted: str | None = None
+    session: str | None = None
+
+
+class WithheldFile(BaseModel):
+    scope: str
+    name: str
+    secrets: list[SecretFound]
+
+
+class ContextOut(BaseModel):
+    scope: str
+    content: str
+    order: Literal["recency", "relevance"]
+    counts: dict[str, int]
+    tokens: int
+    withheld: list[WithheldFile] = Field(
+        default_factory=list,
+        description="Memory files left out because a hand edit left a secret in them.",
+    )
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]},
+    )
+
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    session_id: str | None = None
+    repo_root: str | None = None
+
+
+class ToolResult(BaseModel):
+    name: str
+    content: str
+
+
+class ProcedureIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    outcome: Literal["success", "failure"]
+    task: str = Field(min_length=1, max_length=200)
+    tools: list[str] = Field(default_factory=list)
+    result: str | None = Field(default=None, max_length=8000)
+    error: str | None = Field(default=None, max_length=8000)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    session_id: str | None = None
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )
+
+
+class MemoryPruneIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    max_age_days: float = Field(default=90, ge=0, le=36500)
+    max_importance: float = Field(default=0.3, ge=0, le=1)
+    dry_run: bool = True
+    repo_root: str | None = Field(
+        default=None, description="the project (as the query parameter of the same name)"
+    )

@@ -1,0 +1,53 @@
+"""Search on the wire: hits in transcripts and in memory, with their snippets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+DocKind = Literal["message", "tool_call", "tool_result", "summary", "title"]
+
+
+Role = Literal["user", "assistant", "tool", "system"]
+
+
+class SearchHit(BaseModel):
+    kind: str
+    score: float
+    snippet: str
+    highlights: list[list[int]]
+    session_id: str | None = None
+    seq: int | None = None
+    role: str | None = None
+    ts: str | None = None
+    repo_root: str | None = None
+    title: str | None = None
+    scope: str | None = None
+    name: str | None = None
+
+
+class SearchPage(BaseModel):
+    items: list[SearchHit]
+    next_cursor: str | None
+
+
+class MemoryHit(BaseModel):
+    kind: Literal["block", "core"]
+    scope: str
+    name: str
+    description: str
+    etag: str
+    updated_at: str
+    importance: float
+    relevance: float
+    recency: float
+    score: float
+    snippet: str
+    highlights: list[list[int]]
+    supersedes: list[str] = []
+    conflicts_with: list[str] = []
+
+
+class MemoryHits(BaseModel):
+    items: list[MemoryHit]

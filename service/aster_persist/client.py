@@ -829,7 +829,9 @@ def token_for(explicit: str | None = None) -> str | None:
         home = resolve_home(
             Path(os.environ["ASTER_HOME"]) if os.environ.get("ASTER_HOME") else None
         )
-        return (home / "token").read_text(encoding="utf-8").strip() or None
+        fd = os.open(home / "token", os.O_RDONLY | os.O_NOFOLLOW)  # never through a link
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            return handle.read().strip() or None
     except (OSError, ValueError):
         return None
 

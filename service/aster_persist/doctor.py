@@ -78,7 +78,7 @@ class Doctor:
             if progress:
                 progress(done, len(transcripts))
         journal = self.root / "journal.jsonl"
-        if journal.exists():
+        if journal.is_file() and not journal.is_symlink():  # a link: found by symlinks()
             self.jsonl(journal)
         self.index()
         return self.findings
@@ -88,17 +88,21 @@ class Doctor:
     def symlinks(self) -> None:
         for dirpath, dirs, files in os.walk(self.root):  # links to folders are not entered
             dirs.sort()
-            for name in sorted(dirs + files):
+            links = sorted(n for n in dirs + files if (Path(dirpath) / n).is_symlink())
+            if Path(dirpath) == self.root:  # what a repair moved aside stays there, unread
+                dirs[:] = [d for d in dirs if d != "lost+found"]
+            for name in links:
                 path = Path(dirpath) / name
-                if not path.is_symlink():
-                    continue
+                aside_of_its_own = path == self.root / "lost+found"
                 found = self._found(
                     "symlink",
                     path,
                     f"a symbolic link to {os.readlink(path)[:200]!r}; the daemon never follows "
-                    "one, so what it names is not part of the store",
+                    "one, so what it names is not part of the store"
+                    + ("; remove it by hand" if aside_of_its_own else ""),
+                    repairable=not aside_of_its_own,
                 )
-                if self.repair:
+                if self.repair and not aside_of_its_own:
                     aside = self.root / "lost+found" / self.stamp / path.relative_to(self.root)
                     ensure_dir(aside.parent)
                     os.rename(path, aside)  # the link itself moves; its target is untouched
@@ -191,6 +195,9 @@ class Doctor:
         if self.repair:
             from .index.catalog import rebuild
 
+            if self.home.index.is_symlink():
+                return  # reported by symlinks(); the index is rebuilt once it is moved
+            ensure_dir(self.home.index)  # (a link moved aside took the folder's name)
             rebuild(self.home)
             self._repaired(found, None)
 
@@ -198,6 +205,8 @@ class Doctor:
         from .index.catalog import SCHEMA_VERSION
 
         database = self.home.index / "catalog.sqlite3"
+        if self.home.index.is_symlink() or database.is_symlink():
+            return "the index is reached through a symbolic link (never opened)"
         if not database.exists():
             return "no index (the daemon rebuilds it at start)"
         try:

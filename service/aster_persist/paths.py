@@ -7,11 +7,17 @@ from pathlib import Path
 
 
 def resolve_home(explicit: Path | None, environ: dict[str, str] | None = None) -> Path:
-    """ASTER_HOME, else $XDG_DATA_HOME/aster, else ~/.local/share/aster."""
+    """ASTER_HOME, else $XDG_DATA_HOME/aster, else ~/.local/share/aster: absolute and
+    normalized (``a/../b`` is ``b``), so every path built from it names the same place
+    the daemon confines itself to."""
     env = os.environ if environ is None else environ
     if explicit is not None:
-        return Path(explicit).expanduser().absolute()
+        return _normal(Path(explicit))
     xdg = env.get("XDG_DATA_HOME")
     if xdg:
-        return Path(xdg).expanduser().absolute() / "aster"
-    return Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "aster"
+        return _normal(Path(xdg)) / "aster"
+    return _normal(Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "aster")
+
+
+def _normal(path: Path) -> Path:
+    return Path(os.path.abspath(path.expanduser()))

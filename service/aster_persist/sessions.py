@@ -507,11 +507,14 @@ class Sessions:
             try:
                 stat = fs.lstat(self.home.sessions / slug / path.name)
             except UnsafePath:
-                continue  # reported once; never read
-            if stat is None:
-                continue
-            if not S_ISREG(stat.st_mode):
+                stat = None  # reported once; never read
+            if stat is not None and not S_ISREG(stat.st_mode):
                 fs.refuse(self.home.sessions / slug / path.name)
+                stat = None
+            if stat is None:  # gone, or a link now: the open file is never written again
+                if self.store.writer(sid) is not None:
+                    await self.committer.quiesce(sid)
+                    self.store.release(sid)
                 continue
             writer = self.store.writer(sid)
             if writer is None and self.store.placed.get(sid) == (stat.st_size, stat.st_mtime_ns):

@@ -10,6 +10,7 @@ the file should not have, stops the daemon with a message that names it.
 from __future__ import annotations
 
 import ipaddress
+import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -229,10 +230,15 @@ def load_settings(**overrides: Any) -> Settings:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The settings in a config file, by field name; nothing when there is no file."""
+    if os.path.islink(path):
+        raise SettingsError(
+            f"{path} is a symbolic link; the data home never follows one (put the file itself "
+            "there)"
+        )
     try:
         if not path.is_file():  # no file, or a home that is not usable (said at open)
             return {}
-        with path.open("rb") as handle:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise SettingsError(f"{path} cannot be read: {exc}") from None

@@ -265,3 +265,81 @@ def test_every_link_is_refused_journaled_once_and_reported_by_doctor(
         figure=f"{refusals} operations through {len(links)} planted links refused (409), "
         "each link journaled once and found by doctor; nothing outside the home changed",
     )
+
+
+def wait_journaled(client: httpx.Client, rel: str) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if rel in journaled(client):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{rel} was never journaled as refused")
+
+
+def test_files_moved_out_and_linked_back_are_never_written_again(tmp_path: Path) -> None:
+    """A file the daemon holds open (a session, the journal), moved out of the home with a
+    link left in its place, is never written again; other sessions stay listed."""
+    home, outside = tmp_path / "sub" / ".." / "home", tmp_path / "outside"
+    outside.mkdir()
+    daemon = Daemon(home, env={"ASTER_BLOB_THRESHOLD": "1024"}).start()
+    real = tmp_path / "home"
+    try:
+        with httpx.Client(base_url=daemon.url, timeout=10) as client:
+            # the home named through ".." is confined all the same
+            (real / "memory" / "ASTER.md").symlink_to(outside / "nowhere.md")
+            refused(client.get("/v1/memory/core"), "memory/ASTER.md")
+            (real / "memory" / "ASTER.md").unlink()
+
+            kept, moved = new_session(client), new_session(client)
+            for sid in (kept, moved):
+                r = client.post(f"/v1/sessions/{sid}/events", json=user_event("first words"))
+                assert r.status_code == 201, r.text
+            path = real / "sessions" / SLUG / f"{moved}.jsonl"
+            path.rename(outside / "moved.jsonl")
+            path.symlink_to(outside / "moved.jsonl")
+            wait_journaled(client, f"sessions/{SLUG}/{moved}.jsonl")
+            size = (outside / "moved.jsonl").stat().st_size
+            r = client.post(f"/v1/sessions/{moved}/events", json=user_event("more"))
+            assert r.status_code in (404, 409), r.text
+            assert (outside / "moved.jsonl").stat().st_size == size
+            listed = client.get("/v1/sessions")
+            assert listed.status_code == 200 and kept in [s["id"] for s in listed.json()["items"]]
+            r = client.post(f"/v1/sessions/{kept}/events", json=user_event("searchable words"))
+            assert r.status_code == 201, r.text
+            hits = client.get("/v1/search", params={"q": "searchable"}).json()["items"]
+            assert [h["session_id"] for h in hits] == [kept]
+
+            # a link at a name the daemon is about to create is refused, not "taken"
+            sid = "01JBBBBBBBBBBBBBBBBBBBBBBB"
+            (real / "sessions" / SLUG / f"{sid}.jsonl").symlink_to(outside / "made.jsonl")
+            r = client.post("/v1/sessions", json={"id": sid, "repo_root": REPO})
+            refused(r, f"sessions/{SLUG}/{sid}.jsonl")
+            assert not (outside / "made.jsonl").exists()
+
+            # the journal itself moved out and linked back: nothing more is written to it
+            journal = real / "journal.jsonl"
+            journal.rename(outside / "journal.jsonl")
+            journal.symlink_to(outside / "journal.jsonl")
+            size = (outside / "journal.jsonl").stat().st_size
+            r = client.post("/v1/memory/core/notes", json={"note": "after the move"})
+            refused(r, "journal.jsonl")
+            assert (outside / "journal.jsonl").stat().st_size == size
+            assert not (real / "memory" / "ASTER.md").exists()
+    finally:
+        daemon.kill()
+    assert not (real / "sessions" / SLUG / ".trash").exists()
+    # at the next start a home whose journal is a link is not served, and says why
+    restarted = Daemon(real)
+    with pytest.raises(RuntimeError, match=r"journal\.jsonl is a symbolic link"):
+        restarted.start()
+    code, findings = doctor(real)
+    assert code == 1
+    assert {f["path"] for f in findings} >= {"journal.jsonl", f"sessions/{SLUG}/{moved}.jsonl"}
+    code, findings = doctor(real, "--repair")
+    assert all(f["repaired"] for f in findings)
+    code, findings = doctor(real)  # what was moved aside is not found again
+    assert findings == []
+
+
+def user_event(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": text}

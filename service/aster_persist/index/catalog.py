@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import UnsafePath
 from ..storage import fs
 from ..storage.jsonl import parse, read_bytes
 from ..storage.summary import SessionInfo
@@ -260,8 +261,8 @@ class Catalog:
         while pos < info.offset:
             try:
                 data = read_bytes(path, pos, min(info.offset, pos + _CHUNK))
-            except FileNotFoundError:
-                return True  # moved or deleted: its removal is on the way
+            except (FileNotFoundError, UnsafePath):
+                return True  # moved, deleted or a link now (refused): left as indexed
             parsed = parse(data, base=pos)
             if first_seq is not None and pos == start and not _continues(parsed, pos, first_seq):
                 return False
@@ -324,7 +325,7 @@ class Catalog:
                         replace.append(entry.id)
                     changed.append(info)
                     docs[entry.id] = new_docs
-                except FileNotFoundError:
+                except (FileNotFoundError, UnsafePath):
                     seen.discard(entry.id)
                 except OSError as exc:  # unreadable: listed as damaged, never skipped silently
                     log.error("cannot read %s: %s", entry.path, exc)
@@ -513,7 +514,7 @@ class CatalogWorker:
                 self.catalog.remove(removed)
             if memory and self.memory_doc is not None:
                 self.catalog.refresh_memory(memory, self.memory_doc)
-        except (sqlite3.Error, OSError) as exc:
+        except Exception as exc:
             # Derived data: keep what is pending and try again on the next flush.
             log.warning("index write failed (%s); will retry", exc)
             with self._lock:

@@ -19,6 +19,7 @@ rewritten with only the jobs still pending. A failed job is kept in ``failed.jso
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 from collections import OrderedDict
@@ -113,6 +114,9 @@ class JobQueue:
         return parse(data).lines if data is not None else []
 
     def _write(self, data: bytes) -> None:
+        if not fs.same_file(self.fd, self.path):  # moved away, or a link in its place
+            fs.check(self.path)
+            raise OSError(errno.ESTALE, f"{LOG} was moved or replaced while it was open")
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]

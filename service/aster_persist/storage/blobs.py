@@ -55,7 +55,7 @@ class BlobStore:
         data = text.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()
         path = self.path(digest)
-        if not fs.exists(path):
+        if not fs.exists(path):  # a link there is refused, never taken for the blob
             atomic_write(path, data)  # a new folder is made and synced in its parent
         return {"content_ref": _REF + digest, "bytes": len(data), "preview": text[:PREVIEW_CHARS]}
 

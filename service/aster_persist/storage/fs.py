@@ -187,7 +187,10 @@ def _rel(path: Path | str) -> str:
 
 
 def _leaf_error(exc: OSError, name: str, dir_fd: int, path: Path | str) -> BaseException:
-    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, dir_fd) and confined(path):
+    """A link met at the last name as its refusal; any other error as it is. A link
+    there gives ELOOP to an open, ENOTDIR to a folder's, EEXIST to a create or a link."""
+    loop = (errno.ELOOP, errno.ENOTDIR, errno.EEXIST)
+    if exc.errno in loop and _is_link(name, dir_fd) and confined(path):
         return refuse(path)
     return exc
 
@@ -304,8 +307,19 @@ def lstat(path: Path | str) -> os.stat_result | None:
 
 
 def exists(path: Path | str) -> bool:
-    """Whether anything has the name ``path`` (a link there counts)."""
-    return lstat(path) is not None
+    """Whether anything has the name ``path``; a link there is refused."""
+    st = lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode) and confined(path):
+        raise refuse(path)
+    return st is not None
+
+
+def same_file(fd: int, path: Path | str) -> bool:
+    """Whether the open file ``fd`` is still the file named ``path`` (not moved away,
+    not replaced by a link or another file)."""
+    st = lstat(path)
+    mine = os.fstat(fd)
+    return st is not None and (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def is_dir(path: Path | str) -> bool:
@@ -362,9 +376,18 @@ def listdir(path: Path | str) -> list[tuple[str, int]]:
 
 
 def names(path: Path | str, *, suffix: str = "", folders: bool = False) -> list[str]:
-    """Names of the regular files (or with ``folders``, real folders) in ``path``."""
+    """Names of the regular files (or with ``folders``, real folders) in ``path``; a
+    link among them with that ending is reported (``refuse``) and left out."""
     want = stat.S_ISDIR if folders else stat.S_ISREG
-    return [n for n, mode in listdir(path) if want(mode) and n.endswith(suffix)]
+    out = []
+    for name, mode in listdir(path):
+        if not name.endswith(suffix):
+            continue
+        if stat.S_ISLNK(mode) and confined(path):
+            refuse(os.path.join(os.fspath(path), name))
+        elif want(mode):
+            out.append(name)
+    return out
 
 
 def unlink(path: Path | str, *, missing_ok: bool = True) -> None:
@@ -395,13 +418,10 @@ def rename(source: Path | str, target: Path | str) -> None:
 def link(source: Path | str, target: Path | str) -> None:
     """Give the file ``source`` a second name ``target``; FileExistsError if taken."""
     with parent(source) as (sfd, sname), parent(target) as (tfd, tname):
-        os.link(
-            sname,
-            tname,
-            src_dir_fd=sfd if sfd != _AT_FDCWD else None,
-            dst_dir_fd=tfd if tfd != _AT_FDCWD else None,
-            follow_symlinks=False,
-        )
+        try:
+            os.link(sname, tname, src_dir_fd=_fd(sfd), dst_dir_fd=_fd(tfd), follow_symlinks=False)
+        except OSError as exc:
+            raise _leaf_error(exc, tname, tfd, target) from None
 
 
 def _rename(source: Path | str, target: Path | str, call: Callable[..., None]) -> None:
@@ -409,6 +429,8 @@ def _rename(source: Path | str, target: Path | str, call: Callable[..., None]) -
         src = os.stat(sname, dir_fd=_fd(sfd), follow_symlinks=False)
         if stat.S_ISLNK(src.st_mode) and confined(source):
             raise refuse(source)
+        if _is_link(tname, tfd) and confined(target):
+            raise refuse(target)  # a link is never replaced in silence
         call(sname, tname, src_dir_fd=_fd(sfd), dst_dir_fd=_fd(tfd))
 
 

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -159,9 +160,10 @@ class Home:
         return home
 
     def check_layout(self) -> None:
-        """Refuse to serve a home whose top folders are links (``doctor`` reports them)."""
+        """Refuse to serve a home whose top folders or files are links (``doctor``
+        reports them)."""
         try:
-            for sub in LAYOUT:
+            for sub in (*LAYOUT, *TOP_FILES):
                 fs.check(self.root / sub)
         except Exception as exc:
             raise HomeUnavailable(f"data home {self.root} is not usable: {exc}") from exc
@@ -205,6 +207,7 @@ class Home:
 
 
 LAYOUT = ("sessions", "memory", "index", "blobs")
+TOP_FILES = ("journal.jsonl", "queue", "token", "config.toml")
 
 
 def prepare(root: Path) -> None:
@@ -213,8 +216,8 @@ def prepare(root: Path) -> None:
     for sub in LAYOUT:
         if not os.path.lexists(root / sub):
             (root / sub).mkdir(mode=DIR_MODE, exist_ok=True)
-    probe = root / f".probe-{os.getpid()}"
-    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    probe = root / f".probe-{os.getpid()}-{secrets.token_hex(8)}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     try:
         os.write(fd, b"ok")
         os.fsync(fd)

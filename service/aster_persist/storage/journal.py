@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from ulid import ULID
 
-from ..errors import Invalid
+from ..errors import Invalid, StorageFailed
 from . import fs
 from .home import FILE_MODE, ULID_RE
 from .jsonl import parse, read_bytes, write_new
@@ -112,6 +112,7 @@ class Journal:
                 "detail": detail or {},
             }
             data = orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
+            self._still_here()
             view = memoryview(data)
             try:
                 while view:
@@ -133,6 +134,17 @@ class Journal:
         finally:
             self._lock.release()
         return entry
+
+    def _still_here(self) -> None:
+        """Refuse to write when the open journal is no longer ``journal.jsonl`` of the home
+        (moved away, or a link put in its place): nothing is ever written outside it."""
+        if fs.same_file(self._fd, self.path):
+            return
+        fs.check(self.path)  # a link in its place: refused, naming it
+        raise StorageFailed(
+            f"{self.path.name} was moved or replaced while the daemon had it open; restart "
+            "the daemon to open it again"
+        )
 
     def entries(self) -> list[dict[str, Any]]:
         """Every published entry, oldest first (a torn tail, and an entry still being

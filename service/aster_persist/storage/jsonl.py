@@ -176,7 +176,8 @@ def _place(tmp: str, path: Path) -> None:
 def remove_leftover_temps(folder: Path) -> int:
     """Delete temporary files an interrupted rewrite left behind; return how many."""
     removed = 0
-    for dirpath, _dirs, files in os.walk(folder):
+    for dirpath, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "lost+found"]  # what doctor kept, it keeps
         for name in files:
             if name.startswith(TEMP_MARK):
                 fs.unlink(os.path.join(dirpath, name))

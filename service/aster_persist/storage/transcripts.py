@@ -773,6 +773,8 @@ class TranscriptStore:
         try:
             path = self.home.session_path(where.slug, session_id)
             target = self.home.trash_path(where.slug, session_id)
+            if not fs.exists(path):  # (a link there is refused before anything is made)
+                raise SessionNotFound(f"session {session_id} is gone from disk")
             ensure_dir(target.parent)
             if fs.exists(target):
                 raise SessionExists(f"a trashed copy of {session_id} is in the way")

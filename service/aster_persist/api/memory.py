@@ -12,7 +12,6 @@ from starlette.responses import Response
 from ..errors import Invalid, NotFound
 from ..index.text import parse_query
 from ..schemas.memory import (
-    NOTE_MAX,
     Block,
     BlockIn,
     BlockList,
@@ -256,15 +255,11 @@ async def create_block(request: Request, body: BlockIn, repo_root: str | None = 
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
     if body.title is None:
-        if len(body.note) > NOTE_MAX:
-            raise Invalid(
-                f"note: a note without a title is at most {NOTE_MAX} characters (this one is "
-                f"{len(body.note)}); give it a title to keep it as a block"
-            )
-        return await add_note(
-            request,
-            NoteIn(note=body.note, session_id=body.session_id),
-            one_repo_root(repo_root, body.repo_root),
+        memory, committer = _memory(request)
+        scope = await _scope(request, one_repo_root(repo_root, body.repo_root))
+        result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
+        return json_response(
+            result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
         )
     block = BlockIn(
         content=body.note,

@@ -152,6 +152,8 @@ class Block(BaseModel):
     etag: str
     bytes: int
     secrets: list[SecretFound] = Field(default_factory=list, description=WITHHELD)
+    recall_count: int = Field(default=0, description="Recalls, counted from the journal.")
+    last_recalled_at: str | None = Field(default=None, description="The last recall's time.")
 
 
 class BlockList(BaseModel):

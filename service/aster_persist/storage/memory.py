@@ -34,6 +34,7 @@ from ..errors import (
     StorageFailed,
     UnsafePath,
 )
+from ..schemas.memory import NOTE_MAX
 from . import frontmatter, fs
 from .home import (
     SLUG_RE,
@@ -490,6 +491,11 @@ class MemoryStore:
         note = " ".join(note.split())
         if not note:
             raise Invalid("the note is empty")
+        if len(note) > NOTE_MAX:  # every path adds notes here: the one limit for ASTER.md
+            raise Invalid(
+                f"note: a note without a title is at most {NOTE_MAX} characters (this one is "
+                f"{len(note)}); give it a title to keep it as a block"
+            )
         refuse_secrets({"note": note})
         self._settle(self.folder(scope) / CORE)
         text, etag = self.read_core(scope)

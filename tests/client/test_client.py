@@ -18,8 +18,6 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from aster_persist.schemas.journal import JournalEntry
-from aster_persist.schemas.memory import Note, SavedBlock
 from aster_persist.client import (
     ApiError,
     AsyncClient,
@@ -30,6 +28,8 @@ from aster_persist.client import (
     NotFound,
     PreconditionFailed,
 )
+from aster_persist.schemas.journal import JournalEntry
+from aster_persist.schemas.memory import Note, SavedBlock
 
 from ..conftest import Daemon, assistant, call, free_port, tool, user
 

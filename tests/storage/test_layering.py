@@ -56,3 +56,40 @@ def test_schemas_are_types_only() -> None:
     loaded = loaded_by("aster_persist.schemas.sessions, aster_persist.schemas.memory")
     server = [m for m in loaded if m.split(".")[0] in SERVER or m.startswith(SERVER_MODULES)]
     assert server == [], server
+
+
+CLIENT_MAY_IMPORT = (
+    *("httpx", "orjson", "pydantic"),
+    *("aster_persist.client", "aster_persist.schemas", "aster_persist.errors"),
+    "aster_persist.paths",
+)
+
+
+def imported_by(path: Path, package: str) -> list[str]:
+    """Every module a file of ``package`` imports, at its top or inside a function."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join(package.split(".")[: len(package.split(".")) + 1 - node.level])
+            if node.module:
+                names.append(f"{base}.{node.module}")
+            else:  # from .. import name
+                names += [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append(node.module or "")
+    return names
+
+
+def test_every_module_of_the_client_imports_only_http_and_schemas() -> None:
+    """The client is a package: each of its modules, down to an import inside a function
+    (which loading the package would not reveal), names only the standard library,
+    httpx, orjson, pydantic, schemas/, errors and paths."""
+    paths = sorted((PACKAGE / "client").glob("*.py"))
+    assert len(paths) > 1, "aster_persist.client is a package"
+    for path in paths:
+        for name in imported_by(path, "aster_persist.client"):
+            stdlib = name.split(".")[0] in sys.stdlib_module_names
+            ours = any(name == m or name.startswith(m + ".") for m in CLIENT_MAY_IMPORT)
+            assert stdlib or ours, (path.name, name)

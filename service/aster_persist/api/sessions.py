@@ -6,13 +6,14 @@ import asyncio
 import contextlib
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
 from ..errors import Invalid
+from ..importers import CHOICES
 from ..sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import SessionHeader, validate_events
@@ -47,6 +48,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 NDJSON = "application/x-ndjson"
 _SEQ = re.compile(r"[0-9]{1,18}")
 MAX_KEY = 200
+if TYPE_CHECKING:
+    ImportFormat = str
+else:  # the importers' registry names the formats; the OpenAPI enum follows it
+    ImportFormat = Literal[CHOICES]
 _NDJSON_DOC = {
     "schema": {"type": "string", "description": "One JSON object per line, each ending in \\n."},
     "example": '{"type":"session","seq":0,"id":"01JD2X9Q6B7T1S8W2R4N5M3K0H","v":1}\n',
@@ -264,7 +269,7 @@ async def restore_session(request: Request, session_id: str) -> Response:
 )
 async def import_sessions(
     request: Request,
-    format: Literal["auto", "native", "claude-code", "codex", "openai-chat"] = "auto",
+    format: ImportFormat = "auto",
     repo_root: str | None = None,
 ) -> Response:
     """Import a transcript file written by another tool, or exported from here: one

@@ -1,0 +1,60 @@
+"""The command line: ``serve`` runs the daemon; ``reindex`` and ``doctor`` work on a home
+with the daemon stopped; every other command is a client of the running daemon, a thin
+wrapper over `aster_persist.client.Client` (exit codes and ``--json`` in `common.py`).
+
+One module per command group, registered here in the order ``--help`` lists them::
+
+    server.py       serve (and the server class that exits 0 after a clean shutdown)
+    maintenance.py  reindex, doctor (a home with the daemon stopped), openapi
+    journal.py      journal
+    search.py       search
+    sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/import
+    memory.py       memory list/show/add/remove/archive/restore/context/search
+    common.py       failing with an exit code, settings, the daemon connection, tables, JSON
+"""
+
+from __future__ import annotations
+
+import typer
+
+from .common import load_settings
+from .journal import journal_command
+from .maintenance import doctor, openapi, openapi_text, reindex
+from .memory import memory_app
+from .search import search_command
+from .server import serve, settings_help
+from .sessions import sessions_app
+
+__all__ = [
+    "app",
+    "doctor",
+    "load_settings",
+    "main",
+    "openapi",
+    "openapi_text",
+    "reindex",
+    "serve",
+    "settings_help",
+]
+
+app = typer.Typer(
+    name="aster-persist",
+    help="A local daemon that keeps AI coding agents' transcripts, memory and journal.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+# `--help` lists commands in the order they are registered, then the groups.
+app.command(epilog=settings_help())(serve)
+app.command()(reindex)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(memory_app, name="memory")
+app.command("journal")(journal_command)
+app.command("search")(search_command)
+app.command()(doctor)
+app.command()(openapi)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line on ``argv`` (the process arguments without)."""
+    app(args=argv, prog_name="aster-persist")

@@ -1,0 +1,92 @@
+"""What every command shares: failing with a message and an exit code, the settings,
+the connection to the daemon, and output for people (tables) and programs (JSON).
+
+Every read takes ``--json`` (one JSON document, or one JSON line per item for streams);
+without it, people get tables. Exit codes scripts can rely on:
+
+    0  done                     3  the daemon is not running (or not at --url)
+    1  refused, or failed       4  not found
+    2  bad usage                5  conflict: exists, changed meanwhile, damaged
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import orjson
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from .. import client as api
+from .. import settings as settings_module
+from ..settings import Settings
+
+EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_CONFLICT = 1, 3, 4, 5
+
+Url = Annotated[str | None, typer.Option(help="The daemon (default: ASTER_URL).")]
+Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
+RepoRoot = Annotated[
+    str | None, typer.Option(help="The project (its repository root); global without.")
+]
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """The message on stderr, and the exit to raise with ``code``."""
+    typer.echo(f"aster-persist: {message}", err=True)
+    return typer.Exit(code)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from flags, the environment and ``<home>/config.toml``; exit 2 if bad."""
+    try:
+        return settings_module.load_settings(**overrides)
+    except ValueError as exc:
+        raise fail(str(exc), 2) from None
+
+
+@contextmanager
+def daemon(url: str | None) -> Iterator[api.Client]:
+    """A client of the daemon; its refusals become a message and an exit code."""
+    try:
+        with api.Client(url) as aster:
+            yield aster
+    except api.DaemonUnavailable as exc:
+        raise fail(f"{exc}; start it with `aster-persist serve`", EXIT_UNAVAILABLE) from None
+    except api.NotFound as exc:
+        raise fail(exc.detail or str(exc), EXIT_NOT_FOUND) from None
+    except (api.Conflict, api.PreconditionFailed) as exc:
+        raise fail(exc.detail or str(exc), EXIT_CONFLICT) from None
+    except api.ApiError as exc:
+        raise fail(str(exc), EXIT_REFUSED) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def emit_json(value: Any) -> None:
+    """One JSON document on stdout (models as the API sends them)."""
+    sys.stdout.write(orjson.dumps(value, default=_plain).decode() + "\n")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def table(*columns: str, rows: list[list[Any]]) -> None:
+    """A table on stdout, for people."""
+    out = Table(*columns)
+    for row in rows:
+        out.add_row(*("" if cell is None else str(cell) for cell in row))
+    Console().print(out)
+
+
+def short(text: Any, width: int = 60) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,152 @@
+"""The commands that need no running daemon: ``reindex`` and ``doctor`` work on a data
+home with the daemon stopped (the home's lock keeps them from running beside one);
+``openapi`` prints the HTTP API's document, as checked in at openapi/openapi.json (built
+from an app over a temporary home)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from ..errors import HomeUnavailable
+from ..settings import Settings
+from .common import fail, load_settings, table
+
+
+def reindex(
+    home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+) -> None:
+    """Rebuild the search index and session catalog from the files, with the daemon
+    stopped. Never needed for correctness (the daemon rebuilds a missing or broken index
+    by itself); useful to compact it or to time a rebuild."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    from ..index.catalog import rebuild
+    from ..storage.home import Home
+
+    settings = load_settings(home=home)
+    try:
+        opened = Home.open(settings.home)
+    except HomeUnavailable as exc:
+        raise fail(str(exc)) from None
+    started = time.perf_counter()
+    try:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("indexing sessions", total=None)
+            stats = rebuild(
+                opened, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    finally:
+        opened.close()
+    typer.echo(
+        f"reindexed {stats['files']} sessions ({stats['documents']} documents) and "
+        f"{stats['memory']} memory files in {time.perf_counter() - started:.1f} s"
+    )
+
+
+def doctor(
+    repair: Annotated[
+        bool, typer.Option(help="Quarantine what is broken (moved aside, never deleted).")
+    ] = False,
+    home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="The findings as JSON.")] = False,
+) -> None:
+    """Check the whole data home with the daemon stopped: torn tails, damaged lines,
+    leftover temporary files, blob references with no blob, an index that disagrees with
+    the files. Exits 0 when all is well (or all was repaired), 1 when something is left."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress
+
+    from ..doctor import Doctor
+    from ..paths import resolve_home
+    from ..storage.home import Home
+
+    settings = load_settings(home=home)
+    if settings.home is not None and not resolve_home(settings.home).exists():
+        raise fail(f"there is no data home at {resolve_home(settings.home)}", 4)
+    try:
+        opened = Home.open(settings.home)
+    except HomeUnavailable as exc:
+        raise fail(f"{exc} (doctor works on a home no daemon is using)", 3) from None
+    try:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            transient=True,
+            disable=json_out,
+        ) as bar:
+            task = bar.add_task("checking sessions", total=None)
+            findings = Doctor(opened, repair=repair).run(
+                lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    finally:
+        opened.close()
+    left = [f for f in findings if not f.repaired]
+    if json_out:
+        sys.stdout.write(
+            orjson.dumps(
+                {"home": str(opened.root), "findings": [f.public() for f in findings]}
+            ).decode()
+            + "\n"
+        )
+    elif not findings:
+        typer.echo(f"{opened.root}: all well")
+    else:
+        table(
+            "problem",
+            "file",
+            "detail",
+            "repair",
+            rows=[
+                [
+                    f.kind,
+                    f.path,
+                    f.detail,
+                    (f"moved to {f.moved_to}" if f.moved_to else "done")
+                    if f.repaired
+                    else ("run with --repair" if f.repairable else "cannot be repaired"),
+                ]
+                for f in findings
+            ],
+        )
+        typer.echo(f"{len(findings)} problems found, {len(findings) - len(left)} repaired")
+    if left:
+        raise typer.Exit(1)
+
+
+def openapi(
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Print the OpenAPI document of the HTTP API."""
+    text = openapi_text()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+def openapi_text() -> str:
+    """The OpenAPI document as checked in at openapi/openapi.json."""
+    import tempfile
+
+    from ..app import create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        application = create_app(Settings(home=Path(tmp)))
+        document = application.openapi()
+        application.state.home.close()
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"

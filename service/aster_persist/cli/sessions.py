@@ -1,0 +1,312 @@
+"""``sessions``: list, show, latest, rename, delete, restore, export, prune and import,
+against the running daemon (output and exit codes as in `common.py`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import suppress
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.console import Console
+
+from .. import client as api
+from ..importers import CHOICES
+from .common import EXIT_REFUSED, Json, RepoRoot, Url, daemon, emit_json, fail, short, table
+
+sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
+
+
+@sessions_app.command("list")
+def sessions_list(
+    repo_root: RepoRoot = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """Sessions, most recently active first."""
+    with daemon(url) as aster:
+        items: list[Any] = []
+        cursor = None
+        while len(items) < limit:
+            page = aster.list_sessions(repo_root, limit=min(500, limit - len(items)), cursor=cursor)
+            items += page.items
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    if json_out:
+        return emit_json({"items": items, "next_cursor": cursor})
+    table(
+        "id",
+        "title",
+        "project",
+        "events",
+        "updated",
+        "state",
+        rows=[
+            [s.id, short(s.title, 40), s.repo_root, s.events, s.updated_at, s.state] for s in items
+        ],
+    )
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: str,
+    width: Annotated[int, typer.Option(help="Tool results are cut to this many characters.")] = 300,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """A transcript, readably: roles, tool calls with their arguments, results shortened,
+    summaries and evictions marked. ``--json`` gives the summary and every event."""
+    with daemon(url) as aster:
+        detail = aster.get_session(session_id)
+        events: list[dict[str, Any]] = []
+        after = 0
+        while True:
+            page = aster.events(session_id, after=after, limit=5000)
+            events += page.events
+            if not page.next_cursor:
+                break
+            after = int(page.next_cursor)
+    if json_out:
+        return emit_json({"session": detail.model_dump(mode="json"), "events": events})
+    console = Console(highlight=False)
+    console.print(
+        f"[bold]{detail.title or '(untitled)'}[/bold]  {detail.id}\n"
+        f"{detail.repo_root}  ·  {detail.events} events  ·  {detail.created_at} → "
+        f"{detail.updated_at}  ·  {detail.state}"
+    )
+    for event in events:
+        for line in render_event(event, width):
+            console.print(line, markup=False)
+
+
+def render_event(event: dict[str, Any], width: int = 300) -> list[str]:
+    """One event as lines for people."""
+    seq = event.get("seq", "?")
+    kind = event.get("type")
+    if kind == "summary":
+        return [
+            f"\n#{seq} ── summary of everything through #{event.get('through_seq')} ──",
+            str(event.get("content", "")),
+        ]
+    if kind == "eviction":
+        target = event.get("tool_call_id") or f"#{event.get('target_seq')}"
+        stub = f": {event['stub']}" if event.get("stub") else ""
+        return [f"\n#{seq} ── evicted {target} from the context{stub} ──"]
+    if kind == "title":
+        return [f"\n#{seq} ── title: {event.get('title')} ──"]
+    role = event.get("role", "?")
+    out = [f"\n#{seq} {role}" + (f"  ({event['name']})" if event.get("name") else "")]
+    content = event.get("content")
+    if isinstance(content, list):  # content parts
+        content = "\n".join(str(p.get("text", f"[{p.get('type')}]")) for p in content)
+    elif isinstance(content, dict):  # a blob reference not inlined
+        content = f"[{content.get('bytes')} bytes stored as a blob] {content.get('preview', '')}"
+    if role == "tool":
+        out.append(f"  → {event.get('tool_call_id')}: {short(content, width)}")
+    elif content:
+        out.append(str(content))
+    for call in event.get("tool_calls") or []:
+        function = call.get("function", {})
+        arguments = function.get("arguments", "")
+        with suppress(orjson.JSONDecodeError, TypeError):
+            arguments = orjson.dumps(orjson.loads(arguments), option=orjson.OPT_INDENT_2).decode()
+        out.append(f"  ⚙ {function.get('name')} [{call.get('id')}]")
+        out += ["    " + line for line in str(arguments).splitlines()]
+    return out
+
+
+@sessions_app.command("latest")
+def sessions_latest(
+    repo_root: Annotated[
+        str | None, typer.Argument(help="The project; the current directory without.")
+    ] = None,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """The project's most recently active session."""
+    with daemon(url) as aster:
+        found = aster.latest_session(repo_root or os.getcwd())
+    if json_out:
+        return emit_json(found)
+    table(
+        "id",
+        "title",
+        "events",
+        "updated",
+        rows=[[found.id, short(found.title, 50), found.events, found.updated_at]],
+    )
+
+
+@sessions_app.command("rename")
+def sessions_rename(session_id: str, title: str, json_out: Json = False, url: Url = None) -> None:
+    """Set a session's title (journaled; `journal` shows how to revert it)."""
+    with daemon(url) as aster:
+        done = aster.rename_session(session_id, title)
+    if json_out:
+        return emit_json(done)
+    typer.echo(f"renamed {done.id} to {done.title!r}")
+
+
+@sessions_app.command("delete")
+def sessions_delete(
+    session_id: str,
+    purge: Annotated[bool, typer.Option(help="For good, not to the trash.")] = False,
+    url: Url = None,
+) -> None:
+    """Move a session to the trash (`sessions restore` brings it back)."""
+    with daemon(url) as aster:
+        aster.delete_session(session_id, purge=purge)
+    typer.echo(f"{'purged' if purge else 'moved to the trash'}: {session_id}")
+
+
+@sessions_app.command("restore")
+def sessions_restore(session_id: str, json_out: Json = False, url: Url = None) -> None:
+    """Bring a session back from the trash."""
+    with daemon(url) as aster:
+        done = aster.restore_session(session_id)
+    if json_out:
+        return emit_json(done)
+    typer.echo(f"restored {done.id}")
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session_id: str,
+    format: Annotated[str, typer.Option(help="native (JSONL) or openai (messages).")] = "native",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here, not to stdout.")
+    ] = None,
+    url: Url = None,
+) -> None:
+    """A transcript as JSONL, byte for byte (blobs put back), or as chat messages."""
+    with daemon(url) as aster:
+        if format == "openai":
+            data = orjson.dumps(aster.export_openai(session_id), option=orjson.OPT_INDENT_2)
+        elif format == "native":
+            data = aster.export(session_id)
+        else:
+            raise fail(f"unknown format {format!r}: use native or openai", 2)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        output.write_bytes(data)
+        typer.echo(f"wrote {len(data)} bytes to {output}", err=True)
+
+
+@sessions_app.command("prune")
+def sessions_prune(
+    older_than_days: Annotated[float | None, typer.Option(help="Idle this long.")] = None,
+    keep_latest: Annotated[int | None, typer.Option(help="Keep this many per project.")] = None,
+    purge_trash_older_than_days: Annotated[
+        float | None, typer.Option(help="Empty the trash of sessions there this long.")
+    ] = None,
+    apply: Annotated[bool, typer.Option(help="Do it; without, only say what would go.")] = False,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """Move old sessions to the trash: a dry run unless --apply."""
+    with daemon(url) as aster:
+        done = aster.prune_sessions(
+            older_than_days=older_than_days,
+            keep_latest=keep_latest,
+            purge_trash_older_than_days=purge_trash_older_than_days,
+            dry_run=not apply,
+        )
+    if json_out:
+        return emit_json(done)
+    table(
+        "id",
+        "title",
+        "updated",
+        "why",
+        rows=[[s.id, short(s.title, 40), s.updated_at, s.reason] for s in done.trashed],
+    )
+    verb = "would move" if done.dry_run else "moved"
+    typer.echo(f"{verb} {len(done.trashed)} sessions to the trash; purged {len(done.purged)}")
+
+
+@sessions_app.command("import")
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files, or folders to search for them.")],
+    format: Annotated[
+        str, typer.Option(help=f"{', '.join(CHOICES[:-1])} or {CHOICES[-1]}.")
+    ] = "auto",
+    repo_root: Annotated[
+        str | None, typer.Option(help="The project, when a file does not say.")
+    ] = None,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
+    tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
+    from rich.progress import Progress
+
+    if format not in CHOICES:
+        raise fail(f"unknown format {format!r}; use one of {', '.join(CHOICES)}", 2)
+    files = transcript_files(paths)
+    if not files:
+        raise fail("no .jsonl or .json files found there", 2)
+    results: list[dict[str, Any]] = []
+    with daemon(url) as aster, Progress(transient=True, disable=json_out) as bar:
+        task = bar.add_task("importing", total=len(files))
+        for path in files:
+            row: dict[str, Any] = {"file": str(path)}
+            try:
+                done = aster.import_file(path.read_bytes(), format=format, repo_root=repo_root)
+                row |= {
+                    "format": done.format,
+                    "imported": done.imported,
+                    "already_imported": done.already_imported,
+                    "sessions": [s.id for s in done.sessions],
+                }
+            except (api.ApiError, OSError) as exc:
+                row["failed"] = str(exc)
+            results.append(row)
+            bar.advance(task)
+    failed = [r for r in results if "failed" in r]
+    if json_out:
+        emit_json({"files": results})
+    else:
+        table(
+            "file",
+            "format",
+            "imported",
+            "already here",
+            "failed",
+            rows=[
+                [
+                    r["file"],
+                    r.get("format", "-"),
+                    r.get("imported", 0),
+                    r.get("already_imported", 0),
+                    r.get("failed", ""),
+                ]
+                for r in results
+            ],
+        )
+        typer.echo(
+            f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
+            f"{sum(r.get('already_imported', 0) for r in results)} already here, "
+            f"{len(failed)} files failed"
+        )
+    if failed:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def transcript_files(paths: list[Path]) -> list[Path]:
+    """The files named, and every .jsonl and .json file under the folders named."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out += sorted(
+                p for p in path.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file()
+            )
+        else:
+            out.append(path)
+    return out

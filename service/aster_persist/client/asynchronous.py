@@ -1,0 +1,107 @@
+"""``AsyncClient``: the same client for asyncio, every endpoint method (`endpoints.py`)
+awaitable, the journal and the followed feeds async iterators that reconnect by
+themselves when the connection drops."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import httpx
+
+from ..schemas.journal import JournalEntry
+from .calls import Call
+from .connection import http_options
+from .endpoints import Endpoints
+from .errors import check, error_of, unavailable
+from .sse import Feed
+
+T = TypeVar("T")
+
+
+class AsyncClient(Endpoints):
+    """The same client for asyncio: every endpoint method is awaitable."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 60,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.http = httpx.AsyncClient(transport=transport, **http_options(url, token, timeout))
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def _send(self, call: Call[T]) -> T:
+        try:
+            response = await self.http.send(call.request(self.http))
+        except httpx.TransportError as exc:
+            raise unavailable(self.http.base_url, exc) from None
+        return call.read(check(response, call.answers))
+
+    async def journal(
+        self, *, after: str | None = None, **filters: Any
+    ) -> AsyncIterator[JournalEntry]:
+        """Every journal entry after ``after`` (from the first without), page by page."""
+        cursor = after
+        while True:
+            page = await self.journal_page(cursor=cursor, limit=1000, **filters)
+            for entry in page.items:
+                yield entry
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def follow(
+        self,
+        *,
+        after: str | None = None,
+        scope: str | None = None,
+        op: str | None = None,
+        repo_root: str | None = None,
+        notices: bool = False,
+        retry: float = 0.5,
+    ) -> AsyncIterator[JournalEntry | dict[str, Any]]:
+        """The change feed, as `Client.follow`."""
+        feed = Feed("/v1/events", after, {"scope": scope, "op": op, "repo_root": repo_root})
+        while True:
+            try:
+                async with self.http.stream(**feed.request()) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise error_of(response)
+                    async for line in response.aiter_lines():
+                        for item in feed.take((line,)):
+                            if notices or isinstance(item, JournalEntry):
+                                yield item
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(retry)
+
+    async def follow_session(
+        self, session_id: str, *, after: int = 0, retry: float = 0.5
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A session's events after seq ``after``, then each one appended, forever."""
+        feed = Feed(f"/v1/sessions/{session_id}/events/stream", str(after), {})
+        while True:
+            try:
+                async with self.http.stream(**feed.request()) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        raise error_of(response)
+                    async for line in response.aiter_lines():
+                        for item in feed.take((line,)):
+                            yield item  # type: ignore[misc]
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(retry)

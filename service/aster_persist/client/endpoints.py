@@ -1,0 +1,130 @@
+"""Every endpoint of the HTTP API, as both clients have them: operations here, then the
+sessions (`sessions.py`) and memory (`memory.py`) endpoints, then learning, search and
+the journal here, in the order of the README."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ..schemas.journal import JournalPage
+from ..schemas.learning import Consolidation, ExtractionStatus, Queued
+from ..schemas.memory import Reverted
+from ..schemas.ops import Health, Readiness
+from ..schemas.search import SearchPage
+from .calls import Call, Scope, body_of, endpoint, read_json, read_model, read_text
+from .memory import MemoryEndpoints
+from .sessions import SessionEndpoints
+
+
+class Endpoints(SessionEndpoints, MemoryEndpoints):
+    """Every endpoint of the HTTP API, in the order of the README."""
+
+    # -- operations
+
+    @endpoint
+    def health() -> Call[Health]:
+        """``GET /healthz``: the process answers."""
+        return Call("GET", "/healthz", read_model(Health))
+
+    @endpoint
+    def ready() -> Call[Readiness]:
+        """``GET /readyz``: ready once the index has caught up (503 with progress before)."""
+        return Call("GET", "/readyz", read_model(Readiness), answers=(503,))
+
+    @endpoint
+    def info() -> Call[dict[str, Any]]:
+        """``GET /v1/info``: version, data home, settings in effect, counts."""
+        return Call("GET", "/v1/info", read_json)
+
+    @endpoint
+    def metrics() -> Call[str]:
+        """``GET /metrics``: Prometheus text."""
+        return Call("GET", "/metrics", read_text)
+
+    # -- learning
+
+    @endpoint
+    def extract(
+        session_id: str, *, from_seq: int | None = None, to_seq: int | None = None
+    ) -> Call[Queued]:
+        """``POST /v1/sessions/{id}/extract``: queue an extraction of memories from a range
+        of events (the last turn by default)."""
+        return Call(
+            "POST",
+            f"/v1/sessions/{session_id}/extract",
+            read_model(Queued),
+            json=body_of(from_seq=from_seq, to_seq=to_seq),
+        )
+
+    @endpoint
+    def extraction() -> Call[ExtractionStatus]:
+        """``GET /v1/extraction``: the learning queue and what it has done."""
+        return Call("GET", "/v1/extraction", read_model(ExtractionStatus))
+
+    @endpoint
+    def consolidate(
+        repo_root: Scope = None, *, apply: bool = False, proposal: dict[str, Any] | None = None
+    ) -> Call[Consolidation]:
+        """``POST /v1/memory/consolidate``: proposed merges, archives and new blocks (a dry
+        run); with ``apply``, made (``proposal`` applies a dry run's answer as it is)."""
+        return Call(
+            "POST",
+            "/v1/memory/consolidate",
+            read_model(Consolidation),
+            params={"repo_root": repo_root, "apply": apply or None},
+            json={"proposal": proposal} if proposal is not None else None,
+            timeout=300,
+        )
+
+    # -- search and journal
+
+    @endpoint
+    def search(
+        q: str,
+        *,
+        kind: Literal["messages", "memory", "all"] | None = None,
+        kinds: list[str] | None = None,
+        role: str | None = None,
+        repo_root: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Call[SearchPage]:
+        """``GET /v1/search``: sessions (and memory with ``kind``), best first."""
+        params = {
+            "q": q,
+            "kind": kind,
+            "kinds": kinds,
+            "role": role,
+            "repo_root": repo_root,
+            "session_id": session_id,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return Call("GET", "/v1/search", read_model(SearchPage), params=params)
+
+    @endpoint
+    def journal_page(
+        *,
+        op: str | None = None,
+        scope: str | None = None,
+        name: str | None = None,
+        session: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Call[JournalPage]:
+        """``GET /v1/journal``: a page of entries, oldest first."""
+        params = {
+            "op": op,
+            "scope": scope,
+            "name": name,
+            "session": session,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return Call("GET", "/v1/journal", read_model(JournalPage), params=params)
+
+    @endpoint
+    def revert(entry_id: str) -> Call[Reverted]:
+        """``POST /v1/journal/{id}/revert``: undo one journaled change."""
+        return Call("POST", f"/v1/journal/{entry_id}/revert", read_model(Reverted))

@@ -1,0 +1,96 @@
+"""Transcripts written by other tools, read into sessions of this store.
+
+Each reader turns a file into ``Conversation``s: a header (where, when, which model,
+what title) and events in this store's format. Nothing in a source is dropped silently:
+records with no equivalent travel under ``x_source`` on the next event (or the last
+one), and fields this store does not know stay on the events they came with.
+
+One module per format, each registering a ``Format`` (name, description, detection,
+reader); ``REGISTRY`` lists them. The API's ``format`` parameter (and so its OpenAPI
+enum) and the CLI's ``--format`` read the names from it; a test holds the README to it:
+
+- ``claude-code`` (``claude_code.py``): ``~/.claude/projects/<slug>/<uuid>.jsonl``;
+- ``codex`` (``codex.py``): ``~/.codex/sessions/**/rollout-*.jsonl``;
+- ``openai-chat`` (``openai_chat.py``): chat-completions ``messages`` lists;
+- ``native`` (``native.py``): this store's own export.
+
+``read`` finds the format (or takes the one named), reads every conversation and checks
+every event against this store's schema before returning any: a file imports whole or
+raises ``ImportProblem`` (422) saying why not. A conversation's fingerprint (the format
+and the bytes it came from) fixes the id of the session it becomes, so importing the
+same source again finds it instead of copying it.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from ..errors import Invalid
+from . import claude_code, codex, native, openai_chat
+from .reader import Conversation, Format, Head, ImportProblem
+from .times import fill_times
+
+__all__ = [
+    "CHOICES",
+    "FORMATS",
+    "REGISTRY",
+    "Conversation",
+    "Format",
+    "ImportProblem",
+    "detect",
+    "read",
+]
+
+REGISTRY: tuple[Format, ...] = (native.FORMAT, claude_code.FORMAT, codex.FORMAT, openai_chat.FORMAT)
+FORMATS = tuple(f.name for f in REGISTRY)
+CHOICES = ("auto", *FORMATS)  # what a caller may name: a format, or "auto" to detect it
+
+# Asked in the registry's order, first yes wins, Claude Code's test last: its records are
+# known by a "type" or a "sessionId" that a codex or chat record may carry as well.
+_DETECTION = (*(f for f in REGISTRY if f is not claude_code.FORMAT), claude_code.FORMAT)
+_BY_NAME = {f.name: f for f in REGISTRY}
+
+
+def detect(data: bytes) -> str:
+    """The format of a file, from its content."""
+    start = data.lstrip()
+    if start[:1] == b"[":
+        head = Head(first={}, document=True)
+    elif start[:1] != b"{":
+        raise ImportProblem("expected JSON or JSON Lines; the file starts with neither")
+    else:
+        try:
+            first = orjson.loads(start.split(b"\n", 1)[0])
+        except orjson.JSONDecodeError:
+            first = None  # one JSON document over several lines
+        if first is not None and not isinstance(first, dict):
+            raise ImportProblem("line 1: expected a JSON object")
+        head = Head(first=first or {}, document=first is None)
+    for candidate in _DETECTION:
+        if candidate.detects(head):
+            return candidate.name
+    raise ImportProblem(
+        f"line 1: not a format this service reads ({', '.join(FORMATS)}); "
+        "name it with ?format= if it is one of them"
+    )
+
+
+def read(data: bytes, format: str = "auto") -> tuple[str, list[Conversation]]:
+    """The format and the conversations of a file; raise ImportProblem saying why not."""
+    # Loaded here, not at import: the CLI reads the registry and stays a client.
+    from ..storage.events import validate_events
+
+    if format == "auto":
+        format = detect(data)
+    if format not in _BY_NAME:
+        raise ImportProblem(f"unknown format {format!r}; use one of {', '.join(CHOICES)}")
+    conversations = _BY_NAME[format].read(data)
+    for conversation in conversations:
+        fill_times(conversation.events)
+        try:
+            conversation.events = validate_events(conversation.events)
+        except Invalid as exc:
+            raise ImportProblem(
+                f"the {format} file gives an event this store refuses: {exc.detail}"
+            ) from None
+    return format, conversations

@@ -1,0 +1,236 @@
+"""``claude-code``: Claude Code session transcripts, ``~/.claude/projects/<slug>/<uuid>.jsonl``.
+
+One JSON record per line: ``user`` and ``assistant`` records holding an Anthropic API
+message, plus ``summary``, ``system``, ``progress``, ``file-history-snapshot`` and
+``queue-operation`` records. The reader guarantees:
+
+- user and assistant records become messages; one API message split over several
+  records (the same ``message.id`` in a row) is joined again into one turn;
+- ``tool_use`` and ``tool_result`` blocks become OpenAI-shape ``tool_calls`` and
+  ``tool`` messages linked by id (``x_is_error`` on a failed result, the record's
+  ``toolUseResult`` under ``x_source``); ``thinking`` blocks are kept on the turn;
+- ``summary`` records (Claude Code's name for a conversation) give the title and a
+  summary that folds nothing; ``compact_boundary`` and ``isCompactSummary`` records
+  become summaries that fold the turns before them;
+- sub-agent (sidechain) records are kept and marked ``x_sidechain``;
+- every other record (progress, snapshots, queue operations, local commands…) travels
+  under ``x_source.records``; ``uuid`` and ``parentUuid`` stay under ``x_source``.
+
+The fingerprint is the file's bytes, so the same file always becomes the same session.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .reader import Conversation, Format, Head
+from .records import Events, fingerprint, json_lines
+from .times import timestamp
+
+NAME = "claude-code"
+
+_RECORD_TYPES = (
+    "summary",
+    "user",
+    "assistant",
+    "system",
+    "file-history-snapshot",
+    "progress",
+    "queue-operation",
+)
+
+
+def detects(head: Head) -> bool:
+    """Line 1 names a Claude Code session or is one of its record types."""
+    return "sessionId" in head.first or head.first.get("type") in _RECORD_TYPES
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def read(data: bytes) -> list[Conversation]:
+    """The one conversation a transcript holds, its sub-agents' turns included."""
+    records = json_lines(data)
+    out = Events()
+    cwd = model = title = created = None
+    session = None
+    last_assistant: dict[str, Any] | None = None
+    last_message_id = None
+    for record in records:
+        kind = record.get("type")
+        cwd = cwd or record.get("cwd")
+        session = session or record.get("sessionId")
+        ts = timestamp(record.get("timestamp"))
+        created = created or ts
+        marks = {"x_sidechain": True} if record.get("isSidechain") else {}
+        source = {k: record[k] for k in ("uuid", "parentUuid") if record.get(k)}
+        if kind == "summary":
+            # Claude Code's name for a conversation (its leaf), written anywhere in the
+            # file, even into another session's: a label, so it folds no turn.
+            title = title or record.get("summary")
+            out.add(
+                {
+                    "type": "summary",
+                    "content": str(record.get("summary") or ""),
+                    "through_seq": 0,
+                    "x_source": {"type": "summary", "leafUuid": record.get("leafUuid")},
+                }
+            )
+            last_assistant = None
+            continue
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            out.add(
+                {
+                    "type": "summary",
+                    "content": str(record.get("content") or "conversation compacted"),
+                    "through_seq": len(out.events),
+                    "ts": ts,
+                    "x_source": {"type": "system", "subtype": "compact_boundary", **source},
+                    **marks,
+                }
+            )
+            last_assistant = None
+            continue
+        message = record.get("message")
+        if kind not in ("user", "assistant") or not isinstance(message, dict):
+            out.keep(record)  # progress, snapshots, queue operations, local commands…
+            continue
+        content = message.get("content")
+        if kind == "user" and record.get("isCompactSummary"):
+            out.add(
+                {
+                    "type": "summary",
+                    "content": _text_of(content),
+                    "through_seq": len(out.events),
+                    "ts": ts,
+                    "x_source": {"isCompactSummary": True, **source},
+                    **marks,
+                }
+            )
+            last_assistant = None
+            continue
+        if kind == "user":
+            last_assistant = None
+            _add_user(out, record, content, ts, source, marks)
+            continue
+        # assistant: one API message may be split over several records; join them again
+        model = model or message.get("model")
+        message_id = message.get("id")
+        if last_assistant is None or message_id is None or message_id != last_message_id:
+            last_assistant = out.add(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": None,
+                    "ts": ts,
+                    "model": message.get("model"),
+                    "x_source": dict(source),
+                    **marks,
+                }
+            )
+            last_message_id = message_id
+        _add_blocks(last_assistant, content)
+    events = out.done()
+    for event in events:  # an assistant turn made only of thinking still says so
+        if (
+            event.get("role") == "assistant"
+            and not event.get("content")
+            and not event.get("tool_calls")
+        ):
+            event["content"] = ""
+    return [
+        Conversation(
+            fingerprint=fingerprint(NAME, data),
+            events=events,
+            created_at=created,
+            cwd=cwd,
+            model=model,
+            title=title,
+            source={"tool": NAME, "session_id": session},
+        )
+    ]
+
+
+def _add_user(
+    out: Events,
+    record: dict[str, Any],
+    content: Any,
+    ts: str | None,
+    source: dict[str, Any],
+    marks: dict[str, Any],
+) -> None:
+    """A user record: its tool results, each a ``tool`` message, then what the user said."""
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    texts = [b for b in blocks if isinstance(b, dict) and b.get("type") != "tool_result"]
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            event: dict[str, Any] = {
+                "type": "message",
+                "role": "tool",
+                "tool_call_id": str(block.get("tool_use_id") or "unknown"),
+                "content": _text_of(block.get("content")) or "",
+                "ts": ts,
+                "x_source": dict(source),
+                **marks,
+            }
+            if block.get("is_error"):
+                event["x_is_error"] = True
+            if record.get("toolUseResult") is not None:
+                event["x_source"]["toolUseResult"] = record["toolUseResult"]
+            out.add(event)
+    if texts:
+        text = _text_of(texts) if any(b.get("type") == "text" for b in texts) else ""
+        event = {
+            "type": "message",
+            "role": "user",
+            "content": text if not isinstance(content, str) else content,
+            "ts": ts,
+            "x_source": dict(source),
+            **marks,
+        }
+        if record.get("isMeta"):
+            event["x_meta"] = True
+        other = [b for b in texts if b.get("type") != "text"]
+        if other:
+            event["x_source"]["blocks"] = other
+        out.add(event)
+
+
+def _add_blocks(turn: dict[str, Any], content: Any) -> None:
+    """An assistant record's blocks added to its turn: text, tool calls, thinking."""
+    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            previous = turn.get("content") or ""
+            turn["content"] = previous + str(block.get("text") or "")
+        elif block.get("type") == "tool_use":
+            turn.setdefault("tool_calls", []).append(
+                {
+                    "id": str(block.get("id") or "unknown"),
+                    "type": "function",
+                    "function": {
+                        "name": str(block.get("name") or ""),
+                        "arguments": orjson.dumps(block.get("input", {})).decode(),
+                    },
+                }
+            )
+        elif block.get("type") in ("thinking", "redacted_thinking"):
+            turn.setdefault("thinking", []).append(block)
+        else:
+            turn["x_source"].setdefault("blocks", []).append(block)
+
+
+FORMAT = Format(NAME, "Claude Code transcripts (~/.claude/projects)", detects, read)

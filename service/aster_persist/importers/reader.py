@@ -1,0 +1,69 @@
+"""What a format module registers, and what its reader gives back or raises.
+
+A format is a ``Format``: its name (the one spelling of it: the API, the CLI and the
+docs read it from the registry), a short description, a test on the start of a file
+(``Head``), and a reader that turns the whole file into ``Conversation``s or raises
+``ImportProblem`` saying why not. A reader never writes anything.
+
+A conversation's fingerprint (the format and the bytes it came from) fixes the id of the
+session it becomes, so importing the same source again finds it instead of copying it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ulid import ULID
+
+from ..errors import Invalid
+from .times import moment
+
+
+class ImportProblem(Invalid):
+    code = "import_failed"
+    title = "The file cannot be imported"
+
+
+@dataclass
+class Conversation:
+    fingerprint: str
+    events: list[dict[str, Any]]
+    created_at: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    title: str | None = None
+    session_id: str | None = None  # native exports keep theirs
+    source: dict[str, Any] = field(default_factory=dict)
+    keys: list[str | None] | None = None  # native: each event's idempotency key, if any
+
+    def id(self) -> str:
+        """The session id this conversation always becomes."""
+        if self.session_id:
+            return self.session_id
+        digest = hashlib.sha256(self.fingerprint.encode()).digest()
+        start = moment(self.created_at) or datetime(2000, 1, 1, tzinfo=UTC)
+        if start.timestamp() < 0:  # before 1970: a ULID cannot say so
+            start = datetime(1970, 1, 1, tzinfo=UTC)
+        return str(ULID.from_bytes(ULID.from_datetime(start).bytes[:6] + digest[:10]))
+
+
+@dataclass(frozen=True)
+class Head:
+    """The start of a file, as detection sees it."""
+
+    first: dict[str, Any]  # line 1 as a JSON object ({} when the file is one document)
+    document: bool = False  # one JSON document: it opens with '[', or line 1 is not JSON
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format this service reads, as the registry lists it."""
+
+    name: str
+    description: str
+    detects: Callable[[Head], bool]
+    read: Callable[[bytes], list[Conversation]]

@@ -1,0 +1,125 @@
+"""Memory hygiene: relations between blocks, procedural records, and pruning.
+
+A block that ``supersedes`` others archives them; ``conflicts_with`` is marked on both
+blocks, and relations are refused before anything is written when they could not be
+applied. A procedural record never replaces another (``base``, ``base-2``…). Pruning
+archives stale, unimportant blocks (never deletes) and never touches a protected one:
+pinned, recalled three times or more, consolidated, or carrying a conflict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import Invalid
+from .. import frontmatter
+from ..secrets import refuse_document
+from .base import StoreBase
+from .meta import BlockMeta, _as_list
+
+
+class HygienePart(StoreBase):
+    """Relations, procedural records, prune."""
+
+    def relate(
+        self, scope: str, name: str, meta: dict[str, Any], *, actor: str, session: str | None
+    ) -> None:
+        """Apply a new block's relations: archive what it supersedes, mark conflicts on both."""
+        for other in _as_list(meta.get("supersedes")):
+            if (
+                other != name
+                and (scope, other) in self.blocks
+                and not self.blocks[(scope, other)].archived
+            ):
+                self.move(scope, other, archive=True, actor=actor, session=session)
+        for other in _as_list(meta.get("conflicts_with")):
+            block = self.blocks.get((scope, other))
+            if block is not None and other != name and name not in block.conflicts_with:
+                self.patch_block(
+                    scope,
+                    other,
+                    {"conflicts_with": [*block.conflicts_with, name]},
+                    actor=actor,
+                    session=session,
+                )
+
+    def check_relations(self, scope: str, name: str, meta: dict[str, Any]) -> None:
+        """Refuse relations that ``relate`` could not apply, before anything is written."""
+        for key in ("supersedes", "conflicts_with"):
+            for other in _as_list(meta.get(key)):
+                if other == name or (scope, other) not in self.blocks:
+                    raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
+                if key == "conflicts_with" and not self.blocks[(scope, other)].archived:
+                    text, _ = self.read_block(scope, other)
+                    held = text.encode("utf-8")  # marking it would write its secret again
+                    refuse_document(held, f"block {other!r}", before=held)
+                    try:
+                        frontmatter.parse(text)
+                    except Invalid as exc:
+                        raise Invalid(
+                            f"conflicts_with names {other!r}, whose frontmatter cannot be "
+                            f"marked: {exc}"
+                        ) from None
+
+    def write_procedure(
+        self, scope: str, base: str, *, body: str, meta: dict[str, Any], session: str | None
+    ) -> tuple[BlockMeta, bool]:
+        """A procedural record under ``base``, ``base-2``… (never replacing another record)."""
+        name, n = base, 1
+        while (scope, name) in self.blocks:
+            n += 1
+            name = f"{base}-{n}"
+        return self.write_block(scope, name, body=body, meta=meta, session=session)
+
+    def prune(
+        self,
+        scope: str,
+        *,
+        max_age_days: float,
+        max_importance: float,
+        dry_run: bool,
+        actor: str = "api",
+    ) -> dict[str, Any]:
+        """Archive stale, unimportant blocks; protected ones are never touched."""
+        now = self.clock().timestamp()
+        archived, kept = [], []
+        for block in self.list_blocks(scope):
+            usage = self.usage(block)
+            last = max(block.updated_at, usage["last_recalled_at"] or "")
+            protected = _protection(block, usage["recall_count"])
+            if protected:
+                kept.append({"name": block.name, "reason": protected})
+                continue
+            age_days = (now - _epoch(last)) / 86400 if last else float("inf")
+            if age_days >= max_age_days and block.importance <= max_importance:
+                archived.append(
+                    {
+                        "name": block.name,
+                        "reason": f"not updated or recalled for {age_days:.0f} days, importance {block.importance}",
+                    }
+                )
+        if not dry_run:
+            for item in archived:
+                self.move(scope, item["name"], archive=True, actor=actor)
+        return {"scope": scope, "dry_run": dry_run, "archived": archived, "protected": kept}
+
+
+def _protection(block: BlockMeta, recall_count: int) -> str | None:
+    if block.pinned:
+        return "pinned"
+    if recall_count >= 3:
+        return f"recalled {recall_count} times"
+    if block.supersedes:
+        return "consolidated (supersedes others)"
+    if block.conflicts_with:
+        return "carries a conflict"
+    return None
+
+
+def _epoch(ts: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0

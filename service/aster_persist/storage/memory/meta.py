@@ -1,0 +1,97 @@
+"""``BlockMeta``: what listings, the prompt context and search need of one block, and
+the one mapping of a block's frontmatter to those fields.
+
+Frontmatter is written by hand as often as by the daemon, so the mapping takes any
+value: a missing, mistyped or non-finite one gets its default, a description missing
+is the body's first line, ``updated_at`` falls back to ``created_at``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+
+@dataclass
+class BlockMeta:
+    """What listings and the prompt context need of one block."""
+
+    scope: str
+    name: str
+    archived: bool
+    description: str = ""
+    type: str = "semantic"
+    tags: list[str] = field(default_factory=list)
+    importance: float = 0.5
+    confidence: float = 0.5
+    pinned: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    supersedes: list[str] = field(default_factory=list)
+    conflicts_with: list[str] = field(default_factory=list)
+    etag: str = ""
+    bytes: int = 0
+    norm: str = ""  # sha256 of the normalized body, for duplicate detection
+    secrets: list[dict[str, Any]] = field(default_factory=list)  # left there by hand
+
+    def public(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "norm"}
+        return out
+
+
+class Fields(TypedDict):
+    """A block's fields as its frontmatter gives them."""
+
+    description: str
+    type: str
+    tags: list[str]
+    importance: float
+    confidence: float
+    pinned: bool
+    created_at: str
+    updated_at: str
+    supersedes: list[str]
+    conflicts_with: list[str]
+
+
+def fields_of(meta: dict[str, Any], body: str) -> Fields:
+    """The one mapping of a block's frontmatter (``meta``) and ``body`` to its fields, read
+    by the block index and by the search index alike."""
+    return {
+        "description": " ".join(str(meta.get("description") or "").split()) or _first_line(body),
+        "type": str(meta.get("type") or "semantic"),
+        "tags": _as_list(meta.get("tags")),
+        "importance": _as_float(meta.get("importance"), 0.5),
+        "confidence": _as_float(meta.get("confidence"), 0.5),
+        "pinned": bool(meta.get("pinned", False)),
+        "created_at": str(meta.get("created_at") or ""),
+        "updated_at": str(meta.get("updated_at") or meta.get("created_at") or ""),
+        "supersedes": _as_list(meta.get("supersedes")),
+        "conflicts_with": _as_list(meta.get("conflicts_with")),
+    }
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _as_float(value: Any, default: float) -> float:
+    """A number from frontmatter; ``default`` for anything else, NaN and infinities too."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:200]
+    return ""

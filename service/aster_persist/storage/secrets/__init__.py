@@ -1,0 +1,90 @@
+"""Refusing secrets in memory: API keys, tokens, credentials, password assignments,
+private keys.
+
+Memory goes into every prompt, so a secret written there leaks everywhere. What this
+package guarantees:
+
+- ``scan_text`` finds every secret-looking thing in a text, line by line, and says what
+  kind it is and where (field, line, column). A finding never holds the secret, so
+  reporting one cannot leak it.
+- Two layers run on every line. Rules for the formats agents meet: token prefixes,
+  credentials in URLs and commands, password, secret and token assignments in code,
+  config and prose. And detect-secrets' precise plugins, whose own patterns are run
+  here directly: detect-secrets' process-wide settings are never read or changed, so a
+  scan is safe on any number of threads at once, and no key is ever "verified" over
+  the network. Entropy and keyword plugins are left out: they refuse ordinary notes.
+- ``scan_document`` scans a memory file as it is written or found on disk: every line,
+  named by the frontmatter key it belongs to (or ``content`` for the body), and, when
+  the frontmatter holds an escape (``\n`` can glue a token to a letter), every value as
+  YAML reads it.
+- ``refuse_secrets`` and ``refuse_document`` raise SecretDetected (422) naming the kind
+  and the place; ``withheld`` is what the journal keeps instead of content that holds
+  a secret, and ``refuse_journaled`` refuses to write such a state back.
+
+One module each:
+
+  words.py        what a value that is not a secret looks like
+  rules.py        formats with a known shape (token prefixes, keys, URLs, headers)
+  assignments.py  secret-named keys given a value, and secrets told in prose
+  plugins.py      detect-secrets' plugins, run from their own patterns
+  scan.py         the layers over lines, texts and memory files; findings
+  refuse.py       refusing, and what the journal and the context keep instead
+
+The layers and caches imported here under their private names are for the scanner's
+own tests.
+"""
+
+from __future__ import annotations
+
+from .assignments import MAX_VALUE
+from .assignments import _assignment_spans as _assignment_spans
+from .assignments import _prose_spans as _prose_spans
+from .plugins import _PLUGINS as _PLUGINS
+from .plugins import plugin_spans
+from .refuse import (
+    flagged,
+    kinds,
+    lines_of,
+    refuse_document,
+    refuse_journaled,
+    refuse_secrets,
+    withheld,
+    withheld_core,
+)
+from .rules import Check, Rule, Span
+from .rules import _rule_spans as _rule_spans
+from .scan import (
+    LEFT_BY_HAND,
+    MAX_REPORTED,
+    Finding,
+    found_in,
+    line_secrets,
+    scan_document,
+    scan_text,
+)
+from .scan import _scan_line as _scan_line
+from .scan import _scan_short_line as _scan_short_line
+from .scan import _scan_small_document as _scan_small_document
+
+__all__ = [
+    "LEFT_BY_HAND",
+    "MAX_REPORTED",
+    "MAX_VALUE",
+    "Check",
+    "Finding",
+    "Rule",
+    "Span",
+    "flagged",
+    "found_in",
+    "kinds",
+    "line_secrets",
+    "lines_of",
+    "plugin_spans",
+    "refuse_document",
+    "refuse_journaled",
+    "refuse_secrets",
+    "scan_document",
+    "scan_text",
+    "withheld",
+    "withheld_core",
+]

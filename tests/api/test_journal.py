@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 from fastapi.testclient import TestClient
 
+from aster_persist.schemas.journal import OPS
 from aster_persist.storage.home import project_slug
 
 from ..conftest import REPO, FakeClock, make_client, new_session, user
@@ -35,7 +36,9 @@ def test_lifecycle_is_journaled(client: TestClient, home: Path) -> None:
     assert got[1]["detail"] == {"title": "named", "seq": 1}
     assert [e["id"] for e in got] == sorted(e["id"] for e in got)
     lines = [orjson.loads(line) for line in (home / "journal.jsonl").read_bytes().splitlines()]
-    assert lines == got
+    assert lines == [{k: v for k, v in e.items() if k != "revertible"} for e in got]
+    # whether an entry can be reverted is the ops table's, served with it, never stored
+    assert [e["revertible"] for e in got] == [OPS[e["op"]].revertible for e in got]
 
 
 def test_appends_are_not_journaled_and_bad_input_is_not(client: TestClient) -> None:

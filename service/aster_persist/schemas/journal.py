@@ -1,10 +1,46 @@
-"""The journal on the wire: one entry a change, and a page of them."""
+"""The journal on the wire: one entry a change, a page of them, and the one table of
+its operations (name, whether it can be reverted, what it records), which the store,
+the API, the feed and the dashboard all read."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+
+class Op(NamedTuple):
+    revertible: bool
+    records: str
+
+
+OPS: dict[str, Op] = {
+    "memory.write": Op(True, "a new memory file, or a note added to ASTER.md"),
+    "memory.edit": Op(True, "a memory file changed (by the API, a tool, or by hand)"),
+    "memory.merge": Op(True, "a duplicate merged into the block it repeats"),
+    "memory.delete": Op(True, "a block forgotten, or a memory file removed by hand"),
+    "memory.archive": Op(True, "a block moved to .archive/"),
+    "memory.restore": Op(True, "a block back from .archive/"),
+    "memory.revert": Op(True, "a change undone (reverting it redoes the change)"),
+    "memory.recall": Op(False, "a block read by an agent (usage, not content)"),
+    "memory.rejected": Op(False, "an extracted item refused, with the reason"),
+    "session.created": Op(True, "a session made"),
+    "session.imported": Op(True, "a session brought in from another tool's file"),
+    "session.renamed": Op(True, "a session's title changed"),
+    "session.deleted": Op(True, "a session moved to its project's trash"),
+    "session.restored": Op(True, "a session back from the trash"),
+    "session.pruned": Op(True, "a session moved to the trash by prune"),
+    "session.purged": Op(False, "a trashed session deleted for good"),
+    "session.appended": Op(False, "lines another program appended to a transcript"),
+    "session.damaged": Op(False, "an unreadable line another program left"),
+    "home.symlink_refused": Op(False, "a symbolic link met below the data home, never followed"),
+}
+
+
+def revertible(op: Any) -> bool:
+    """Whether an entry of ``op`` can be reverted (unknown ops cannot)."""
+    found = OPS.get(op) if isinstance(op, str) else None
+    return found is not None and found.revertible
 
 
 class JournalEntry(BaseModel):
@@ -18,6 +54,9 @@ class JournalEntry(BaseModel):
     before: Any
     after: Any
     detail: dict[str, Any]
+    revertible: bool = Field(
+        default=False, description="Whether POST /v1/journal/{id}/revert can undo it."
+    )
 
 
 class JournalPage(BaseModel):

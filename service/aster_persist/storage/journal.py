@@ -19,6 +19,7 @@ import orjson
 from ulid import ULID
 
 from ..errors import Invalid, StorageFailed
+from ..schemas.journal import OPS, revertible
 from . import fs
 from .home import FILE_MODE, ULID_RE
 from .jsonl import parse, read_bytes, write_new
@@ -91,6 +92,7 @@ class Journal:
         """``record``, but without ``blocking`` it returns None at once when another thread
         is writing (or syncing) an entry, so the event loop never waits on a disk."""
         assert actor in ACTORS, actor
+        assert op in OPS, op
         if not self._lock.acquire(blocking=blocking):
             return None
         try:
@@ -126,6 +128,7 @@ class Journal:
                     os.ftruncate(self._fd, self._published)
                 raise
             self._published += len(data)
+            entry["revertible"] = revertible(op)  # derived from the table, never stored
             if op in BORN and session is not None:
                 self.sessions.add(session)
             # Published under the lock, so listeners see entries in id order.
@@ -153,7 +156,11 @@ class Journal:
             data = read_bytes(self.path, 0, self._published if self._fd >= 0 else None)
         except FileNotFoundError:
             return []
-        return [line for line in parse(data).lines if isinstance(line.get("id"), str)]
+        return [
+            line | {"revertible": revertible(line.get("op"))}
+            for line in parse(data).lines
+            if isinstance(line.get("id"), str)
+        ]
 
     def page(
         self,

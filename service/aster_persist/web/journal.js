@@ -1,11 +1,10 @@
 // The journal view (#/journal?op=…&scope=…): the latest 200 matching entries, newest
-// first, new ones prepended from the feed; each revertible entry has its Revert button.
+// first, new ones prepended from the feed; each entry the server marks revertible has
+// its Revert button.
 
 import { api } from "./api.js";
 import { el, main, q, say, when } from "./dom.js";
 import { subscribe } from "./live.js";
-
-const REVERTIBLE = /^(memory\.(write|edit|merge|delete|archive|restore|revert)|session\.(created|renamed|deleted|restored|pruned))$/;
 
 function describeEntry(entry) {
   const detail = entry.detail || {};
@@ -24,7 +23,7 @@ export function journalList(entries) {
 
 function journalItem(entry) {
   const item = el("li", { "data-op": entry.op, "data-id": entry.id }, el("span", { text: describeEntry(entry) }));
-  if (REVERTIBLE.test(entry.op)) {
+  if (entry.revertible) {
     const revert = el("button", { class: "plain", text: "Revert" });
     revert.addEventListener("click", async () => {
       try { await api(`/v1/journal/${entry.id}/revert`, { method: "POST" }); say(`Reverted ${entry.op}.`, true); } catch (error) { say(error.message); }

@@ -134,6 +134,9 @@ class WritesPart(StoreBase):
             os.close(fd)
             fs.unlink(tmp)
             raise
+        if os.fstat(fd).st_nlink:  # still a name of the live file (a new file was linked)
+            os.close(fd)
+            return
         later = threading.Timer(LATE_WRITES_SECONDS, self._look_again, (fd, data, path))
         later.daemon = True
         later.start()

@@ -13,7 +13,7 @@ Every method but ``sync`` runs on the event loop. A ``put`` is one small write w
 sync (it runs as part of an append, which has already waited for its own sync); the
 worker syncs the log before it starts a job, so a job that has begun is on disk. A job with a saved answer is finished from that answer
 after a crash, never asked again; applying an answer twice writes nothing twice (see
-`learner.py`). At start the log is read back (a torn last line is ignored) and
+`extraction.py`). At start the log is read back (a torn last line is ignored) and
 rewritten with only the jobs still pending. A failed job is kept in ``failed.jsonl``.
 """
 

@@ -1,0 +1,123 @@
+"""Consolidation: merges, archives and new blocks for one scope, proposed by the model
+and made only with ``apply`` (a proposal from an earlier dry run is applied as it is).
+
+A block in which a hand edit left a secret is never shown to the model; a proposal is
+validated (`validation`) before anything is done, and a merge of a block longer than
+the model was shown is refused, so no text is lost.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Invalid, ModelUnavailable
+from ..storage import frontmatter
+from ..storage.memory import MemoryStore, slugify
+from .model import ModelClient, ModelError
+from .prompts import CONSOLIDATION_PROMPT, CONSOLIDATION_SCHEMA, SCHEMA_NAME
+from .validation import item_meta, validate_proposal
+
+if TYPE_CHECKING:
+    from ..sessions import Sessions
+
+CONSOLIDATE_BLOCKS = 40  # most blocks one consolidation pass shows the model
+CONSOLIDATE_BODY_CHARS = 400
+
+
+class Consolidation:
+    """The `Learner`'s consolidation of a scope (a mixin: the state is the Learner's)."""
+
+    sessions: Sessions
+    memory: MemoryStore
+    model: ModelClient | None
+    max_items: int
+
+    async def consolidate(
+        self, scope: str, *, apply: bool, proposal: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Propose (or with ``apply``, make) merges, archives and new blocks for a scope.
+        A ``proposal`` from an earlier dry run is applied as it is, after validation."""
+        # a block in which a hand edit left a secret is never shown to the model
+        blocks = [b for b in self.memory.list_blocks(scope) if not b.secrets]
+        blocks = blocks[:CONSOLIDATE_BLOCKS]
+        names = {block.name for block in blocks}
+        if proposal is None:
+            if self.model is None:
+                raise Invalid("no model is configured (ASTER_LLM_BASE_URL, ASTER_LLM_MODEL)")
+            listing = []
+            for block in blocks:
+                text, _block = self.memory.read_block(scope, block.name)
+                body = frontmatter.body_of(text)[:CONSOLIDATE_BODY_CHARS]
+                listing.append(f"## {block.name}\n{block.description}\n{body}")
+            try:
+                proposal = await self.model.json(
+                    [
+                        {"role": "system", "content": CONSOLIDATION_PROMPT},
+                        {"role": "user", "content": "\n\n".join(listing) or "(no blocks)"},
+                    ],
+                    schema=CONSOLIDATION_SCHEMA,
+                    name="consolidation",
+                    max_tokens=2048,
+                )
+            except ModelError as exc:
+                raise ModelUnavailable(str(exc)) from None
+        plan = validate_proposal(proposal, names, max_items=self.max_items)
+        for merge in list(plan["merges"]):
+            # The model saw each block cut short: a merge of a longer one would lose the rest.
+            long = [
+                name
+                for name in (merge["into"], *merge["from"])
+                if len(frontmatter.body_of(self.memory.read_block(scope, name)[0]))
+                > CONSOLIDATE_BODY_CHARS
+            ]
+            if long:
+                plan["merges"].remove(merge)
+                plan["rejected"].append(
+                    {
+                        "merge": merge,
+                        "reason": f"{', '.join(long)} is longer than the model was shown",
+                    }
+                )
+        if not apply:
+            return {"scope": scope, "applied": False, **plan}
+        committer = self.sessions.committer
+        done: list[dict[str, Any]] = []
+        for merge in plan["merges"]:
+            text, _block = await committer.call(self.memory.read_block, scope, merge["into"])
+            meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
+            # The merged blocks go first, so the new text is never taken for one of theirs.
+            for source in merge["from"]:
+                await committer.call(
+                    self.memory.move, scope, source, archive=True, actor="consolidator"
+                )
+            earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
+            await committer.call(
+                self.memory.write_block,
+                scope,
+                merge["into"],
+                body=merge["content"].strip() + "\n",
+                meta={**meta, "supersedes": list(dict.fromkeys([*earlier, *merge["from"]]))},
+                replace=True,
+                actor="consolidator",
+            )
+            done.append({"merged": merge["from"], "into": merge["into"]})
+        for archive in plan["archives"]:
+            if self.memory.blocks.get((scope, archive["name"])) is None:
+                continue
+            block = self.memory.blocks[(scope, archive["name"])]
+            if not block.archived:
+                await committer.call(
+                    self.memory.move, scope, archive["name"], archive=True, actor="consolidator"
+                )
+                done.append({"archived": archive["name"]})
+        for item in plan["new"]:
+            block, _merged = await committer.call(
+                self.memory.write_block,
+                scope,
+                slugify(item["title"])[:56],
+                body=item["content"].strip() + "\n",
+                meta={**item_meta(item), "schema": SCHEMA_NAME, "consolidated": True},
+                actor="consolidator",
+            )
+            done.append({"created": block.name})
+        return {"scope": scope, "applied": True, **plan, "done": done}

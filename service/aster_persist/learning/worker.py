@@ -1,0 +1,226 @@
+"""The `Learner`: the worker of learning from sessions, which extracts memories from
+completed turns, titles untitled sessions, and consolidates a scope's blocks (SPEC §7).
+The steps are in `extraction`, `titles` and `consolidation`; this module holds the queue
+draining and each job's lifecycle.
+
+An append that completes a turn (an assistant message with text and no tool calls)
+queues a job in the durable `JobQueue` before it returns (a small file, not synced on
+the request path); one worker runs the jobs in order, off the request path, so a slow
+model delays no agent. A job's life:
+
+1. the model is asked (the turn within the input budget, and the related memories the
+   index finds, by name);
+2. its answer is validated for structure and safety only, and saved in the job file;
+3. accepted items are written as blocks with provenance, rejected ones journaled with
+   the reason (secrets redacted); then the job file is removed.
+
+Every item passes the store's own refusal of secrets too (every field, provenance
+included), and consolidation never shows the model a block a hand edit left a secret in.
+
+A crash before 2 asks again; a crash after 2 applies the saved answer again, and a
+block already written merges with its own copy (the same normalized content), so
+nothing is created twice.
+
+The queue never stops for one job: while the model is unreachable the job stays first
+and is tried again (at most every ``MAX_RETRY_DELAY`` seconds); a job that cannot finish
+is failed (kept in ``failed.jsonl``) and the next one runs. On stop, the job in progress
+gets its grace period and the rest stays queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from ..storage.memory import MemoryStore
+from .consolidation import Consolidation
+from .extraction import Extraction
+from .model import ModelClient, ModelError
+from .queue import JobQueue
+from .titles import Titles
+from .turns import completes_turn
+
+if TYPE_CHECKING:
+    from ..sessions import Sessions
+
+# the name log lines have always carried, from when this was learner.py
+log = logging.getLogger("aster_persist.learning.learner")
+
+MAX_RETRY_DELAY = 60.0  # seconds between tries of a job while the model is unreachable
+
+
+class Learner(Extraction, Titles, Consolidation):
+    """The extraction queue's worker, and the model-backed memory operations."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        memory: MemoryStore,
+        queue: JobQueue,
+        model: ModelClient | None,
+        *,
+        extraction: bool = True,
+        max_items: int = 5,
+        max_input_chars: int = 8000,
+    ) -> None:
+        self.sessions = sessions
+        self.memory = memory
+        self.queue = queue
+        self.model = model
+        self.extraction = extraction and model is not None
+        self.max_items = max_items
+        self.max_input_chars = max_input_chars
+        self.wake = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self.current: str | None = None
+        self.titled: set[str] = set()
+        self.turn_ends: dict[str, int] = {}  # where each session's last queued turn ended
+        self.turn_seqs: dict[str, int] = {}  # ... and at which seq
+        self.retry_delay = 0.0  # grows while the model is unreachable
+        self.counts = {"done": 0, "failed": 0, "accepted": 0, "rejected": 0}
+        self.errors: deque[dict[str, Any]] = deque(maxlen=10)
+
+    # -- the queue ----------------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        return self.model is not None
+
+    def start(self) -> None:
+        if self.enabled:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def appended(self, session_id: str, events: list[dict[str, Any]], first_seq: int) -> None:
+        """Called on the event loop once an append is durable: queue what it completes."""
+        if not self.enabled:
+            return
+        done = [i for i, event in enumerate(events) if completes_turn(event)]
+        if not done:
+            return
+        seq = first_seq + done[-1]
+        writer = self.sessions.store.writer(session_id)
+        if self.extraction:
+            span = None
+            if writer is not None:  # bytes holding these turns: the worker reads only those
+                span = [self.turn_ends.get(session_id, 0), writer.acked_size]
+                self.turn_ends[session_id] = writer.acked_size
+            after = self.turn_seqs.get(session_id, 0)
+            for i in done:  # every turn the append completes, each a job of its own
+                job: dict[str, Any] = {
+                    "kind": "extract",
+                    "session": session_id,
+                    "to_seq": first_seq + i,
+                    "after_seq": after,  # where the turn before it ended
+                }
+                if span is not None:
+                    job["bytes"] = span
+                self.put(job)
+                after = first_seq + i
+            self.turn_seqs[session_id] = after
+        if (
+            session_id not in self.titled
+            and writer is not None
+            and writer.info.title_source in (None, "first_message")
+        ):
+            self.titled.add(session_id)
+            self.put({"kind": "title", "session": session_id, "to_seq": seq})
+
+    def put(self, job: dict[str, Any]) -> str:
+        job_id = self.queue.put(job)
+        self.wake.set()
+        return job_id
+
+    async def _run(self) -> None:
+        while True:
+            if self.queue.unsynced:
+                await asyncio.to_thread(self.queue.sync)
+            job = self.queue.head()
+            if job is None:
+                self.wake.clear()
+                if not self.queue.pending:
+                    await self.wake.wait()
+                continue
+            self.current = job["id"]
+            try:
+                await self._process(job)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a job that cannot finish must not stop the queue
+                log.exception("learning job %s failed", job.get("id"))
+                self._fail(job, f"{type(exc).__name__}: {exc}")
+            finally:
+                self.current = None
+
+    async def _process(self, job: dict[str, Any]) -> None:
+        if job.get("kind") == "title":
+            await self._title(job)
+        elif job.get("kind") == "extract":
+            fresh = "result" not in job  # else saved before a crash: applied, perhaps in part
+            if fresh:
+                try:
+                    job["result"] = await self.extract(job)
+                except ModelError as exc:
+                    if not exc.transient:
+                        self._fail(job, str(exc))
+                        return
+                    # Not reachable now: the job stays first in the queue (never dropped)
+                    # and is tried again later, at most every MAX_RETRY_DELAY seconds.
+                    self.retry_delay = min(MAX_RETRY_DELAY, max(1.0, self.retry_delay * 2))
+                    self._error(job, f"{exc}; trying again in {self.retry_delay:.0f} s")
+                    await asyncio.sleep(self.retry_delay)
+                    return
+                self.retry_delay = 0.0
+                self.queue.save(job["id"], job["result"])
+                await asyncio.to_thread(self.queue.sync)
+            await self.apply(job, again=not fresh)
+        else:
+            raise ValueError(f"unknown job kind {job.get('kind')!r}")
+        self.queue.done(job["id"])
+        self.counts["done"] += 1
+
+    def _fail(self, job: dict[str, Any], error: str) -> None:
+        self._error(job, error)
+        self.queue.fail(str(job["id"]), error)
+        self.counts["failed"] += 1
+
+    async def stop(self, grace: float) -> None:
+        """Let the job in progress finish within ``grace`` seconds; the rest stays queued."""
+        if self.task is None:
+            self.queue.close()
+            return
+        if self.current is not None:
+            deadline = time.monotonic() + grace
+            while self.current is not None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        if self.model is not None:
+            await self.model.close()
+        self.queue.close()
+
+    def status(self) -> dict[str, Any]:
+        recent = list(self.model.latencies) if self.model else []
+        latencies = sorted(recent)
+        return {
+            "enabled": self.enabled,
+            "extraction": self.extraction,
+            "model": self.model.model if self.model else None,
+            "queued": len(self.queue),
+            "in_progress": self.current is not None,
+            **self.counts,
+            "last_errors": list(self.errors),
+            "model_latency_ms": {
+                "last": round(recent[-1] * 1000, 1) if recent else None,
+                "p50": round(latencies[len(latencies) // 2] * 1000, 1) if latencies else None,
+            },
+        }
+
+    def _error(self, job: dict[str, Any], message: str) -> None:
+        self.errors.append(
+            {"job": job.get("id"), "session": job.get("session"), "error": message[:500]}
+        )

@@ -186,30 +186,23 @@ class Sessions:
         """Create a session. A create retried with the same ``session_id`` and the same
         fields, once the first one made the file, answers with that session's header
         (``replayed``) and makes sure it is journaled."""
+        replayed = False
         try:
             header = await self._create(fields)
         except SessionExists:
             same = await self._same_create(fields)
             if same is None:
                 raise
-            header = same
-            if self.journal is not None and header["id"] not in self.journal.sessions:
-                await self._record(
-                    "session.created",
-                    header["id"],
-                    {"repo_root": header["repo_root"]},
-                    slug=project_slug(header["repo_root"]),
-                    actor=actor,
-                )
-            return {**header, "replayed": True}
-        await self._record(
-            "session.created",
-            header["id"],
-            {"repo_root": header["repo_root"]},
-            slug=project_slug(header["repo_root"]),
-            actor=actor,
-        )
-        return header
+            header, replayed = same, True
+        if self.journal is None or header["id"] not in self.journal.sessions:
+            await self._record(
+                "session.created",
+                header["id"],
+                {"repo_root": header["repo_root"]},
+                slug=project_slug(header["repo_root"]),
+                actor=actor,
+            )
+        return {**header, "replayed": True} if replayed else header
 
     async def _same_create(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         """The header of the live session ``fields`` would create again, when every

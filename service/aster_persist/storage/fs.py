@@ -249,20 +249,26 @@ def write_temp(path: Path | str, data: bytes, *, sync: bool = True) -> str:
     for _ in range(16):
         tmp = os.path.join(folder, f"{TEMP_MARK}{name}.{secrets.token_hex(6)}")
         try:
-            fd = open_file(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create=True)
+            _create(tmp, data, sync=sync, create=True)
         except FileExistsError:
             continue
-        try:
-            write_all(fd, data)
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            os.close(fd)
-            unlink(tmp)
-            raise
-        os.close(fd)
         return tmp
     raise FileExistsError(f"no free temporary name beside {_rel(path)}")
+
+
+def _create(path: Path | str, data: bytes, *, sync: bool, create: bool = False) -> None:
+    """A new file ``path`` holding ``data`` (synced when ``sync``), whole or not at all;
+    FileExistsError if the name is taken."""
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, create=create)
+    try:
+        write_all(fd, data)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        unlink(path)
+        raise
+    os.close(fd)
 
 
 def atomic_write(path: Path | str, data: bytes, *, sync: bool = True) -> None:
@@ -279,16 +285,7 @@ def atomic_write(path: Path | str, data: bytes, *, sync: bool = True) -> None:
 
 def write_new(path: Path | str, data: bytes, *, sync: bool = True) -> None:
     """Create ``path`` with ``data``; FileExistsError if it exists. Durable when ``sync``."""
-    fd = open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    try:
-        write_all(fd, data)
-        if sync:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        unlink(path)
-        raise
-    os.close(fd)
+    _create(path, data, sync=sync)
     if sync:
         fsync_dir(os.path.dirname(os.fspath(path)))
 

@@ -1,176 +1,40 @@
-"""The session catalog: what listing needs, in a disposable SQLite database.
+"""The SQLite side of the catalog: opening (rebuilt when unusable), upserts of summaries
+and their search documents, catching up with the files, and the queries listing needs.
 
-Derived data only. It is kept current on every append (rows are upserted in batches,
-by absolute value, so replaying one is harmless), caught up at start from each file's
-last folded offset, and rebuilt from the files when missing, corrupt or of an older
-schema. One thread owns the connection; callers go through ``CatalogWorker``.
+``Catalog`` is used from one thread only; every write is one transaction, by absolute
+value, so replaying one is harmless.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ..errors import UnsafePath
-from ..storage import fs
-from ..storage.jsonl import parse, read_bytes
-from ..storage.summary import SessionInfo
-from . import search
-from .text import Doc, docs_of
+from ...errors import UnsafePath
+from ...storage import fs
+from ...storage.jsonl import parse, read_bytes
+from ...storage.summary import SessionInfo
+from .. import search
+from ..text import Doc, docs_of
+from .files import FileEntry, _continues, summarize_file
+from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, _info, _row
 
 log = logging.getLogger("aster_persist")
 
-SCHEMA_VERSION = 2
-_COLUMNS = (
-    "id",
-    "slug",
-    "repo_root",
-    "created_at",
-    "updated_at",
-    "events",
-    "last_seq",
-    "header_title",
-    "title_event",
-    "first_user",
-    "state",
-    "bad_lines",
-    "offset",
-    "lines",
-    "file_size",
-    "file_mtime_ns",
-)
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    slug TEXT NOT NULL,
-    repo_root TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    events INTEGER NOT NULL,
-    last_seq INTEGER NOT NULL,
-    header_title TEXT,
-    title_event TEXT,
-    first_user TEXT,
-    state TEXT NOT NULL,
-    bad_lines TEXT NOT NULL,
-    offset INTEGER NOT NULL,
-    lines INTEGER NOT NULL,
-    file_size INTEGER NOT NULL,
-    file_mtime_ns INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
-{search.SCHEMA}
-PRAGMA user_version = {SCHEMA_VERSION};
-"""
-_UPSERT = (
-    f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
-)
 _BATCH = 500  # files (or dirty sessions) per transaction
 _EVENT_KIND = {"tool_call": "message", "tool_result": "message"}  # document kind -> event type
 _CHUNK = 8 << 20  # bytes of a transcript read at once when indexing what was appended
-FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
-FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """A live transcript file found on disk."""
-
-    id: str
-    slug: str
-    path: Path
-    size: int
-    mtime_ns: int
-
-
-def _row(info: SessionInfo) -> tuple[Any, ...]:
-    return (
-        info.id,
-        info.slug,
-        info.repo_root,
-        info.created_at,
-        info.updated_at,
-        info.events,
-        info.last_seq,
-        info.header_title,
-        info.title_event,
-        info.first_user,
-        info.state,
-        orjson.dumps(info.bad_lines).decode(),
-        info.offset,
-        info.lines,
-        info.file_size,
-        info.file_mtime_ns,
-    )
-
-
-def _info(row: sqlite3.Row) -> SessionInfo:
-    values = dict(zip(_COLUMNS, row, strict=True))
-    values["bad_lines"] = orjson.loads(values["bad_lines"])
-    return SessionInfo(**values)
 
 
 def _writable_again(info: SessionInfo) -> SessionInfo:
     """A session made read-only by a failed sync takes appends again after a restart."""
     info.state = "damaged" if info.bad_lines else "ok"
     return info
-
-
-def summarize_file(
-    entry: FileEntry, previous: SessionInfo | None = None
-) -> tuple[SessionInfo, list[Doc]]:
-    """Fold a transcript into a summary, from ``previous``'s offset when it still holds;
-    return it with the search documents of the lines read."""
-    info = previous
-    if info is None or entry.size < info.offset:
-        info = SessionInfo(id=entry.id, slug=entry.slug)
-    data = read_bytes(entry.path, info.offset, entry.size)
-    parsed = parse(data, base=info.offset, first_line=info.lines + 1)
-    info.absorb(parsed.lines, parsed.bad)
-    info.offset = parsed.good_end
-    info.lines += parsed.line_count
-    info.file_size = entry.size
-    info.file_mtime_ns = entry.mtime_ns
-    if info.lines > 0 and not info.created_at:
-        info.state = "damaged"  # no readable header
-    docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
-    return info, docs
-
-
-def _continues(parsed: Any, start: int, first_seq: int) -> bool:
-    """Whether bytes read from ``start`` begin with the whole line of seq ``first_seq``."""
-    if parsed.bad and parsed.bad[0] == 1:
-        return False  # the range starts inside a line, or with a broken one
-    if parsed.torn is not None and parsed.good_end == start:
-        return False  # not even one whole line
-    return not parsed.lines or parsed.lines[0].get("seq") == first_seq
-
-
-def encode_cursor(updated_at: str, session_id: str) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps([updated_at, session_id])).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[str, str] | None:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = orjson.loads(raw)
-    except (ValueError, orjson.JSONDecodeError):
-        return None
-    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
-        return value[0], value[1]
-    return None
 
 
 class Catalog:
@@ -438,134 +302,3 @@ class _Tx:
 
 
 MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
-
-
-class CatalogWorker:
-    """Owns the catalog on one thread; writers hand it summaries and changed memory,
-    which it writes shortly after (and always before the next read)."""
-
-    def __init__(self, folder: Path, locate: Callable[[str, str], Path]) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
-        self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
-        self.locate = locate
-        self.memory_doc: MemoryDoc | None = None  # set once memory is loaded
-        self._dirty: dict[str, SessionInfo] = {}
-        self._removed: set[str] = set()
-        self._memory: set[tuple[str, str]] = set()
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = False
-        self._ticker = threading.Thread(target=self._tick, name="aster-index-tick", daemon=True)
-        self._ticker.start()
-
-    def mark(self, info: SessionInfo) -> None:
-        """Record a session's new summary; written before the next read (any thread)."""
-        with self._lock:
-            self._dirty[info.id] = info
-            self._removed.discard(info.id)
-        self._wake.set()
-
-    def forget(self, session_id: str) -> None:
-        with self._lock:
-            self._dirty.pop(session_id, None)
-            self._removed.add(session_id)
-        self._wake.set()
-
-    def mark_memory(self, scope: str, name: str) -> None:
-        """A memory file changed (or went away): index it again before the next read."""
-        with self._lock:
-            self._memory.add((scope, name))
-        self._wake.set()
-
-    def _tick(self) -> None:
-        """Flush once writes pause, so the index stays current without a reader.
-
-        Indexing competes with appends for the processor, so during a burst of writes it
-        waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in one pass; a
-        read flushes first anyway, so nobody ever sees a stale index."""
-        while not self._closed:
-            self._wake.wait()
-            if self._closed:
-                return
-            self._wake.clear()
-            first = time.monotonic()
-            while time.monotonic() - first < FLUSH_MAX_DELAY and not self._closed:
-                time.sleep(FLUSH_QUIET)
-                if not self._wake.is_set():
-                    break  # no write during the pause
-                self._wake.clear()
-            try:
-                self.executor.submit(self.flush)
-            except RuntimeError:  # shut down
-                return
-
-    def flush(self) -> None:
-        """Write pending summaries and memory; runs on the catalog thread."""
-        with self._lock:
-            dirty, self._dirty = self._dirty, {}
-            removed, self._removed = self._removed, set()
-            memory, self._memory = self._memory, set()
-        try:
-            if dirty:
-                self.catalog.refresh(list(dirty.values()), self.locate)
-            if removed:
-                self.catalog.remove(removed)
-            if memory and self.memory_doc is not None:
-                self.catalog.refresh_memory(memory, self.memory_doc)
-        except Exception as exc:
-            # Derived data: keep what is pending and try again on the next flush.
-            log.warning("index write failed (%s); will retry", exc)
-            with self._lock:
-                for sid, info in dirty.items():
-                    self._dirty.setdefault(sid, info)
-                self._removed |= removed - self._dirty.keys()
-                self._memory |= memory
-
-    def run(self, fn: Callable[[Catalog], Any]) -> Any:
-        """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
-        return self.executor.submit(self._call, fn).result()
-
-    def _call(self, fn: Callable[[Catalog], Any]) -> Any:
-        self.flush()
-        return fn(self.catalog)
-
-    def submit(self, fn: Callable[[Catalog], Any]) -> Any:
-        """Like ``run`` but returns a concurrent future."""
-        return self.executor.submit(self._call, fn)
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-        try:
-            self.executor.submit(self.flush).result()
-            self.executor.submit(self.catalog.close).result()
-        finally:
-            self.executor.shutdown(wait=True)
-
-
-def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Build the index of an opened (locked) home from its files alone, from scratch."""
-    from ..storage.journal import Journal
-    from ..storage.memory import MemoryStore
-    from ..storage.transcripts import TranscriptStore, utc_now
-
-    folder: Path = home.index
-    for suffix in ("", "-wal", "-shm"):
-        fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
-    files = [
-        FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
-        for sid, slug, path, stat in TranscriptStore(home).scan()
-    ]
-    catalog = Catalog(folder)
-    try:
-        stats = catalog.catch_up(files, progress)
-        journal = Journal(home.root / "journal.jsonl", clock=utc_now)
-        memory = MemoryStore(home, journal, clock=utc_now)
-        memory.load()
-        stats["memory"] = catalog.sync_memory(memory.index_etags(), memory.index_doc)
-        stats["documents"] = catalog.db.execute("SELECT count(*) FROM docs").fetchone()[0]
-    finally:
-        catalog.close()
-    return stats

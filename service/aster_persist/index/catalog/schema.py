@@ -1,0 +1,89 @@
+"""The catalog's SQLite schema, and how a session's summary becomes a row and back.
+
+A schema of another version is never migrated: the catalog is rebuilt from the files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+
+from ...storage.summary import SessionInfo
+from .. import search
+
+SCHEMA_VERSION = 2
+_COLUMNS = (
+    "id",
+    "slug",
+    "repo_root",
+    "created_at",
+    "updated_at",
+    "events",
+    "last_seq",
+    "header_title",
+    "title_event",
+    "first_user",
+    "state",
+    "bad_lines",
+    "offset",
+    "lines",
+    "file_size",
+    "file_mtime_ns",
+)
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    slug TEXT NOT NULL,
+    repo_root TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    events INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    header_title TEXT,
+    title_event TEXT,
+    first_user TEXT,
+    state TEXT NOT NULL,
+    bad_lines TEXT NOT NULL,
+    offset INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    file_size INTEGER NOT NULL,
+    file_mtime_ns INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
+{search.SCHEMA}
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+_UPSERT = (
+    f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
+)
+
+
+def _row(info: SessionInfo) -> tuple[Any, ...]:
+    return (
+        info.id,
+        info.slug,
+        info.repo_root,
+        info.created_at,
+        info.updated_at,
+        info.events,
+        info.last_seq,
+        info.header_title,
+        info.title_event,
+        info.first_user,
+        info.state,
+        orjson.dumps(info.bad_lines).decode(),
+        info.offset,
+        info.lines,
+        info.file_size,
+        info.file_mtime_ns,
+    )
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    values["bad_lines"] = orjson.loads(values["bad_lines"])
+    return SessionInfo(**values)

@@ -1,0 +1,127 @@
+"""The catalog's thread: pending summaries and memory changes, flushed in one pass once
+writes pause (or at the latest ``FLUSH_MAX_DELAY`` after them), and always before a read.
+
+Only the catalog thread touches the database; any thread may mark what changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...storage.summary import SessionInfo
+from .database import Catalog, MemoryDoc
+
+log = logging.getLogger("aster_persist")
+
+FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
+FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
+
+
+class CatalogWorker:
+    """Owns the catalog on one thread; writers hand it summaries and changed memory,
+    which it writes shortly after (and always before the next read)."""
+
+    def __init__(self, folder: Path, locate: Callable[[str, str], Path]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
+        self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
+        self.locate = locate
+        self.memory_doc: MemoryDoc | None = None  # set once memory is loaded
+        self._dirty: dict[str, SessionInfo] = {}
+        self._removed: set[str] = set()
+        self._memory: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._ticker = threading.Thread(target=self._tick, name="aster-index-tick", daemon=True)
+        self._ticker.start()
+
+    def mark(self, info: SessionInfo) -> None:
+        """Record a session's new summary; written before the next read (any thread)."""
+        with self._lock:
+            self._dirty[info.id] = info
+            self._removed.discard(info.id)
+        self._wake.set()
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._dirty.pop(session_id, None)
+            self._removed.add(session_id)
+        self._wake.set()
+
+    def mark_memory(self, scope: str, name: str) -> None:
+        """A memory file changed (or went away): index it again before the next read."""
+        with self._lock:
+            self._memory.add((scope, name))
+        self._wake.set()
+
+    def _tick(self) -> None:
+        """Flush once writes pause, so the index stays current without a reader.
+
+        Indexing competes with appends for the processor, so during a burst of writes it
+        waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in one pass; a
+        read flushes first anyway, so nobody ever sees a stale index."""
+        while not self._closed:
+            self._wake.wait()
+            if self._closed:
+                return
+            self._wake.clear()
+            first = time.monotonic()
+            while time.monotonic() - first < FLUSH_MAX_DELAY and not self._closed:
+                time.sleep(FLUSH_QUIET)
+                if not self._wake.is_set():
+                    break  # no write during the pause
+                self._wake.clear()
+            try:
+                self.executor.submit(self.flush)
+            except RuntimeError:  # shut down
+                return
+
+    def flush(self) -> None:
+        """Write pending summaries and memory; runs on the catalog thread."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, {}
+            removed, self._removed = self._removed, set()
+            memory, self._memory = self._memory, set()
+        try:
+            if dirty:
+                self.catalog.refresh(list(dirty.values()), self.locate)
+            if removed:
+                self.catalog.remove(removed)
+            if memory and self.memory_doc is not None:
+                self.catalog.refresh_memory(memory, self.memory_doc)
+        except Exception as exc:
+            # Derived data: keep what is pending and try again on the next flush.
+            log.warning("index write failed (%s); will retry", exc)
+            with self._lock:
+                for sid, info in dirty.items():
+                    self._dirty.setdefault(sid, info)
+                self._removed |= removed - self._dirty.keys()
+                self._memory |= memory
+
+    def run(self, fn: Callable[[Catalog], Any]) -> Any:
+        """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
+        return self.executor.submit(self._call, fn).result()
+
+    def _call(self, fn: Callable[[Catalog], Any]) -> Any:
+        self.flush()
+        return fn(self.catalog)
+
+    def submit(self, fn: Callable[[Catalog], Any]) -> Any:
+        """Like ``run`` but returns a concurrent future."""
+        return self.executor.submit(self._call, fn)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        try:
+            self.executor.submit(self.flush).result()
+            self.executor.submit(self.catalog.close).result()
+        finally:
+            self.executor.shutdown(wait=True)

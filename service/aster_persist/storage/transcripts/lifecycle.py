@@ -1,0 +1,150 @@
+"""The lifecycle of a session: detach it on the event loop, then trash, restore or purge
+its file on the writer thread.
+
+A trashed transcript keeps its name under the project's ``.trash`` folder, beside a marker
+saying when and why it went there; every move and deletion is followed by a sync of the
+folders it touched.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from ...errors import SessionExists, SessionNotFound, UnsafePath
+from .. import fs
+from ..home import check_session_id, ensure_dir, fsync_dir
+from ..summary import SessionInfo
+from .base import _Store
+from .records import Location
+
+
+class _Lifecycle(_Store):
+    """The lifecycle part of ``TranscriptStore``."""
+
+    # -- lifecycle: detach on the event loop, then move files on the writer thread -------
+
+    def busy(self, session_id: str) -> bool:
+        """True while the session has writes waiting for, or in, a sync."""
+        return session_id in self._unsynced or self._inflight[session_id] > 0
+
+    def release(self, session_id: str) -> None:
+        """Close the session's writer (event loop, when not busy); the next append opens
+        the file again and reads what another program added to it."""
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            os.close(writer.fd)
+
+    def detach(self, session_id: str) -> Location:
+        """Close the session's writer and hide it from appends (event loop, when not busy)."""
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None:
+            raise SessionNotFound(f"no session {session_id}")
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            os.close(writer.fd)
+        self.locations[session_id] = Location(where.slug, trashed=True)
+        return where
+
+    def trash(self, session_id: str, where: Location, reason: str = "deleted") -> None:
+        """Move a detached session to its project's trash (writer thread)."""
+        if where.trashed:
+            raise SessionNotFound(f"no session {session_id}")
+        try:
+            path = self.home.session_path(where.slug, session_id)
+            target = self.home.trash_path(where.slug, session_id)
+            if not fs.exists(path):  # (a link there is refused before anything is made)
+                raise SessionNotFound(f"session {session_id} is gone from disk")
+            ensure_dir(target.parent)
+            if fs.exists(target):
+                raise SessionExists(f"a trashed copy of {session_id} is in the way")
+            fs.rename(path, target)
+        except BaseException:
+            self.locations[session_id] = where  # refused: the session stays where it was
+            raise
+        self.on_remove(session_id)  # it has left the listing, whatever happens next
+        stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
+        fs.atomic_write(_marker(target), stamp, sync=False)
+        fsync_dir(path.parent)
+        fsync_dir(target.parent)
+
+    def restore(self, session_id: str) -> None:
+        """Bring a session back from the trash (writer thread)."""
+        check_session_id(session_id)
+        where = self.locations.get(session_id)
+        if where is None:
+            raise SessionNotFound(f"no session {session_id}")
+        if not where.trashed:
+            raise SessionExists(f"session {session_id} is not in the trash")
+        source = self.home.trash_path(where.slug, session_id)
+        target = self.home.session_path(where.slug, session_id)
+        if fs.exists(target):
+            raise SessionExists(f"session {session_id} exists outside the trash")
+        fs.rename(source, target)
+        fs.unlink(_marker(source))
+        fsync_dir(source.parent)
+        fsync_dir(target.parent)
+        self.locations[session_id] = Location(where.slug)
+        self.on_change(self.summarize(session_id))
+
+    def purge(self, session_id: str, where: Location, *, only_trashed: bool = False) -> bool:
+        """Delete a detached session for good, live or trashed (writer thread).
+
+        With ``only_trashed`` (prune), a session restored in the meantime is left alone;
+        returns whether anything was deleted.
+        """
+        if only_trashed:
+            now = self.locations.get(session_id)
+            if now is None or not now.trashed or not where.trashed:
+                return False
+        path = (
+            self.home.trash_path(where.slug, session_id)
+            if where.trashed
+            else self.home.session_path(where.slug, session_id)
+        )
+        fs.unlink(path)
+        fs.unlink(_marker(path))
+        fsync_dir(path.parent)
+        self.locations.pop(session_id, None)
+        self._read_only.discard(session_id)
+        self.on_remove(session_id)
+        return True
+
+    def summarize(self, session_id: str) -> SessionInfo:
+        _parsed, info = self.read(session_id)
+        stat = fs.lstat(self._live_path(session_id))
+        if stat is None:
+            raise SessionNotFound(f"session {session_id} is gone from disk")
+        info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+        return info
+
+    def trashed_before(self, cutoff: float) -> list[str]:
+        """Trashed sessions moved to the trash at or before ``cutoff`` (epoch seconds)."""
+        old = []
+        for sid, where in list(self.locations.items()):
+            if where.trashed:
+                path = self.home.trash_path(where.slug, sid)
+                try:
+                    when = float(orjson.loads(fs.read_bytes(_marker(path)))["trashed_at"])
+                except (OSError, ValueError, KeyError, TypeError, UnsafePath):
+                    stat = fs.lstat(path)
+                    if stat is None:
+                        continue
+                    when = stat.st_ctime
+                if when <= cutoff:
+                    old.append(sid)
+        return sorted(old)
+
+    def close(self) -> None:
+        """Close every writer (event loop, after the last sync)."""
+        while self._writers:
+            _, writer = self._writers.popitem()
+            self._release(writer)
+
+
+def _marker(trashed: Path) -> Path:
+    """The file beside a trashed transcript that says when and why it went there."""
+    return trashed.with_name(trashed.name + ".trashed")

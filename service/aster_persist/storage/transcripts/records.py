@@ -1,0 +1,139 @@
+"""What the parts of the transcript store hand each other: requests, results, open
+writers, lines to write, sync passes, and the limits and rules they share.
+
+Plain values and pure functions: nothing here touches a file.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...errors import AsterError, InsufficientStorage, StorageFailed
+from ..jsonl import Parsed
+from ..summary import SessionInfo
+
+KEYS_KEPT = 10_000
+PLACED_KEPT = 10_000
+_NL = orjson.OPT_APPEND_NEWLINE
+
+
+@dataclass
+class AppendRequest:
+    session_id: str
+    events: list[dict[str, Any]]
+    key: str | None = None
+    if_match: int | None = None
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    first_seq: int
+    last_seq: int
+    count: int
+    replayed: bool = False
+
+    def body(self) -> dict[str, int]:
+        return {"first_seq": self.first_seq, "last_seq": self.last_seq, "count": self.count}
+
+    def body_bytes(self) -> bytes:
+        return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
+            self.first_seq,
+            self.last_seq,
+            self.count,
+        )
+
+    @property
+    def status(self) -> int:
+        """201 for a new write, 200 for a replay of an idempotency key."""
+        return 200 if self.replayed else 201
+
+    def headers(self) -> dict[str, str]:
+        out = {"ETag": f'"{self.last_seq}"'}
+        if self.replayed:
+            out["Idempotent-Replayed"] = "true"
+        return out
+
+
+@dataclass
+class Location:
+    slug: str
+    trashed: bool = False
+
+
+@dataclass
+class _Writer:
+    """An open session file and what appending to it needs to know."""
+
+    path: Path
+    fd: int
+    size: int
+    info: SessionInfo
+    keys: OrderedDict[str, AppendResult] = field(default_factory=OrderedDict)
+    key_ends: dict[str, int] = field(default_factory=dict)  # file size after each keyed write
+    acked_size: int = 0
+    acked_info: SessionInfo | None = None
+
+
+@dataclass
+class _Lines:
+    """Events made into stored lines, and what a session's summary learns from them."""
+
+    chunks: list[bytes]
+    first: int
+    last: int
+    latest: str  # the newest ts among them (or now)
+    title: str | None
+    first_user: str | None
+
+
+def _fold(info: SessionInfo, lines: _Lines) -> None:
+    """Take lines just written into a session's summary (its offsets are the caller's)."""
+    count = lines.last + 1 - lines.first
+    info.events += count
+    info.lines += count
+    info.last_seq = lines.last
+    if lines.latest > info.updated_at:
+        info.updated_at = lines.latest
+    if lines.title is not None:
+        info.title_event = lines.title
+    info.first_user = lines.first_user
+
+
+@dataclass
+class SyncPass:
+    """One round of syncs: a duplicate descriptor and the size covered per session."""
+
+    fds: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    infos: dict[str, SessionInfo] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def incomplete_batch(parsed: Parsed) -> int | None:
+    """The offset of a last batch that was cut short (fewer lines than it announced)."""
+    lines = parsed.lines
+    if not lines:
+        return None
+    last = lines[-1].get("seq")
+    if not isinstance(last, int):
+        return None
+    for i in range(len(lines) - 1, 0, -1):
+        size = lines[i].get("batch_size")
+        if isinstance(size, int) and size > 1:
+            first = lines[i].get("seq")
+            if isinstance(first, int) and last < first + size - 1:
+                return parsed.starts[i]
+            return None
+    return None
+
+
+def _storage_error(exc: OSError, what: str) -> AsterError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return InsufficientStorage(f"{what}: {exc.strerror}; the file is unchanged")
+    return StorageFailed(f"{what}: {exc.strerror or 'I/O error'}; the file is unchanged")

@@ -1,0 +1,374 @@
+"""Writers: each open session file, loaded on the writer thread and used on the loop.
+
+Appends copy a request's lines to the page cache with one ``os.write`` (cut back on
+failure, so the file is as it was); sync passes dup each written descriptor for the
+syncer thread and acknowledge only what was synced, in order. After a failed sync the
+session is read-only and cut back to its last acknowledged byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...errors import (
+    InvalidEvent,
+    PayloadTooLarge,
+    PreconditionFailed,
+    SessionDamaged,
+    SessionNotFound,
+    SessionReadOnly,
+)
+from .. import fs
+from ..jsonl import Parsed, parse, read_bytes, write_new
+from ..summary import SessionInfo, canonical_ts, first_text
+from .base import _Store
+from .clock import format_ts
+from .records import (
+    _NL,
+    KEYS_KEPT,
+    AppendRequest,
+    AppendResult,
+    SyncPass,
+    _fold,
+    _Lines,
+    _storage_error,
+    _Writer,
+    incomplete_batch,
+)
+
+log = logging.getLogger("aster_persist")
+
+
+class _Writers(_Store):
+    """The writer and sync part of ``TranscriptStore``."""
+
+    # -- writers: loaded on the writer thread, used on the event loop -------------------
+
+    def load_writer(self, session_id: str) -> _Writer:
+        """Open a session for appending: read it, quarantine a torn tail (writer thread)."""
+        path = self._live_path(session_id)
+        fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
+        try:
+            data = read_bytes(path)
+            parsed = parse(data)
+            cut = incomplete_batch(parsed)
+            if cut is not None:  # a cut-short batch goes aside with any torn bytes after it
+                parsed = parse(data[:cut])
+                parsed.torn = (cut, len(data))
+            if parsed.torn is not None:
+                self._quarantine(path, fd, data, parsed)
+            info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
+            info.absorb(parsed.lines, parsed.bad)
+            if not parsed.lines or parsed.lines[0].get("type") != "session":
+                info.state = "damaged"
+            info.offset = parsed.good_end
+            info.lines = parsed.line_count
+            stat = os.fstat(fd)
+            info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+            writer = _Writer(path=path, fd=fd, size=parsed.good_end, info=info)
+            writer.acked_size = writer.size
+            writer.acked_info = replace(info)
+            _load_keys(writer.keys, parsed.lines)
+        except BaseException:
+            os.close(fd)
+            raise
+        return writer
+
+    def install(self, session_id: str, writer: _Writer) -> _Writer:
+        """Make a loaded writer the session's one writer (event loop)."""
+        current = self._writers.get(session_id)
+        where = self.locations.get(session_id)
+        if current is not None or where is None or where.trashed:
+            os.close(writer.fd)  # lost a race with another load, or with a delete
+            if current is None:
+                raise SessionNotFound(f"no session {session_id}")
+            return current
+        self._writers[session_id] = writer
+        if len(self._writers) > self.open_files:
+            busy = self._unsynced | self._inflight.keys()
+            for old_id in list(self._writers)[: len(self._writers) - self.open_files]:
+                if old_id not in busy:
+                    self._release(self._writers.pop(old_id))
+        return writer
+
+    def _release(self, writer: _Writer) -> None:
+        """Close a writer, leaving the catalog the file's final size and mtime."""
+        try:
+            stat = os.fstat(writer.fd)
+            if writer.acked_info is not None and writer.acked_size == stat.st_size:
+                self.on_change(
+                    replace(
+                        writer.acked_info, file_size=stat.st_size, file_mtime_ns=stat.st_mtime_ns
+                    )
+                )
+        finally:
+            os.close(writer.fd)
+
+    def writer(self, session_id: str) -> _Writer | None:
+        writer = self._writers.get(session_id)
+        if writer is not None:
+            self._writers.move_to_end(session_id)
+        return writer
+
+    def _quarantine(self, path: Path, fd: int, data: bytes, parsed: Parsed) -> None:
+        """Move a torn tail aside, then cut the file back to its last whole line."""
+        assert parsed.torn is not None
+        start, end = parsed.torn
+        stamp = format_ts(self.clock()).replace(":", "").replace("-", "")
+        aside = path.with_name(f"{path.name}.torn-{stamp}")
+        n = 0
+        while fs.exists(aside):
+            n += 1
+            aside = path.with_name(f"{path.name}.torn-{stamp}-{n}")
+        write_new(aside, data[start:end])
+        os.ftruncate(fd, start)
+        os.fsync(fd)
+        log.warning("moved a torn tail of %d bytes from %s to %s", end - start, path, aside.name)
+
+    # -- appends (event loop) -----------------------------------------------------------
+
+    def append(self, request: AppendRequest) -> tuple[AppendResult, int]:
+        """Write one request whole, or raise and leave the file as it was.
+
+        Returns the result and the file size that must be durable before it may be
+        acknowledged. The write is one ``os.write`` of the request's lines to the page
+        cache; syncing is ``begin_sync``/``sync_fds``/``end_sync``'s job. In ``interval``
+        and ``none`` modes the write is acknowledged at once.
+        """
+        sid = request.session_id
+        writer = self._writers[sid]
+        key = request.key
+        if key is not None and key in writer.keys:
+            # A replay waits for the sync that covers the original write, no longer: what
+            # was written since (and whether its sync failed) is not its business.
+            end = writer.key_ends.get(key, 0)  # 0: read back from the file, so on disk
+            if end <= writer.acked_size or sid not in self._read_only:
+                if end > writer.acked_size and self.durability == "fsync":
+                    self._unsynced.add(sid)
+                return replace(writer.keys[key], replayed=True), end
+        if sid in self._read_only:
+            raise SessionReadOnly(
+                f"session {sid} is read-only after a failed sync; restart the daemon to retry"
+            )
+        info = writer.info
+        if info.state == "damaged":
+            bad = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"
+            raise SessionDamaged(
+                f"session {sid} has unreadable lines ({bad}); appends are refused until "
+                "`aster-persist doctor --repair` quarantines them"
+            )
+        if request.if_match is not None and request.if_match != info.last_seq:
+            raise PreconditionFailed(
+                f"If-Match expected last seq {request.if_match}, but session {sid} is at "
+                f"{info.last_seq}",
+                headers={"ETag": f'"{info.last_seq}"'},
+            )
+        lines = self._lines(request.events, info.last_seq + 1, key, info.first_user)
+        data = b"".join(lines.chunks)
+        self._write_all(writer, data, sid)
+        writer.size += len(data)
+        _fold(info, lines)
+        info.offset = info.file_size = writer.size
+        result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
+        if key is not None:
+            writer.keys[key] = result
+            writer.key_ends[key] = writer.size
+            if len(writer.keys) > KEYS_KEPT:
+                writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
+        if self.durability != "none":
+            self._unsynced.add(sid)
+        if self.durability != "fsync":
+            self._acknowledge(writer, writer.size)
+        return result, writer.size
+
+    def _lines(
+        self, events: list[dict[str, Any]], first: int, key: str | None, first_user: str | None
+    ) -> _Lines:
+        """The stored lines of ``events`` numbered from ``first`` (``seq``, ``ts`` and the
+        idempotency key added), and what a listing learns from them, in one pass."""
+        now = format_ts(self.clock())
+        dumps = orjson.dumps
+        chunks = []
+        batch = len(events)
+        seq = first
+        latest = now
+        title = None
+        for event in events:
+            line = {"type": event["type"], "seq": seq, **event}
+            line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
+            ts = line.get("ts")
+            if ts is None:
+                line["ts"] = now
+            else:
+                ts = canonical_ts(ts)
+                if len(ts) != len(now):
+                    where = f"events[{seq - first}].ts"
+                    raise InvalidEvent(
+                        f"{where}: {ts[:40]!r} is not a time that can be written in UTC",
+                        errors=[{"loc": where, "msg": "not a time in UTC", "type": "value_error"}],
+                    )
+                line["ts"] = ts  # stored as UTC with milliseconds, like the server's own
+                if ts > latest:
+                    latest = ts
+            if key is not None:
+                line["idempotency_key"] = key
+            if seq == first and batch > 1:
+                # The first line of a batch says how long it is, so a batch that a power
+                # loss cut short is recognised and moved aside like a torn line.
+                line["batch_size"] = batch
+            chunks.append(dumps(line, option=_NL))
+            seq += 1
+            # what a listing needs, folded in the same pass
+            kind = line["type"]
+            if kind == "title":
+                title = line["title"]
+            elif first_user is None and kind == "message" and line["role"] == "user":
+                first_user = first_text(line.get("content"))
+        biggest = max(map(len, chunks))
+        if biggest > self.max_event_bytes:
+            n = [len(c) for c in chunks].index(biggest)
+            raise PayloadTooLarge(
+                f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
+            )
+        return _Lines(chunks, first, seq - 1, latest, title, first_user)
+
+    def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(writer.fd, view[done:])
+        except OSError as exc:
+            try:
+                os.ftruncate(writer.fd, writer.size)
+            except OSError:
+                self._read_only.add(sid)
+                writer.info.state = "read_only"
+            raise _storage_error(exc, f"could not append to session {sid}") from exc
+
+    def _acknowledge(self, writer: _Writer, size: int, info: SessionInfo | None = None) -> None:
+        """Everything up to ``size`` is durable; ``info`` is the summary at that size."""
+        if size > writer.acked_size:
+            writer.acked_size = size
+            writer.acked_info = info or replace(writer.info, bad_lines=list(writer.info.bad_lines))
+            self.on_change(writer.acked_info)
+
+    def acked(self, session_id: str, size: int) -> bool | None:
+        """True once ``size`` bytes are durable, None when they never will be."""
+        writer = self._writers.get(session_id)
+        if writer is None:
+            return None
+        if writer.acked_size >= size:
+            return True
+        return None if session_id in self._read_only else False
+
+    # -- syncing: begin and end on the event loop, the syncs on the syncer thread --------
+
+    def pending_sync(self) -> bool:
+        return bool(self._unsynced)
+
+    def begin_sync(self) -> SyncPass:
+        """Take every session written since the last pass; hand out descriptors to sync.
+
+        A session already in a running pass waits for the next one: two fdatasyncs of one
+        open file at once could let one of them miss a writeback error the other consumed.
+        """
+        sync = SyncPass()
+        waiting = set()
+        for sid in self._unsynced:
+            writer = self._writers.get(sid)
+            if writer is None or sid in self._read_only:
+                continue
+            if self._inflight[sid] > 0:
+                waiting.add(sid)
+                continue
+            try:
+                sync.fds[sid] = os.dup(writer.fd)
+            except OSError:
+                for fd in sync.fds.values():  # nothing taken: the sessions stay unsynced
+                    os.close(fd)
+                raise
+            sync.sizes[sid] = writer.size
+            sync.infos[sid] = replace(writer.info, bad_lines=list(writer.info.bad_lines))
+        self._inflight.update(sync.fds.keys())
+        self._unsynced = waiting
+        return sync
+
+    @staticmethod
+    def sync_fds(sync: SyncPass) -> None:
+        """fdatasync each descriptor once, then close it (syncer thread)."""
+        for sid, fd in sync.fds.items():
+            try:
+                os.fdatasync(fd)
+            except OSError as exc:
+                sync.failed[sid] = exc.strerror or "I/O error"
+            finally:
+                os.close(fd)
+
+    def end_sync(self, sync: SyncPass) -> None:
+        """Acknowledge what was synced; cut back and close to writes what was not.
+
+        Passes must end in the order they began: a success is only believed once every
+        earlier pass has succeeded too (a later fsync may not report an earlier failure).
+        """
+        self._inflight.subtract(sync.fds.keys())
+        self._inflight = +self._inflight  # drop the zeros
+        for sid, size in sync.sizes.items():
+            writer = self._writers.get(sid)
+            if writer is None:
+                continue
+            if sid not in sync.failed:
+                if self.durability == "fsync":
+                    self._acknowledge(writer, size, sync.infos[sid])
+                continue
+            log.error(
+                "fsync of %s failed (%s); the session is read-only until restart",
+                writer.path,
+                sync.failed[sid],
+            )
+            self._read_only.add(sid)
+            if writer.acked_info is not None:  # what the listing keeps when the file closes
+                writer.acked_info.state = "read_only"
+            if self.durability == "fsync":
+                # Nothing past the last acknowledged byte was promised: cut it away.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(writer.fd, writer.acked_size)
+                writer.size = writer.acked_size
+                if writer.acked_info is not None:
+                    writer.info = replace(writer.acked_info)
+            writer.info.state = "read_only"
+            self.on_change(replace(writer.info))
+
+
+def _load_keys(keys: OrderedDict[str, AppendResult], lines: list[dict[str, Any]]) -> None:
+    """Rebuild idempotency results from the keys stored on the lines themselves.
+
+    A key counts only for the contiguous run of event lines that carry it (the header
+    and anything else are ignored), so no client-chosen field can fake an applied append.
+    """
+    spans: dict[str, list[int]] = {}
+    previous: tuple[str, int] | None = None
+    for line in lines:
+        key = line.get("idempotency_key")
+        seq = line.get("seq")
+        if line.get("type") == "session" or not isinstance(key, str) or not isinstance(seq, int):
+            previous = None
+            continue
+        span = spans.get(key)
+        if span is not None and previous == (key, seq - 1):
+            span[1] = seq
+            span[2] += 1
+        else:
+            spans.pop(key, None)  # a later run replaces an earlier one
+            spans[key] = [seq, seq, 1]
+        previous = (key, seq)
+    for key, (first, last, count) in list(spans.items())[-KEYS_KEPT:]:
+        keys[key] = AppendResult(first, last, count)

@@ -5,7 +5,8 @@ in-process append loop with one fdatasync per 100 lines (batches), the same list
 small store (listing), a bare read-and-parse loop over the same files (index rebuild,
 import), an in-process SQLite writing the index's tables from prepared rows (the most a
 rebuild can reach), a single append and two no-op requests plus bare disk work (remember
-and recall) and the same appends without followers (the live feed). Floors beside two
+and recall) and the same appends without followers (the live feed, and every stream slot
+taken by feed subscribers and tails of the session written: readers). Floors beside two
 targets show what the work itself allows: a bare ASGI app doing only what a durable batch
 append must (bench/floor_app.py), and a bare parse that writes and syncs each imported
 conversation to a file of its own. Load comes from wrk,
@@ -527,24 +528,39 @@ class RawClient:
     millisecond a full Python HTTP client spends, so latencies are the server's."""
 
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.port = port
+        self.connect()
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", self.port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
+
+    def recv(self) -> bytes:
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionResetError("the daemon closed the connection")
+        return data
 
     def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         )
-        self.sock.sendall(head.encode() + body)
+        try:
+            self.sock.sendall(head.encode() + body)
+            self.buf += self.recv()
+        except ConnectionError:  # an idle keep-alive connection the daemon closed
+            self.connect()
+            self.sock.sendall(head.encode() + body)
         while b"\r\n\r\n" not in self.buf:
-            self.buf += self.sock.recv(65536)
+            self.buf += self.recv()
         header, self.buf = self.buf.split(b"\r\n\r\n", 1)
         status = int(header.split(b" ", 2)[1])
         found = re.search(rb"(?i)content-length: *(\d+)", header)
         length = int(found.group(1)) if found else 0
         while len(self.buf) < length:
-            self.buf += self.sock.recv(65536)
+            self.buf += self.recv()
         payload, self.buf = self.buf[:length], self.buf[length:]
         if status >= 300:
             raise RuntimeError(f"{method} {path}: {status} {payload[:200]!r}")
@@ -657,18 +673,25 @@ def bench_memory(work: Path, blocks: int) -> None:
 
 
 class Subscribers:
-    """``n`` SSE clients of /v1/events on raw sockets, read by one thread with selectors;
-    each notice's arrival time is kept by (session, last seq)."""
+    """``n`` SSE clients of ``path`` (/v1/events) on raw sockets, read by one thread with
+    selectors; each notice's arrival time is kept by (session, last seq). Without
+    ``parse``, ``mark(marker)`` tells which streams have received ``marker`` since."""
 
-    def __init__(self, port: int, n: int, parse: bool = True) -> None:
+    def __init__(
+        self, port: int, n: int, parse: bool = True, path: str = "/v1/events", head: str = ""
+    ) -> None:
         self.parse = parse
         self.socks = []
+        request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode()
         for _ in range(n):
             sock = socket.create_connection(("127.0.0.1", port))
-            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            sock.sendall(request)
             sock.setblocking(False)
             self.socks.append(sock)
         self.arrivals: dict[tuple[str, int], list[float]] = {}
+        self.marker = b""
+        self.marked: set[socket.socket] = set()
+        self.ended = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -687,7 +710,14 @@ class Subscribers:
                     data = sock.recv(1 << 20)  # type: ignore[union-attr]
                 except BlockingIOError:
                     continue
-                if not data or not self.parse:
+                if not data:  # the stream ended
+                    selector.unregister(sock)
+                    self.ended += 1
+                    continue
+                if not self.parse:
+                    if self.marker and self.marker in buffers[sock][-64:] + data:
+                        self.marked.add(sock)  # type: ignore[arg-type]
+                    buffers[sock] = data[-64:]
                     continue
                 now = time.perf_counter()
                 buf = buffers[sock] + data
@@ -699,6 +729,18 @@ class Subscribers:
                             sid = found.group(1).decode()
                             for seq in range(int(found.group(2)), int(found.group(3)) + 1):
                                 self.arrivals.setdefault((sid, seq), []).append(now)
+
+    def expect(self, marker: bytes) -> None:
+        """Watch for ``marker`` on every stream (without ``parse``) from now on."""
+        self.marked.clear()
+        self.marker = marker
+
+    def wait_marked(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.marked) < len(self.socks):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{len(self.marked)} of {len(self.socks)} streams caught up")
+            time.sleep(0.02)
 
     def close(self) -> None:
         self.stop.set()
@@ -789,6 +831,95 @@ def bench_live(work: Path, seconds: int) -> None:
         )
     finally:
         d.stop()
+
+
+def bench_readers(work: Path, seconds: int, reps: int) -> None:
+    """Durable appends to one session with every stream slot taken (all by /v1/events
+    followers, all by tails of that session, or half each) against the same appends with
+    no stream open; each run on a session of its own holding 2,000 events, the runs
+    interleaved, the median of each round's ratio."""
+    d = daemon(work / "readers-home")
+    try:
+        raw = RawClient(d.port)
+        slots = open_streams(d.url)["max"]
+        shapes = {"feed": (slots, 0), "tails": (0, slots), "both": (slots // 2, slots - slots // 2)}
+        alone: list[float] = []
+        rates: dict[str, list[float]] = {name: [] for name in shapes}
+        ratios: dict[str, list[float]] = {name: [] for name in shapes}
+        for round_ in range(reps):
+            alone.append(_with_streams(d, raw, 0, 0, seconds, work))
+            order = list(shapes)[round_ % 3 :] + list(shapes)[: round_ % 3]
+            for name in order:
+                rate = _with_streams(d, raw, *shapes[name], seconds, work)
+                rates[name].append(rate)
+                ratios[name].append(rate / alone[-1])
+        labels = {
+            "feed": f"all {slots} stream slots following /v1/events",
+            "tails": f"all {slots} stream slots tailing the session written",
+            "both": f"{shapes['both'][0]} on /v1/events and {shapes['both'][1]} tailing it",
+        }
+        for name, label in labels.items():
+            add(
+                f"durable append, c=8, {label} (fsync {fsync_probe(work):.2f} ms)",
+                f"{statistics.median(rates[name]):,.0f} req/s",
+                f"{statistics.median(alone):,.0f} req/s with none",
+                f"{statistics.median(ratios[name]):.2f}x (target >= 0.8x)",
+            )
+    finally:
+        d.stop()
+
+
+def _with_streams(
+    d: Server, raw: RawClient, feeds: int, tails: int, seconds: int, work: Path
+) -> float:
+    """Appends/s to a new session with ``feeds`` /v1/events followers and ``tails`` tails
+    of it open, each having received an append made once all were open; none of them
+    dropped or ended by the end of the run."""
+    sid = orjson.loads(raw.request("POST", "/v1/sessions", b'{"repo_root": "/srv/readers"}')[1])[
+        "id"
+    ]
+    path = f"/v1/sessions/{sid}/events"
+    for _ in range(4):
+        raw.request("POST", path, orjson.dumps([EVENT] * 500))
+    last = 2000
+    settle(d.url)  # the info below waits for the index
+    before = open_streams(d.url)
+    head = f"Last-Event-ID: {last}\r\n"
+    groups = [
+        (Subscribers(d.port, feeds, parse=False), b'"last_seq":%d,'),
+        (Subscribers(d.port, tails, parse=False, path=f"{path}/stream", head=head), b"id: %d\r\n"),
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while open_streams(d.url)["open"] < feeds + tails:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the streams did not open")
+            time.sleep(0.05)
+        for subs, marker in groups:
+            subs.expect(marker % (last + 1))
+        raw.request("POST", path, orjson.dumps(EVENT))
+        for subs, _marker in groups:
+            subs.wait_marked()
+        settle(d.url)
+        rate = wrk(d.url, [path], orjson.dumps(EVENT), 8, seconds, work)
+        streams = open_streams(d.url)
+        assert streams["open"] == feeds + tails, streams
+        assert streams["dropped"] == before["dropped"], streams
+        assert not any(subs.ended for subs, _marker in groups), "a stream ended"
+    finally:
+        for subs, _marker in groups:
+            subs.close()
+    deadline = time.monotonic() + 30
+    while open_streams(d.url)["open"] > 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the streams did not close")
+        time.sleep(0.05)
+    return rate
+
+
+def open_streams(url: str) -> dict[str, int]:
+    streams: dict[str, int] = httpx.get(url + "/v1/info", timeout=300).json()["streams"]
+    return streams
 
 
 def bench_import(work: Path) -> None:
@@ -946,7 +1077,7 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=10_000)
     parser.add_argument(
         "--only",
-        choices=["appends", "listing", "memory", "live", "import", "learning"],
+        choices=["appends", "listing", "memory", "live", "readers", "import", "learning"],
         default=None,
     )
     args = parser.parse_args()
@@ -963,6 +1094,8 @@ def main() -> None:
             bench_memory(work, args.blocks)
         if args.only in (None, "live"):
             bench_live(work, args.seconds)
+        if args.only in (None, "readers"):
+            bench_readers(work, args.seconds, args.reps)
         if args.only in (None, "import"):
             bench_import(work)
         if args.only in (None, "learning"):

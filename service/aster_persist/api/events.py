@@ -4,28 +4,33 @@
 `session.appended` notices (no id, so a resume point is always a journal entry). With
 `Last-Event-ID` (or `?after=`) it first replays every entry after that id from the
 journal, then continues live: it subscribes before it reads, and skips live entries it
-has already sent, so the switch loses and repeats nothing. Each write to a stream
-carries everything that is new for it.
+has already sent, so the switch loses and repeats nothing.
+
+`/v1/sessions/{id}/events/stream` sends a session's events after `Last-Event-ID` (a
+seq), then each one once it is acknowledged. Of the transcript it reads only what
+follows that seq; then it follows the window that all tails of the session share
+(feed.py), so a new append is read once however many tails there are.
+
+Each write to a stream carries everything that is new for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
-from ..errors import Invalid, NotFound, SessionNotFound
+from ..errors import Invalid, NotFound
 from ..feed import APPENDED, JOURNAL, Feed, Subscriber, encode
 from ..sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
 from .sessions import ERRORS
-
-GONE = ("session.deleted", "session.purged", "session.pruned")  # a session tail ends
 
 router = APIRouter(prefix="/v1", tags=["live"])
 
@@ -178,25 +183,18 @@ async def open_feed(
     subscriber = feed.subscribe(accepts if filtered else None)
 
     async def stream() -> AsyncIterator[bytes]:
-        last = start
         if start is not None:
             replay = []
+            last = start
             for entry in await asyncio.to_thread(journal.entries_after, start):
                 if accepts(JOURNAL, entry):
                     replay.append(encode(JOURNAL, entry, entry["id"]))
                 last = entry["id"]
+            subscriber.after = last  # live entries up to it are skipped: already sent
             if replay:
                 yield b"".join(replay)
-        while (items := await feed.next(subscriber)) is not None:
-            chunk = []
-            for item in items:
-                if item.kind == JOURNAL:
-                    if last is not None and item.data["id"] <= last:
-                        continue  # already sent from the journal
-                    last = item.data["id"]
-                chunk.append(item.encoded)
-            if chunk:
-                yield b"".join(chunk)
+        while (chunk := await feed.chunk(subscriber)) is not None:
+            yield chunk
 
     return _respond(feed, subscriber, stream)
 
@@ -226,36 +224,16 @@ async def session_stream(
     if where is None or where.trashed:
         raise NotFound(f"no session {session_id}")
     feed: Feed = request.app.state.feed
-
-    def accepts(kind: str, item: dict[str, Any]) -> bool:
-        if kind == APPENDED:
-            return bool(item["session_id"] == session_id)
-        # its deletion too, so the stream ends then rather than at the next append
-        return kind == JOURNAL and item.get("session") == session_id and item["op"] in GONE
-
-    subscriber = feed.subscribe(accepts)
-
-    def tail(offset: int) -> tuple[list[dict[str, Any]], int]:
-        lines, end = sessions.store.read_tail(session_id, offset)
-        return sessions.blobs.inline(lines)[0], end
+    subscriber = feed.follow(
+        session_id,
+        start,
+        read=partial(sessions.read_piece, session_id),
+        find=partial(sessions.line_before, session_id),
+        place=partial(sessions.tail_end, session_id),
+    )
 
     async def stream() -> AsyncIterator[bytes]:
-        sent = start
-        offset = 0
-        while True:
-            try:
-                lines, offset = await asyncio.to_thread(tail, offset)
-            except SessionNotFound:
-                return  # deleted while followed
-            chunk = []
-            for line in lines:
-                seq = line.get("seq")
-                if isinstance(seq, int) and seq > sent and line.get("type") != "session":
-                    sent = seq
-                    chunk.append(encode("event", line, str(seq)))
-            if chunk:
-                yield b"".join(chunk)
-            if await feed.next(subscriber) is None:
-                return
+        while (chunk := await feed.chunk(subscriber)) is not None:
+            yield chunk
 
     return _respond(feed, subscriber, stream)

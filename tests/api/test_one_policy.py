@@ -40,3 +40,13 @@ def test_listed_blocks_carry_the_recall_counts_their_schema_declares(client: Tes
     schema = client.get("/openapi.json").json()["components"]["schemas"]["Block"]
     assert {"recall_count", "last_recalled_at"} <= set(schema["properties"])
     assert set(item) <= set(schema["properties"])
+
+
+def test_a_missing_session_is_session_not_found_on_its_tail_as_on_its_siblings(
+    client: TestClient,
+) -> None:
+    sid = "01J0000000000000000000ABCD"
+    for url in (f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/events"):
+        assert client.get(url).json()["code"] == "session_not_found"
+    tail = client.get(f"/v1/sessions/{sid}/events/stream")
+    assert tail.status_code == 404 and tail.json()["code"] == "session_not_found"

@@ -301,6 +301,8 @@ def test_files_moved_out_and_linked_back_are_never_written_again(tmp_path: Path)
             size = (outside / "moved.jsonl").stat().st_size
             r = client.post(f"/v1/sessions/{moved}/events", json=user_event("more"))
             assert r.status_code in (404, 409), r.text
+            tail = client.get(f"/v1/sessions/{moved}/events/stream")  # refused before it starts
+            refused(tail, f"sessions/{SLUG}/{moved}.jsonl")
             assert (outside / "moved.jsonl").stat().st_size == size
             listed = client.get("/v1/sessions")
             assert listed.status_code == 200 and kept in [s["id"] for s in listed.json()["items"]]

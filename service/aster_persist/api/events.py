@@ -25,9 +25,10 @@ import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
-from ..errors import Invalid, NotFound
+from ..errors import Invalid, SessionNotFound
 from ..feed import APPENDED, JOURNAL, Feed, Subscriber, encode
 from ..sessions import Sessions
+from ..storage import fs
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
 from .sessions import ERRORS
@@ -222,7 +223,9 @@ async def session_stream(
     sessions: Sessions = request.app.state.sessions
     where = sessions.store.locations.get(session_id)
     if where is None or where.trashed:
-        raise NotFound(f"no session {session_id}")
+        raise SessionNotFound(f"no session {session_id}")
+    # a link in the session's place is refused (409) before the stream starts
+    await asyncio.to_thread(fs.check, sessions.home.session_path(where.slug, session_id))
     feed: Feed = request.app.state.feed
     subscriber = feed.follow(
         session_id,

@@ -60,8 +60,7 @@ BUSY = 2000
 LOOP_SHARE = 0.02  # in a flood
 QUIET_SHARE = 0.25  # otherwise
 LONGEST_WINDOW = 0.5
-TURN = 0.0005  # seconds of followers' work to wake at a time, between turns of the loop
-MOST_PER_TURN = 64
+ROUSE = 16  # followers woken per turn of the event loop
 PIECE = 1 << 20  # bytes a tail reads from its transcript at a time (more for a longer line)
 LARGEST_PIECE = 1 << 27
 WINDOW_BYTES = 4 << 20  # of encoded events a tail's window keeps (and one block an item)
@@ -239,8 +238,6 @@ class Feed:
     _shared: tuple[int, int, list[Item]] | None = None  # the last slice read: from, to, items
     _rousing: deque[Subscriber] = field(default_factory=deque)  # to wake, in turn
     _rouse_scheduled: bool = False
-    _per_turn: int = 16  # followers woken per turn of the loop: about TURN of their work
-    _roused: int = 0  # followers woken since the last wake
     _thread: int = field(default_factory=threading.get_ident)
 
     @property
@@ -354,21 +351,17 @@ class Feed:
         self._rouse()
 
     def _pace(self, now: float) -> None:
-        """The next window, and how many followers to wake per turn of the loop, from
-        what the followers took since the last wake."""
+        """The next window, from what the followers took since the last wake."""
         busy = self._since_wake >= BUSY * max(now - self._wake_at, QUICK_WINDOW)
         share, shortest = (LOOP_SHARE, BUSY_WINDOW) if busy else (QUIET_SHARE, QUICK_WINDOW)
         self._window = max(shortest, min(LONGEST_WINDOW, self._cost / share))
-        if self._roused and self._cost:
-            each = self._cost / self._roused
-            self._per_turn = max(1, min(MOST_PER_TURN, int(TURN / each)))
-        self._wake_at, self._since_wake, self._cost, self._roused = now, 0, 0.0, 0
+        self._wake_at, self._since_wake, self._cost = now, 0, 0.0
 
     def _rouse(self) -> None:
         """Wake the followers due, a few per turn of the loop, so that requests are
         served in between rather than after all of them."""
-        for _ in range(min(self._per_turn, len(self._rousing))):
-            self._roused += _resolve(self._rousing.popleft())
+        for _ in range(min(ROUSE, len(self._rousing))):
+            _resolve(self._rousing.popleft())
         if self._rousing and not self._rouse_scheduled:
             self._rouse_scheduled = True
             self.loop.call_soon(self._rouse_more)
@@ -570,11 +563,9 @@ class Feed:
             self.end(subscriber)
 
 
-def _resolve(subscriber: Subscriber) -> bool:
+def _resolve(subscriber: Subscriber) -> None:
     if subscriber.waiter is not None and not subscriber.waiter.done():
         subscriber.waiter.set_result(None)
-        return True
-    return False
 
 
 def _read_block(read: Read, offset: int, piece: int) -> Block:

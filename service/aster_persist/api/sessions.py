@@ -39,6 +39,7 @@ from .models import (
     page_of,
     summary_of,
 )
+from .session_docs import APPEND_DOC, NDJSON_DOC
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -52,10 +53,6 @@ if TYPE_CHECKING:
     ImportFormat = str
 else:  # the importers' registry names the formats; the OpenAPI enum follows it
     ImportFormat = Literal[CHOICES]
-_NDJSON_DOC = {
-    "schema": {"type": "string", "description": "One JSON object per line, each ending in \\n."},
-    "example": '{"type":"session","seq":0,"id":"01JD2X9Q6B7T1S8W2R4N5M3K0H","v":1}\n',
-}
 
 
 def _sessions(request: Request) -> Sessions:
@@ -303,44 +300,13 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
     return json_response(result)
 
 
-_USER = {"type": "message", "role": "user", "content": "Why does the build fail?"}
-_CALL = {
-    "type": "message",
-    "role": "assistant",
-    "content": None,
-    "tool_calls": [
-        {
-            "id": "call_1",
-            "type": "function",
-            "function": {"name": "run", "arguments": '{"cmd": "make"}'},
-        }
-    ],
-}
-_RESULT = {"type": "message", "role": "tool", "tool_call_id": "call_1", "content": "error: x.h"}
-_APPEND_DOC = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {"$ref": "#/components/schemas/AppendBody"},
-                "examples": {
-                    "one event": {"value": _USER},
-                    "a batch": {"value": [_CALL, _RESULT]},
-                    "with a key": {"value": {"events": [_USER], "idempotency_key": "turn-7"}},
-                },
-            }
-        },
-    }
-}
-
-
 @router.post(
     "/sessions/{session_id}/events",
     status_code=201,
     operation_id="sessions-append",
     response_model=AppendOut,
     responses=ERRORS,
-    openapi_extra=_APPEND_DOC,
+    openapi_extra=APPEND_DOC,
 )
 async def append_events(request: Request, session_id: str) -> Response:
     """Append one event, a JSON array, or `{"events": [...]}`; all or nothing; 2xx means durable.
@@ -414,7 +380,7 @@ async def handle_append(
     "/sessions/{session_id}/events",
     operation_id="sessions-events",
     response_model=EventPage,
-    responses={**ERRORS, 200: {"content": {NDJSON: _NDJSON_DOC}}},
+    responses={**ERRORS, 200: {"content": {NDJSON: NDJSON_DOC}}},
 )
 async def read_events(
     request: Request,
@@ -488,7 +454,7 @@ async def chat_messages(
         **ERRORS,
         200: {
             "content": {
-                NDJSON: _NDJSON_DOC,
+                NDJSON: NDJSON_DOC,
                 "application/json": {
                     "schema": {"type": "array", "items": {"type": "object"}},
                     "example": [{"role": "user", "content": "Why does the build fail?"}],

@@ -1,4 +1,5 @@
-"""/v1/journal: the audit trail, oldest first, with filters and cursors."""
+"""/v1/journal: the audit trail, oldest first, with filters and cursors, and the revert
+of one entry."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from ..errors import NotFound
 from ..schemas.journal import JournalPage
+from ..schemas.memory import Reverted
 from ..storage.journal import Journal
 from .sessions import ERRORS, json_response
 
@@ -32,3 +35,23 @@ async def list_journal(
         journal.page, after=cursor, limit=limit, op=op, scope=scope, name=name, session=session
     )
     return json_response({"items": items, "next_cursor": next_cursor})
+
+
+@router.post(
+    "/journal/{entry_id}/revert",
+    operation_id="journal-revert",
+    response_model=Reverted,
+    responses=ERRORS,
+)
+async def revert(request: Request, entry_id: str) -> Response:
+    """Undo one journaled change. A memory file goes back to its previous bytes; a deleted
+    session comes back from the trash, a restored one goes back, a rename is renamed back.
+    The revert is journaled too, so reverting it redoes the change."""
+    memory, committer = request.app.state.memory, request.app.state.sessions.committer
+    entry = await asyncio.to_thread(memory.journal.get, entry_id)
+    if entry is None:
+        raise NotFound(f"no journal entry {entry_id[:40]}")
+    if str(entry.get("op", "")).startswith("session."):
+        return json_response(await request.app.state.sessions.revert(entry))
+    result = await committer.call(memory.revert, entry)
+    return json_response(result)

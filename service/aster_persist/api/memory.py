@@ -1,4 +1,4 @@
-"""/v1/memory: core memory, blocks, remember/recall/forget, archive, and journal revert."""
+"""/v1/memory: core memory, blocks, remember/recall/forget, archive, tools and prune."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query, Request
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from ..errors import Invalid, NotFound
+from ..errors import Invalid
 from ..index.text import parse_query
 from ..schemas.memory import (
     Block,
@@ -26,7 +26,6 @@ from ..schemas.memory import (
     NoteIn,
     ProcedureIn,
     RememberIn,
-    Reverted,
     SavedBlock,
     ToolCall,
     ToolList,
@@ -38,48 +37,11 @@ from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_na
 from ..storage.secrets import found_in
 from ..tools import TOOLS, run_search_tool, run_tool
 from . import body as strict
+from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
-MARKDOWN = "text/markdown"
-
-
-MERGED = {"model": SavedBlock, "description": "The same content was already kept: merged"}
-
-
-def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
-    """The body of a route that reads markdown (or JSON) itself."""
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                MARKDOWN: {"schema": {"type": "string"}, "example": example},
-                "application/json": {"schema": json_schema},
-            },
-        }
-    }
-
-
-CORE_BODY = _markdown_body(
-    {
-        "type": "object",
-        "properties": {
-            "content": {"type": "string"},
-            "repo_root": {
-                "type": "string",
-                "description": "the project (as the query parameter of the same name)",
-            },
-        },
-        "required": ["content"],
-        "additionalProperties": False,
-    },
-    "# Project notes\n- Run the tests with `make test`.\n",
-)
-BLOCK_BODY = _markdown_body(
-    {"$ref": "#/components/schemas/BlockIn"},
-    "---\ndescription: how to run the tests\ntags: [ci]\n---\nRun `make test`.\n",
-)
 
 
 def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
@@ -549,27 +511,6 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
         max_importance=body.max_importance,
         dry_run=body.dry_run,
     )
-    return json_response(result)
-
-
-@router.post(
-    "/journal/{entry_id}/revert",
-    operation_id="journal-revert",
-    response_model=Reverted,
-    tags=["journal"],
-    responses=ERRORS,
-)
-async def revert(request: Request, entry_id: str) -> Response:
-    """Undo one journaled change. A memory file goes back to its previous bytes; a deleted
-    session comes back from the trash, a restored one goes back, a rename is renamed back.
-    The revert is journaled too, so reverting it redoes the change."""
-    memory, committer = _memory(request)
-    entry = await asyncio.to_thread(memory.journal.get, entry_id)
-    if entry is None:
-        raise NotFound(f"no journal entry {entry_id[:40]}")
-    if str(entry.get("op", "")).startswith("session."):
-        return json_response(await request.app.state.sessions.revert(entry))
-    result = await committer.call(memory.revert, entry)
     return json_response(result)
 
 

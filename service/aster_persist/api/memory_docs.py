@@ -1,0 +1,48 @@
+"""What the OpenAPI document shows of the memory routes beyond their types: the markdown
+bodies core memory and blocks take, and the reply of a merged duplicate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schemas.memory import SavedBlock
+
+MARKDOWN = "text/markdown"
+
+MERGED = {"model": SavedBlock, "description": "The same content was already kept: merged"}
+
+
+def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
+    """The body of a route that reads markdown (or JSON) itself."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                MARKDOWN: {"schema": {"type": "string"}, "example": example},
+                "application/json": {"schema": json_schema},
+            },
+        }
+    }
+
+
+CORE_BODY = _markdown_body(
+    {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string"},
+            "repo_root": {
+                "type": "string",
+                "description": "the project (as the query parameter of the same name)",
+            },
+        },
+        "required": ["content"],
+        "additionalProperties": False,
+    },
+    "# Project notes\n- Run the tests with `make test`.\n",
+)
+
+
+BLOCK_BODY = _markdown_body(
+    {"$ref": "#/components/schemas/BlockIn"},
+    "---\ndescription: how to run the tests\ntags: [ci]\n---\nRun `make test`.\n",
+)

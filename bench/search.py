@@ -1,0 +1,43 @@
+"""Search, on the big store of bench/listing.py (run with ``--only listing``).
+
+Three two-word queries (words ranked 150 to 5,000 by frequency in real transcripts), top
+20 with snippets, each timed 60 times over a raw socket; the median query's p50 is printed
+beside how many documents match it, counted straight from the index (target: under
+20 ms). There is no baseline: the target is absolute.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from pathlib import Path
+
+import orjson
+
+from bench.harness import RawClient, Server, add, p50, vocabulary
+
+
+def bench_search(d: Server, home: Path) -> None:
+    words = vocabulary()
+    raw = RawClient(d.port)
+    rows = []
+    for pair in ((300, 1200), (800, 3000), (150, 5000)):
+        query = f"{words[pair[0]]} {words[pair[1]]}"
+        path = f"/v1/search?q={urllib.parse.quote(query)}&limit=20"
+        status, body = raw.request("GET", path)
+        assert status == 200 and len(orjson.loads(body)["items"]) == 20, body[:200]
+        db = sqlite3.connect(f"file:{home / 'index' / 'catalog.sqlite3'}?mode=ro", uri=True)
+        matches = db.execute(
+            "SELECT count(*) FROM doc_text WHERE doc_text MATCH ?",
+            (" OR ".join(f'"{w}"' for w in query.split()),),
+        ).fetchone()[0]
+        indexed = db.execute("SELECT count(*) FROM docs").fetchone()[0]
+        db.close()
+        rows.append((p50(lambda path=path: raw.request("GET", path), 60), query, matches))
+    latency, query, matches = sorted(rows)[1]
+    add(
+        f"search {indexed:,} documents, two words, top 20 with snippets",
+        f"p50 {latency:.2f} ms",
+        f"'{query}': {matches:,} matches",
+        "target < 20 ms (median of 3 queries)",
+    )

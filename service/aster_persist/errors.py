@@ -1,16 +1,28 @@
 """The exception tree and its rendering as RFC 9457 problem details.
 
-Stores raise these; one handler renders every one of them, and every other source of
-errors (unknown route, wrong method, bad body, crash) is rendered the same way::
+Stores and services raise these; one handler (``api/problems.py``) renders every one
+of them, and every other source of errors (unknown route, wrong method, bad body,
+crash) is rendered the same way. The ``code`` is the problem type's last part::
 
-    AsterError (500)
-      NotFound (404): SessionNotFound, BlockNotFound
-      Conflict (409): SessionDamaged, SessionReadOnly, SessionExists, NameTaken, UnsafePath
-      PreconditionFailed (412)
-      Invalid (422): InvalidName, InvalidEvent, SecretDetected
-      Forbidden (403), Unauthorized (401)
+    AsterError (500 internal_error)
+      NotFound (404 not_found)
+        SessionNotFound (session_not_found), BlockNotFound (block_not_found)
+      Conflict (409 conflict)
+        SessionExists, SessionDamaged, SessionReadOnly, NameTaken,
+        UnsafePath (symlink_refused)
+      PreconditionFailed (412 precondition_failed)
+      Invalid (422 invalid)
+        InvalidName, InvalidEvent, SecretDetected (secret_detected),
+        ImportProblem (importers/reader.py), ValidationFailed (api/body.py)
+      Unauthorized (401), Forbidden (403)
       PayloadTooLarge (413), InsufficientStorage (507)
-      StorageFailed (500)
+      ModelUnavailable (502), TooManySubscribers (503)
+      StorageFailed (500 storage_failed)
+    HomeUnavailable: the data home cannot be used (at start; never over HTTP)
+
+The guard answers before any of this runs, with the same problem body: 401, 403, 408
+(a stalled request), 413, 431 (a request head too large) and 503 (too many requests
+at once).
 
 A problem body never carries a traceback or the bytes of a rejected secret.
 """
@@ -19,8 +31,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-PROBLEM_TYPE = "urn:aster-persist:problem:"
-PROBLEM_MEDIA_TYPE = "application/problem+json"
+from .schemas.problems import PROBLEM_MEDIA_TYPE as PROBLEM_MEDIA_TYPE
+from .schemas.problems import PROBLEM_TYPE as PROBLEM_TYPE
 
 
 class AsterError(Exception):

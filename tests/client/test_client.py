@@ -22,11 +22,11 @@ from aster_persist.client import (
     ApiError,
     AsyncClient,
     Client,
-    Conflict,
+    ConflictError,
     DaemonUnavailable,
-    Invalid,
-    NotFound,
-    PreconditionFailed,
+    InvalidRequestError,
+    NotFoundError,
+    PreconditionFailedError,
 )
 from aster_persist.schemas.journal import JournalEntry
 from aster_persist.schemas.memory import Note, SavedBlock
@@ -131,7 +131,7 @@ async def test_a_session_from_creation_to_restore(
     assert chat[0] == {"role": "user", "content": "why does the build fail?"}
 
     await run(aster.delete_session(sid))
-    gone = await refused(NotFound, lambda: aster.get_session(sid))
+    gone = await refused(NotFoundError, lambda: aster.get_session(sid))
     assert gone.status == 404 and gone.code == "session_not_found" and sid in gone.detail
     assert (await run(aster.restore_session(sid))).id == sid
     assert (await run(aster.get_session(sid))).events == 5  # four turns and the title
@@ -146,20 +146,24 @@ async def test_retries_guards_and_refusals_are_typed(
     assert again == first
     assert (await run(aster.get_session(sid))).events == 1
 
-    stale = await refused(PreconditionFailed, lambda: aster.append(sid, user("x"), if_match='"0"'))
+    stale = await refused(
+        PreconditionFailedError, lambda: aster.append(sid, user("x"), if_match='"0"')
+    )
     assert stale.status == 412
     assert (await run(aster.append(sid, user("next"), if_match='"1"'))).first_seq == 2
 
-    bad = await refused(Invalid, lambda: aster.append(sid, {"type": "message", "role": "robot"}))
+    bad = await refused(
+        InvalidRequestError, lambda: aster.append(sid, {"type": "message", "role": "robot"})
+    )
     assert bad.status == 422 and bad.errors and "role" in str(bad.errors)
     assert (await run(aster.get_session(sid))).events == 2  # nothing written
 
-    await refused(Invalid, lambda: aster.get_session("not-a-session-id"))
-    missing = await refused(NotFound, lambda: aster.events("01J0000000000000000000ABCD"))
+    await refused(InvalidRequestError, lambda: aster.get_session("not-a-session-id"))
+    missing = await refused(NotFoundError, lambda: aster.events("01J0000000000000000000ABCD"))
     assert missing.code == "session_not_found"
     again = await run(aster.create_session(repo(request), id=sid))  # a retry: that session
     assert again.id == sid
-    await refused(Conflict, lambda: aster.create_session(repo(request), id=sid, title="other"))
+    await refused(ConflictError, lambda: aster.create_session(repo(request), id=sid, title="other"))
 
 
 async def test_memory_from_remember_to_revert(
@@ -174,13 +178,15 @@ async def test_memory_from_remember_to_revert(
     assert (saved.name, saved.merged, saved.tags) == ("testing", False, ["ci"])
     merged = await run(aster.remember("run the tests  with make test.", root, name="other"))
     assert merged.merged and merged.name == "testing"
-    taken = await refused(Conflict, lambda: aster.remember("Something else.", root, name="testing"))
+    taken = await refused(
+        ConflictError, lambda: aster.remember("Something else.", root, name="testing")
+    )
     assert "testing" in taken.detail
 
     read = await run(aster.recall("testing", root))
     assert read.body == "Run the tests with make test.\n" and "name: testing" in read.content
     await refused(
-        PreconditionFailed,
+        PreconditionFailedError,
         lambda: aster.put_block(
             "testing", "---\ndescription: x\n---\nNew.\n", root, if_match='"0"'
         ),
@@ -201,7 +207,7 @@ async def test_memory_from_remember_to_revert(
     assert not (await run(aster.restore("testing", root))).archived
 
     await run(aster.forget("testing", root))
-    await refused(NotFound, lambda: aster.recall("testing", root))
+    await refused(NotFoundError, lambda: aster.recall("testing", root))
     entries = [
         e
         for e in (await run(aster.journal_page(op="memory.delete", limit=500))).items
@@ -212,7 +218,7 @@ async def test_memory_from_remember_to_revert(
     assert (await run(aster.recall("testing", root, track=False))).body == "Use make test.\n"
 
     secret = await refused(
-        Invalid,
+        InvalidRequestError,
         lambda: aster.remember("token ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a", root),
     )
     assert secret.code == "secret_detected" and "16C7e42F" not in str(secret.problem)
@@ -224,7 +230,9 @@ async def test_core_memory_context_search_and_tools(
     root = repo(request)
     core = await run(aster.core(root))
     written = await run(aster.put_core("# Project\n- Uses uv.\n", root, if_match=core.etag))
-    await refused(PreconditionFailed, lambda: aster.put_core("# Lost\n", root, if_match=core.etag))
+    await refused(
+        PreconditionFailedError, lambda: aster.put_core("# Lost\n", root, if_match=core.etag)
+    )
     noted = await run(aster.remember_tool("Ship on green.", root))
     assert isinstance(noted, Note) and noted.scope.startswith("project:") and not noted.duplicate
     tool_block = await run(aster.remember_tool("Lint with ruff.", root, title="Linting"))
@@ -263,7 +271,7 @@ async def test_search_import_and_ops(aster: AnyClient, request: pytest.FixtureRe
     assert page.items[0].highlights
     both = await run(aster.search("websocket", kind="all", session_id=sid, limit=5))
     assert {h.session_id for h in both.items} == {sid}
-    syntax = await refused(Invalid, lambda: aster.search('"unclosed phrase'))
+    syntax = await refused(InvalidRequestError, lambda: aster.search('"unclosed phrase'))
     assert syntax.status == 422
 
     data = (FIXTURES / "openai-chat" / "tau-bench" / "gpt-4o-airline.json").read_bytes()
@@ -271,7 +279,9 @@ async def test_search_import_and_ops(aster: AnyClient, request: pytest.FixtureRe
     assert first.format == "openai-chat" and len(first.sessions) == 200
     second = await run(aster.import_file(data, repo_root=root))
     assert second.imported == 0 and second.already_imported == 200
-    await refused(Invalid, lambda: aster.import_file(b"not a transcript", format="codex"))
+    await refused(
+        InvalidRequestError, lambda: aster.import_file(b"not a transcript", format="codex")
+    )
 
     assert (await run(aster.health())).status == "ok"
     assert (await run(aster.ready())).status == "ready"
@@ -405,6 +415,6 @@ async def test_learning_endpoints_without_a_model(
     state = await run(aster.extraction())
     assert state.enabled is False and state.queued == 0
     sid = (await run(aster.create_session(repo(request)))).id
-    off = await refused(Conflict, lambda: aster.extract(sid))
+    off = await refused(ConflictError, lambda: aster.extract(sid))
     assert "ASTER_LLM_BASE_URL" in off.detail
-    await refused(Invalid, lambda: aster.consolidate(repo(request)))
+    await refused(InvalidRequestError, lambda: aster.consolidate(repo(request)))

@@ -57,9 +57,9 @@ def daemon(url: str | None) -> Iterator[api.Client]:
             yield aster
     except api.DaemonUnavailable as exc:
         raise fail(f"{exc}; start it with `aster-persist serve`", EXIT_UNAVAILABLE) from None
-    except api.NotFound as exc:
+    except api.NotFoundError as exc:
         raise fail(exc.detail or str(exc), EXIT_NOT_FOUND) from None
-    except (api.Conflict, api.PreconditionFailed) as exc:
+    except (api.ConflictError, api.PreconditionFailedError) as exc:
         raise fail(exc.detail or str(exc), EXIT_CONFLICT) from None
     except api.ApiError as exc:
         raise fail(str(exc), EXIT_REFUSED) from None

@@ -1,7 +1,9 @@
 """The Python client of a running daemon: ``Client`` (blocking) and ``AsyncClient``.
 
 Both have the same methods, one per endpoint, typed with the models the API itself
-uses, and both raise the same typed errors, built from the problem body of a refusal::
+uses, and both raise the same typed errors, built from the problem body of a refusal
+(``ApiError`` and one ``...Error`` per status, such as ``NotFoundError``; no name is
+one of the server's own errors)::
 
     with Client() as aster:                       # ASTER_URL, ASTER_TOKEN or the home's token
         sid = aster.create_session(repo_root="/src/app").id
@@ -21,7 +23,7 @@ yielded, so nothing is missed and nothing is repeated.
 The package, one module per concept (all of it HTTP only: httpx, pydantic, `schemas/`,
 never a server module — a test checks each of them)::
 
-    errors.py        the error classes, built from a refusal's problem body
+    errors.py        the error classes (`ApiError`, `NotFoundError`, …), from a problem body
     calls.py         `Call`, the `endpoint` descriptor, the readers of replies
     connection.py    the daemon's URL and the token to send
     endpoints.py     every endpoint (sessions.py and memory.py hold their groups)
@@ -36,18 +38,18 @@ from .calls import Call, Scope, endpoint
 from .connection import DEFAULT_URL, token_for
 from .errors import (
     ApiError,
-    BadRequest,
-    Conflict,
+    BadRequestError,
+    ConflictError,
     DaemonUnavailable,
-    Forbidden,
-    InsufficientStorage,
-    Invalid,
-    NotFound,
-    PayloadTooLarge,
-    PreconditionFailed,
+    ForbiddenError,
+    InsufficientStorageError,
+    InvalidRequestError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PreconditionFailedError,
     ServiceError,
-    Unauthorized,
-    Unavailable,
+    UnauthorizedError,
+    UnavailableError,
     error_of,
 )
 
@@ -55,28 +57,28 @@ __all__ = [
     "DEFAULT_URL",
     "ApiError",
     "AsyncClient",
-    "BadRequest",
+    "BadRequestError",
     "Call",
     "Client",
-    "Conflict",
+    "ConflictError",
     "DaemonUnavailable",
-    "Forbidden",
-    "InsufficientStorage",
-    "Invalid",
-    "NotFound",
-    "PayloadTooLarge",
-    "PreconditionFailed",
+    "ForbiddenError",
+    "InsufficientStorageError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PreconditionFailedError",
     "Scope",
     "ServiceError",
-    "Unauthorized",
-    "Unavailable",
+    "UnauthorizedError",
+    "UnavailableError",
     "endpoint",
     "error_of",
     "token_for",
 ]
 
-# The clients and their errors keep the name they had before the package was split:
-# tracebacks and reprs still say `aster_persist.client.NotFound` (httpx does the same for
+# The clients and their errors keep the module they had before the package was split:
+# tracebacks and reprs say `aster_persist.client.NotFoundError` (httpx does the same for
 # its own names). `Call` and `endpoint` are left alone: their annotations are resolved in
 # the module that defines them.
 for _public in (Client, AsyncClient, ServiceError, DaemonUnavailable, error_of, token_for):

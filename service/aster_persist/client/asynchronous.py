@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -22,6 +22,8 @@ T = TypeVar("T")
 
 class AsyncClient(Endpoints):
     """The same client for asyncio: every endpoint method is awaitable."""
+
+    blocking: Literal[False] = False
 
     def __init__(
         self,
@@ -42,7 +44,9 @@ class AsyncClient(Endpoints):
     async def close(self) -> None:
         await self.http.aclose()
 
-    async def _send(self, call: Call[T]) -> T:
+    async def run(self, call: Call[T]) -> T:
+        """Send the request ``call`` describes and read its reply (what every endpoint
+        method does)."""
         try:
             response = await self.http.send(call.request(self.http))
         except httpx.TransportError as exc:

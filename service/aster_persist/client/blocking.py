@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -23,6 +23,8 @@ T = TypeVar("T")
 class Client(Endpoints):
     """A blocking client. ``url`` defaults to ASTER_URL, then ``http://127.0.0.1:4627``;
     ``token`` to ASTER_TOKEN, then the data home's token file."""
+
+    blocking: Literal[True] = True
 
     def __init__(
         self,
@@ -43,7 +45,9 @@ class Client(Endpoints):
     def close(self) -> None:
         self.http.close()
 
-    def _send(self, call: Call[T]) -> T:
+    def run(self, call: Call[T]) -> T:
+        """Send the request ``call`` describes and read its reply (what every endpoint
+        method does)."""
         try:
             response = self.http.send(call.request(self.http))
         except httpx.TransportError as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import httpx
 import orjson
@@ -19,9 +19,22 @@ from pydantic import BaseModel
 
 from ..schemas.memory import Note, SavedBlock
 
-if TYPE_CHECKING:
-    from .asynchronous import AsyncClient
-    from .blocking import Client
+
+class Blocking(Protocol):
+    """What an endpoint method is blocking on (`Client`)."""
+
+    blocking: Literal[True]
+
+    def run(self, call: Call[Any]) -> Any: ...
+
+
+class Asynchronous(Protocol):
+    """What an endpoint method is awaitable on (`AsyncClient`)."""
+
+    blocking: Literal[False]
+
+    def run(self, call: Call[Any]) -> Awaitable[Any]: ...
+
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -104,13 +117,13 @@ class endpoint(Generic[P, T]):
     @overload
     def __get__(self, obj: None, owner: type) -> endpoint[P, T]: ...
     @overload
-    def __get__(self, obj: Client, owner: type) -> Callable[P, T]: ...
+    def __get__(self, obj: Blocking, owner: type) -> Callable[P, T]: ...
     @overload
-    def __get__(self, obj: AsyncClient, owner: type) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, obj: Asynchronous, owner: type) -> Callable[P, Awaitable[T]]: ...
     def __get__(self, obj: Any, owner: type) -> Any:
         if obj is None:
             return self
-        build, send = self.build, obj._send
+        build, send = self.build, obj.run
 
         @functools.wraps(build)
         def bound(*args: Any, **kwargs: Any) -> Any:

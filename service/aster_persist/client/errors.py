@@ -4,13 +4,18 @@
 ServiceError
   DaemonUnavailable          nothing answered (not running, wrong URL)
   ApiError (any status)      the daemon refused: status, code, title, detail, errors
-    BadRequest (400), Unauthorized (401), Forbidden (403), NotFound (404),
-    Conflict (409), PreconditionFailed (412), PayloadTooLarge (413), Invalid (422),
-    Unavailable (503), InsufficientStorage (507)
+    BadRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+    NotFoundError (404), ConflictError (409), PreconditionFailedError (412),
+    PayloadTooLargeError (413), InvalidRequestError (422), UnavailableError (503),
+    InsufficientStorageError (507)
 ```
 
 A status with no class of its own raises ``ApiError`` itself; a body that is not a
 problem document still gives one (its reason phrase and the start of its text).
+
+The names end in ``Error`` and none is the name of one of the server's own errors
+(``aster_persist.errors``), so a traceback or an ``except`` says which side it is; the
+finer server error is in ``code`` (``NotFoundError`` with ``session_not_found``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import PROBLEM_TYPE
+from ..schemas.problems import PROBLEM_TYPE
 
 
 class ServiceError(Exception):
@@ -47,63 +52,63 @@ class ApiError(ServiceError):
         super().__init__(f"{status} {self.title}: {self.detail}")
 
 
-class BadRequest(ApiError):
+class BadRequestError(ApiError):
     status = 400
 
 
-class Unauthorized(ApiError):
+class UnauthorizedError(ApiError):
     status = 401
 
 
-class Forbidden(ApiError):
+class ForbiddenError(ApiError):
     status = 403
 
 
-class NotFound(ApiError):
+class NotFoundError(ApiError):
     status = 404
 
 
-class Conflict(ApiError):
+class ConflictError(ApiError):
     status = 409
 
 
-class PreconditionFailed(ApiError):
+class PreconditionFailedError(ApiError):
     status = 412
 
 
-class PayloadTooLarge(ApiError):
+class PayloadTooLargeError(ApiError):
     status = 413
 
 
-class Invalid(ApiError):
+class InvalidRequestError(ApiError):
     """422: the request was understood and is wrong (a bad event, a secret, a name)."""
 
     status = 422
 
 
-class Unavailable(ApiError):
+class UnavailableError(ApiError):
     """503: busy, or not ready yet."""
 
     status = 503
 
 
-class InsufficientStorage(ApiError):
+class InsufficientStorageError(ApiError):
     status = 507
 
 
 _ERRORS: dict[int, type[ApiError]] = {
     cls.status: cls
     for cls in (
-        BadRequest,
-        Unauthorized,
-        Forbidden,
-        NotFound,
-        Conflict,
-        PreconditionFailed,
-        PayloadTooLarge,
-        Invalid,
-        Unavailable,
-        InsufficientStorage,
+        BadRequestError,
+        UnauthorizedError,
+        ForbiddenError,
+        NotFoundError,
+        ConflictError,
+        PreconditionFailedError,
+        PayloadTooLargeError,
+        InvalidRequestError,
+        UnavailableError,
+        InsufficientStorageError,
     )
 }
 

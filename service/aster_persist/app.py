@@ -34,30 +34,33 @@ from .api.guard import Guard
 from .api.mcp_lazy import LazyMcp
 from .api.models import AppendBody
 from .errors import PROBLEM_MEDIA_TYPE, HomeUnavailable
-from .feed import JOURNAL, Feed
+from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner
 from .learning.model import ModelClient
 from .learning.queue import JobQueue
-from .sessions import Sessions
+from .live.feed import APPENDED, JOURNAL, Feed
+from .live.watcher import watch
+from .services.memory import Memory
+from .services.sessions import Appended, Listener, Sessions
 from .settings import Settings
 from .storage import fs
+from .storage.blobs import BlobStore
+from .storage.commit import GroupCommitter
 from .storage.home import FILE_MODE, Home
 from .storage.journal import Journal
 from .storage.memory import MemoryStore
-from .storage.transcripts import Clock, utc_now
-from .watcher import watch
+from .storage.transcripts import Clock, TranscriptStore, utc_now
 
 log = logging.getLogger("aster_persist")
 
 
-async def prune_on_schedule(memory: MemoryStore, store: Sessions, settings: Settings) -> None:
+async def prune_on_schedule(memory: Memory, settings: Settings) -> None:
     """Archive stale, unimportant memory in every scope, every so often (off by default)."""
     while True:
         await asyncio.sleep(settings.memory_prune_every_hours * 3600)
-        for scope in memory.scopes():
+        for scope in memory.store.scopes():
             try:
-                result = await store.committer.call(
-                    memory.prune,
+                result = await memory.prune(
                     scope,
                     max_age_days=settings.memory_prune_max_age_days,
                     max_importance=settings.memory_prune_max_importance,
@@ -157,31 +160,23 @@ def create_app(
         journal.open()
         app.state.journal = journal
         fs.listen(home.root, journal_refusals(journal))
-        store = Sessions(
-            home,
-            durability=settings.durability,
-            clock=clock,
-            max_event_bytes=settings.max_event_bytes,
-            open_files=settings.open_files,
-            sync_interval=settings.sync_interval_ms / 1000,
-            journal=journal,
-            blob_threshold=settings.blob_threshold,
-        )
+        memory_store = MemoryStore(home, journal, clock=clock)
+        store = build_sessions(home, settings, journal, clock, memory_doc=memory_store.index_doc)
         app.state.sessions = store
+        memory = Memory(memory_store, store.committer)
+        app.state.memory = memory
         feed = Feed(
             asyncio.get_running_loop(),
             max_subscribers=settings.max_subscribers,
             queue_size=settings.subscriber_queue,
             heartbeat=settings.heartbeat_seconds,
         )
-        app.state.feed = store.feed = feed
+        app.state.feed = feed
+        store.listeners.append(announce(feed))
         journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))
-        memory = MemoryStore(home, journal, clock=clock)
-        app.state.memory = memory
-        await store.committer.call(memory.load)
-        store.catalog.memory_doc = memory.index_doc
-        journal.listeners.append(lambda entry: reindex_memory(store, entry))
-        await store.start(await store.committer.call(memory.index_etags))
+        etags = await memory.load()
+        journal.listeners.append(lambda entry: reindex_memory(store.catalog, entry))
+        await store.start(etags)
         learner = Learner(
             store,
             memory,
@@ -191,7 +186,8 @@ def create_app(
             max_items=settings.llm_extraction_max_items,
             max_input_chars=settings.llm_extraction_max_input_chars,
         )
-        app.state.learner = store.learner = learner
+        app.state.learner = learner
+        store.listeners.append(learn_from(learner))
         learner.start()
         mcp.attach(store, memory)
         stop_watching, watching = asyncio.Event(), asyncio.Event()
@@ -203,9 +199,7 @@ def create_app(
         )
         pruner = None
         if settings.memory_prune_every_hours > 0:
-            pruner = asyncio.get_running_loop().create_task(
-                prune_on_schedule(memory, store, settings)
-            )
+            pruner = asyncio.get_running_loop().create_task(prune_on_schedule(memory, settings))
         try:
             yield
         finally:
@@ -298,11 +292,64 @@ class AsterApp(FastAPI):
         await self._front_app(scope, receive, send)
 
 
-def reindex_memory(store: Sessions, entry: dict[str, Any]) -> None:
+def reindex_memory(catalog: CatalogWorker, entry: dict[str, Any]) -> None:
     """Every journaled change of a memory file tells the search index to read it again."""
     op = str(entry.get("op", ""))
     if op.startswith("memory.") and op != "memory.recall" and entry.get("name"):
-        store.catalog.mark_memory(str(entry["scope"]), str(entry["name"]))
+        catalog.mark_memory(str(entry["scope"]), str(entry["name"]))
+
+
+def announce(feed: Feed) -> Listener:
+    """A listener that tells the change feed of each durable append (``session.appended``),
+    while anyone follows it."""
+
+    def appended(notice: Appended) -> None:
+        if feed.subscribers:
+            feed.publish(APPENDED, notice.wire())
+
+    return appended
+
+
+def learn_from(learner: Learner) -> Listener:
+    """A listener that lets the learner queue what each of this daemon's appends
+    completes (an import's are left alone: old history is extracted on demand)."""
+
+    def appended(notice: Appended) -> None:
+        if notice.learn and notice.events is not None:
+            learner.appended(notice.session_id, notice.events, notice.first_seq)
+
+    return appended
+
+
+def build_sessions(
+    home: Home,
+    settings: Settings,
+    journal: Journal | None,
+    clock: Clock = utc_now,
+    *,
+    memory_doc: MemoryDoc | None = None,
+) -> Sessions:
+    """The sessions service and its parts: the catalog worker (its own thread), the
+    transcript store that tells it of every change, the committer that is the store's
+    single writer thread, and the blob store."""
+    catalog = CatalogWorker(home.index, home.session_path, memory_doc=memory_doc)
+    store = TranscriptStore(
+        home,
+        durability=settings.durability,
+        clock=clock,
+        max_event_bytes=settings.max_event_bytes,
+        open_files=settings.open_files,
+        on_change=catalog.mark,
+        on_remove=catalog.forget,
+    )
+    return Sessions(
+        home,
+        store=store,
+        committer=GroupCommitter(store, sync_interval=settings.sync_interval_ms / 1000),
+        catalog=catalog,
+        blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
+        journal=journal,
+    )
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:

@@ -15,112 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
 from .index.text import parse_query
+from .schemas.tools import FOUND_BY_DEFAULT, MAX_FOUND, MEMORY_TOOLS
 from .storage.memory import MemoryStore, slugify
 from .storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
 
 if TYPE_CHECKING:
-    from .sessions import Sessions
+    from .services.sessions import Sessions
 
-MAX_FOUND = 50  # blocks one search_memory call returns at most
-
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "remember",
-            "description": (
-                "Save a durable fact for future sessions. Remember what will change a future "
-                "answer or action and is not obvious from the code: a gotcha, a convention, a "
-                "user preference, a decision and why it was made, a workflow that worked or a "
-                "failure to avoid. Do not remember what the repository already shows, "
-                "temporary state, anything from this turn only, or secrets (keys, tokens, "
-                "passwords are refused). With a title the note becomes a named block you can "
-                "recall later; without one it is added as a short line to core memory, which "
-                "is in every prompt, so keep it to one sentence."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "note": {
-                        "type": "string",
-                        "description": "The fact, in a sentence or a short paragraph.",
-                    },
-                    "title": {
-                        "type": "string",
-                        "description": "A short title; makes a named, recallable block.",
-                    },
-                },
-                "required": ["note"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "recall",
-            "description": (
-                "Read one memory block in full by its name from the 'Recallable memory' index "
-                "in your instructions. Recall a block before relying on it: the index shows "
-                "only a one-line description. Memory is supporting context; check it against "
-                "the current code and commands."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"name": {"type": "string", "description": "The block's name."}},
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "forget",
-            "description": (
-                "Delete a memory block that is wrong or no longer true, instead of overwriting "
-                "it with a placeholder. The change is journaled and can be undone by a person."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {"name": {"type": "string", "description": "The block's name."}},
-                "required": ["name"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "search_memory",
-            "description": (
-                "Find memory blocks about a question (project and global), most relevant and "
-                "recent first, when the 'Recallable memory' index in your instructions does "
-                "not list what you need (it shows at most 60). Then recall(name) the ones "
-                "that matter."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "A question, or some words."},
-                    "k": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_FOUND,
-                        "description": "How many blocks to return (5 unless given).",
-                    },
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-        },
-    },
-]
-
+TOOLS: list[dict[str, Any]] = [spec.function() for spec in MEMORY_TOOLS]
 
 PARAMETERS: dict[str, frozenset[str]] = {
-    tool["function"]["name"]: frozenset(tool["function"]["parameters"]["properties"])
-    for tool in TOOLS
+    spec.name: frozenset(p.name for p in spec.params) for spec in MEMORY_TOOLS
 }
 
 
@@ -163,7 +68,7 @@ def run_tool(
 
 
 async def search_memory(
-    sessions: Sessions, scope: str, query: str, k: int = 5
+    sessions: Sessions, scope: str, query: str, k: int = FOUND_BY_DEFAULT
 ) -> tuple[str, list[dict[str, Any]]]:
     """The ``search_memory`` tool: the text the model sees, and the hits."""
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_FOUND:
@@ -180,7 +85,9 @@ async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, A
     """``search_memory`` called through ``POST /v1/memory/tools/call``; failures are text."""
     args = _arguments(arguments, "search_memory")
     try:
-        text, _ = await search_memory(sessions, scope, _string(args, "query"), args.get("k", 5))
+        text, _ = await search_memory(
+            sessions, scope, _string(args, "query"), args.get("k", FOUND_BY_DEFAULT)
+        )
     except AsterError as exc:
         return f"The search_memory call failed: {exc.detail}"
     return text

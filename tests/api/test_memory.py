@@ -138,7 +138,7 @@ def test_hand_written_block_survives_patch_byte_for_byte(client: TestClient, hom
     path = block_path(home, "hand-written")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(ODD)
-    client.app.state.memory.load()  # the watcher does this later; a restart does it now
+    client.app.state.memory.store.load()  # the watcher does this later; a restart does it now
     r = client.patch(
         "/v1/memory/blocks/hand-written", json={"pinned": True, "tags": ["build", "codegen"]}
     )

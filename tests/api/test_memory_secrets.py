@@ -381,9 +381,9 @@ def test_a_revert_that_cannot_be_journaled_puts_a_flagged_file_back_exactly(
         path = home / "memory" / "deploy.md"
         path.write_text(path.read_text() + f"token {TOKEN}\n")
         flagged_bytes = path.read_bytes()
-        (edit,) = client.app.state.memory.reconcile([path])  # type: ignore[attr-defined]
+        (edit,) = client.app.state.memory.store.reconcile([path])  # type: ignore[attr-defined]
         assert edit["detail"]["secrets"]
-        journal = client.app.state.memory.journal  # type: ignore[attr-defined]
+        journal = client.app.state.memory.store.journal  # type: ignore[attr-defined]
         record = journal.record
 
         def failing(op: str, **fields: Any) -> Any:

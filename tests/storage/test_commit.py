@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from aster_persist.sessions import Sessions
+from aster_persist.app import build_sessions
+from aster_persist.settings import Settings
 from aster_persist.storage.events import validate_events
 from aster_persist.storage.home import Home
 from aster_persist.storage.journal import Journal
@@ -21,7 +22,7 @@ def test_deleting_a_session_does_not_wait_for_other_sessions_to_go_quiet(
         home = Home.open(tmp_path / "home")
         journal = Journal(home.root / "journal.jsonl", clock=utc_now)
         journal.open()
-        sessions = Sessions(home, journal=journal)
+        sessions = build_sessions(home, Settings(), journal)
         await sessions.start()
         await sessions.ready.wait()
         busy = (await sessions.create(repo_root="/srv/x"))["id"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from aster_persist.feed import APPENDED, Feed
+from aster_persist.live.feed import APPENDED, Feed
 
 
 def notice(first: int, last: int) -> dict[str, Any]:

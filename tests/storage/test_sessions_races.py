@@ -14,7 +14,10 @@ from typing import Any
 
 import pytest
 
-from aster_persist.sessions import Sessions
+from aster_persist.app import build_sessions
+from aster_persist.services.memory import Memory
+from aster_persist.services.sessions import Sessions
+from aster_persist.settings import Settings
 from aster_persist.storage import transcripts
 from aster_persist.storage.events import validate_events
 from aster_persist.storage.home import Home
@@ -30,7 +33,7 @@ async def opened(root: Path, **options: Any) -> Sessions:
     home = Home.open(root)
     journal = Journal(home.root / "journal.jsonl", clock=utc_now)
     journal.open()
-    sessions = Sessions(home, journal=journal, **options)
+    sessions = build_sessions(home, Settings.model_construct(**options), journal)
     await sessions.start()
     await sessions.ready.wait()
     return sessions
@@ -272,7 +275,8 @@ def test_an_extraction_applied_again_after_a_crash_writes_nothing_twice(tmp_path
         memory = MemoryStore(sessions.home, journal, clock=utc_now)
         memory.load()
         sessions.catalog.memory_doc = memory.index_doc
-        learner = Learner(sessions, memory, JobQueue(sessions.home.root / "queue"), None)
+        service = Memory(memory, sessions.committer)
+        learner = Learner(sessions, service, JobQueue(sessions.home.root / "queue"), None)
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         # an item merged into a block that was there, one written, one rejected
         await sessions.committer.call(

@@ -11,7 +11,8 @@ from typing import Any
 
 import orjson
 
-from aster_persist.feed import APPENDED, JOURNAL, Feed, Subscriber
+from aster_persist.live.feed import APPENDED, JOURNAL, Feed
+from aster_persist.live.followers import Subscriber
 
 SID = "01JD2X9Q6B7T1S8W2R4N5M3K0H"
 ENTRY = "01JD2X9Q6B7T1S8W2R4N5M3K0J"

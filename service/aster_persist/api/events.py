@@ -25,10 +25,11 @@ import anyio
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
-from ..errors import Invalid, SessionNotFound
-from ..feed import APPENDED, JOURNAL, Feed, Subscriber, encode
-from ..sessions import Sessions
-from ..storage import fs
+from ..errors import Invalid
+from ..live.feed import APPENDED, JOURNAL, Feed
+from ..live.followers import Subscriber
+from ..live.sse import encode
+from ..services.sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
 from .sessions import ERRORS
@@ -221,18 +222,15 @@ async def session_stream(
             raise Invalid("Last-Event-ID must be a seq (a whole number)")
         start = int(last_event_id)
     sessions: Sessions = request.app.state.sessions
-    where = sessions.store.locations.get(session_id)
-    if where is None or where.trashed:
-        raise SessionNotFound(f"no session {session_id}")
     # a link in the session's place is refused (409) before the stream starts
-    await asyncio.to_thread(fs.check, sessions.home.session_path(where.slug, session_id))
+    await asyncio.to_thread(sessions.tails.check, session_id)
     feed: Feed = request.app.state.feed
     subscriber = feed.follow(
         session_id,
         start,
-        read=partial(sessions.read_piece, session_id),
-        find=partial(sessions.line_before, session_id),
-        place=partial(sessions.tail_end, session_id),
+        read=partial(sessions.tails.read_piece, session_id),
+        find=partial(sessions.tails.line_before, session_id),
+        place=partial(sessions.tails.tail_end, session_id),
     )
 
     async def stream() -> AsyncIterator[bytes]:

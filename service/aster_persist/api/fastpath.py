@@ -35,7 +35,7 @@ from ..schemas.memory import BlockIn
 from . import body as strict
 from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
-from .memory import recall_block, recalled, remember_block
+from .memory import recalled, saved
 from .problems import problem_response
 from .sessions import handle_append
 
@@ -91,9 +91,9 @@ async def _remember(
         block = BlockIn.model_validate(data)
     except ValidationError:
         return None
-    memory, committer = owner.state.memory, owner.state.sessions.committer
-    status, reply, tag = await remember_block(memory, committer, block, query.get("repo_root"))
-    return Reply(status, orjson.dumps(reply), [(b"etag", tag.encode())])
+    saved_block, merged = await owner.state.memory.remember(block, query.get("repo_root"))
+    reply = orjson.dumps(saved(saved_block, merged))
+    return Reply(200 if merged else 201, reply, [(b"etag", saved_block.etag.encode())])
 
 
 async def _recall(
@@ -108,10 +108,7 @@ async def _recall(
         or "if-none-match" in headers
     ):
         return None
-    memory, committer = owner.state.memory, owner.state.sessions.committer
-    text, block = await recall_block(
-        memory,
-        committer,
+    text, block = await owner.state.memory.recall(
         match.group(1),
         query.get("repo_root"),
         track=track,

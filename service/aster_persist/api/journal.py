@@ -47,11 +47,11 @@ async def revert(request: Request, entry_id: str) -> Response:
     """Undo one journaled change. A memory file goes back to its previous bytes; a deleted
     session comes back from the trash, a restored one goes back, a rename is renamed back.
     The revert is journaled too, so reverting it redoes the change."""
-    memory, committer = request.app.state.memory, request.app.state.sessions.committer
-    entry = await asyncio.to_thread(memory.journal.get, entry_id)
+    memory = request.app.state.memory
+    entry = await asyncio.to_thread(memory.store.journal.get, entry_id)
     if entry is None:
         raise NotFound(f"no journal entry {entry_id[:40]}")
     if str(entry.get("op", "")).startswith("session."):
         return json_response(await request.app.state.sessions.revert(entry))
-    result = await committer.call(memory.revert, entry)
+    result = await memory.revert(entry)
     return json_response(result)

@@ -12,7 +12,6 @@ from ..learning.learner import Learner
 from ..schemas.learning import ConsolidateIn, Consolidation, ExtractIn, ExtractionStatus, Queued
 from ..storage.home import check_session_id
 from .body import StrictRoute
-from .memory import scope_of
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["learning"], route_class=StrictRoute)
@@ -73,7 +72,7 @@ async def consolidate(
     """Propose merges of duplicate blocks, archives of stale or contradicted ones and new
     distilled blocks (a dry run); with `apply=true`, make them (journaled, revertible).
     The model sees at most 40 blocks, each cut short: never a transcript."""
-    scope = await scope_of(request.app.state.memory, repo_root)
+    scope = await request.app.state.memory.scope_of(repo_root)
     proposal = body.proposal if body is not None else None
     result = await _learner(request).consolidate(scope, apply=apply, proposal=proposal)
     return json_response(result)

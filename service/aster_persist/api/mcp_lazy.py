@@ -21,8 +21,8 @@ from starlette.types import Receive, Scope, Send
 from .guard import send_problem
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
-    from ..storage.memory import MemoryStore
+    from ..services.memory import Memory
+    from ..services.sessions import Sessions
 
 log = logging.getLogger("aster_persist")
 
@@ -34,11 +34,11 @@ class LazyMcp:
         self.route = Route("/mcp", endpoint=self)
         self.app: Any = None
         self.loaded = asyncio.Event()
-        self._stores: tuple[Sessions, MemoryStore] | None = None
+        self._stores: tuple[Sessions, Memory] | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def attach(self, sessions: Sessions, memory: MemoryStore) -> None:
+    def attach(self, sessions: Sessions, memory: Memory) -> None:
         """The stores the server will use, once the daemon has opened them."""
         self._stores = sessions, memory
 
@@ -53,7 +53,7 @@ class LazyMcp:
             return
         await self.app(scope, receive, send)
 
-    async def _serve(self, sessions: Sessions, memory: MemoryStore) -> None:
+    async def _serve(self, sessions: Sessions, memory: Memory) -> None:
         try:
             module = await asyncio.to_thread(
                 importlib.import_module, "aster_persist.api.mcp_server"

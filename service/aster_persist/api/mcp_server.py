@@ -4,7 +4,9 @@ It shares the daemon's stores and sits behind the same front door (Host allowlis
 Origin check, token), so an MCP client needs one URL and, when auth is on, one
 header. Tools: ``remember``, ``recall``, ``forget`` (the very runner behind
 ``/v1/memory/tools``), ``search_memory``, ``search_sessions``, ``get_session`` and
-``list_sessions``; each answers with concise text for the model and structured
+``list_sessions``, each made from its one definition in ``schemas/tools.py`` (so a
+memory tool reads as in ``/v1/memory/tools``, and arguments it does not define are
+refused before it runs); each answers with concise text for the model and structured
 content beside it. Resources: a project's memory context, each block, each session's
 transcript; journal entries (the change feed's source) become resource-updated and
 list-changed events for clients listening. A prompt loads a project's memory context.
@@ -15,37 +17,73 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import orjson
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
+from pydantic import ConfigDict, create_model
 from starlette.types import ASGIApp
 
 from .. import __version__
 from ..errors import AsterError
 from ..index.text import parse_query
+from ..schemas.tools import MCP_TOOLS, ToolSpec
 from ..storage.home import check_session_id
-from ..tools import TOOLS, run_tool, withheld
 from ..tools import search_memory as search_tool
+from ..tools import withheld
 from .models import summary_of
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
-    from ..storage.memory import MemoryStore
+    from ..services.memory import Memory
+    from ..services.sessions import Sessions
 
 CONTEXT = "aster://memory/context"
-MAX_WINDOW = 200  # events one get_session call returns at most
 RESULT_CHARS = 2000  # a tool result or content is cut to this in get_session's text
+INSTRUCTIONS = (
+    "Durable memory and searchable history shared by coding agents. Read the "
+    "project's memory context first (resource aster://memory/context or the "
+    "memory_context prompt), recall a block before relying on it, remember what "
+    "will matter in future sessions, and search past sessions before redoing work."
+)
 
 
-def _guidance(name: str) -> str:
-    return str(next(t["function"]["description"] for t in TOOLS if t["function"]["name"] == name))
+Handler = Callable[..., Awaitable[CallToolResult]]
+
+
+class Arguments(ArgModelBase):
+    """A tool's arguments; a key the tool does not take is refused, never dropped."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+
+def make_tool(spec: ToolSpec, fn: Handler) -> Tool:
+    """The MCP tool of a definition: its input schema is that of the model the
+    arguments are checked with, made from the definition's parameters, and ``fn``
+    takes those parameters by name."""
+    taken, defined = list(inspect.signature(fn).parameters), [p.name for p in spec.params]
+    if taken != defined:
+        raise TypeError(f"the {spec.name} tool takes {taken}; its definition has {defined}")
+    model = create_model(f"{spec.name}Arguments", __base__=Arguments, **spec.fields())
+    return Tool(
+        fn=fn,
+        name=spec.name,
+        title=None,
+        description=spec.description,
+        parameters=model.model_json_schema(by_alias=True),
+        fn_metadata=FuncMetadata(arg_model=model),
+        is_async=True,
+        context_kwarg=None,
+        annotations=None,
+    )
 
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -65,22 +103,11 @@ class McpFront:
 
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()
-        self.server: MCPServer[Any] = MCPServer(
-            "aster-persist",
-            version=__version__,
-            instructions=(
-                "Durable memory and searchable history shared by coding agents. Read the "
-                "project's memory context first (resource aster://memory/context or the "
-                "memory_context prompt), recall a block before relying on it, remember what "
-                "will matter in future sessions, and search past sessions before redoing work."
-            ),
-            subscriptions=self.bus,
-        )
         self.sessions: Sessions | None = None
-        self.memory: MemoryStore | None = None
+        self.memory: Memory | None = None
         self.roots: dict[str, set[str]] = {}  # scope -> repository roots seen for it
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._register()
+        self.server: MCPServer[Any] = self._register()
         app = self.server.streamable_http_app(
             streamable_http_path="/mcp",
             # the daemon's Guard checks Host, Origin and the token before this runs
@@ -90,16 +117,16 @@ class McpFront:
         self.app: ASGIApp = route.endpoint  # type: ignore[attr-defined]
 
     @contextlib.asynccontextmanager
-    async def running(self, sessions: Sessions, memory: MemoryStore) -> AsyncIterator[None]:
+    async def running(self, sessions: Sessions, memory: Memory) -> AsyncIterator[None]:
         """Serve while the daemon does; journal entries become change events."""
         self.sessions, self.memory = sessions, memory
         self.loop = asyncio.get_running_loop()
-        memory.journal.listeners.append(self._changed)
+        memory.store.journal.listeners.append(self._changed)
         try:
             async with self.server.session_manager.run():
                 yield
         finally:
-            memory.journal.listeners.remove(self._changed)
+            memory.store.journal.listeners.remove(self._changed)
 
     # -- change events --------------------------------------------------------------------
 
@@ -136,7 +163,7 @@ class McpFront:
     def _scope(self, repo_root: str | None) -> str:
         assert self.memory is not None
         try:
-            scope = self.memory.scope_for(repo_root)
+            scope = self.memory.store.scope_for(repo_root)
         except AsterError as exc:
             raise ToolError(exc.detail) from None
         if repo_root:
@@ -145,64 +172,54 @@ class McpFront:
 
     # -- tools, resources, the prompt -----------------------------------------------------
 
-    def _register(self) -> None:
-        server = self.server
+    def _register(self) -> MCPServer[Any]:
+        """The MCP server: the tools, each made from its one definition, the resources
+        and the prompt."""
+        specs = {spec.name: spec for spec in MCP_TOOLS}
+        tools: list[Tool] = []
+
+        def tool(fn: Handler) -> Handler:
+            tools.append(make_tool(specs[fn.__name__], fn))
+            return fn
 
         async def memory_tool(name: str, arguments: dict[str, Any], repo_root: str | None,
                               session_id: str | None) -> str:  # fmt: skip
-            assert self.memory is not None and self.sessions is not None
+            assert self.memory is not None
             scope = self._scope(repo_root)
-            text = await self.sessions.committer.call(
-                run_tool, self.memory, scope, name, arguments, session=session_id
-            )
+            text = await self.memory.tool(scope, name, arguments, session=session_id)
             return str(text)
 
-        @server.tool(description=_guidance("remember"))
+        @tool
         async def remember(
-            note: str,
-            title: str | None = None,
-            repo_root: str | None = None,
-            session_id: str | None = None,
+            note: str, title: str | None, repo_root: str | None, session_id: str | None
         ) -> CallToolResult:
             arguments = {"note": note, **({"title": title} if title else {})}
             text = await memory_tool("remember", arguments, repo_root, session_id)
             return _result(text, {"result": text, "scope": self._scope(repo_root)})
 
-        @server.tool(description=_guidance("recall"))
+        @tool
         async def recall(
-            name: str, repo_root: str | None = None, session_id: str | None = None
+            name: str, repo_root: str | None, session_id: str | None
         ) -> CallToolResult:
             text = await memory_tool("recall", {"name": name}, repo_root, session_id)
             return _result(text, {"name": name, "scope": self._scope(repo_root), "text": text})
 
-        @server.tool(description=_guidance("forget"))
-        async def forget(name: str, repo_root: str | None = None) -> CallToolResult:
+        @tool
+        async def forget(name: str, repo_root: str | None) -> CallToolResult:
             text = await memory_tool("forget", {"name": name}, repo_root, None)
             return _result(text, {"result": text, "name": name})
 
-        @server.tool(description=_guidance("search_memory"))
-        async def search_memory(
-            query: str, repo_root: str | None = None, k: int = 5
-        ) -> CallToolResult:
+        @tool
+        async def search_memory(query: str, k: int, repo_root: str | None) -> CallToolResult:
             assert self.sessions is not None
             text, hits = await self._query(
                 search_tool(self.sessions, self._scope(repo_root), query, k)
             )
             return _result(text, {"items": hits})
 
-        @server.tool(
-            description=(
-                "Search past sessions (turns, tool calls and results, summaries): any of the "
-                'words, best first; "phrases", prefix*, AND/OR/NOT and repo:/role:/after: '
-                "filters work. Each hit names its session and turn for get_session."
-            )
-        )
-        async def search_sessions(
-            query: str, repo_root: str | None = None, limit: int = 10
-        ) -> CallToolResult:
+        @tool
+        async def search_sessions(query: str, repo_root: str | None, limit: int) -> CallToolResult:
             assert self.sessions is not None
-            if not 1 <= limit <= 50:
-                raise ToolError("limit must be from 1 to 50")
             parsed = parse_query(query)
             parsed.repo = parsed.repo or repo_root
             hits, _next = await self._query(self.sessions.search(parsed, limit=limit, cursor=None))
@@ -214,16 +231,9 @@ class McpFront:
             text = "\n".join(lines) or "No session matches that."
             return _result(text, {"items": hits})
 
-        @server.tool(
-            description=(
-                "Read a window of a session's transcript: the events after seq `after`, at "
-                "most `limit` of them (long contents cut)."
-            )
-        )
-        async def get_session(session_id: str, after: int = 0, limit: int = 50) -> CallToolResult:
+        @tool
+        async def get_session(session_id: str, after: int, limit: int) -> CallToolResult:
             assert self.sessions is not None
-            if not 1 <= limit <= MAX_WINDOW or after < 0:
-                raise ToolError(f"limit must be from 1 to {MAX_WINDOW} and after at least 0")
             try:
                 check_session_id(session_id)
                 lines, _raw, info = await self.sessions.read(session_id)
@@ -239,11 +249,9 @@ class McpFront:
             head = f"{info.title or '(untitled)'} · {info.repo_root} · {info.last_seq} events\n"
             return _result(head + text, {"session_id": session_id, "events": events, "more": more})
 
-        @server.tool(description="List sessions, most recently active first.")
-        async def list_sessions(repo_root: str | None = None, limit: int = 20) -> CallToolResult:
+        @tool
+        async def list_sessions(repo_root: str | None, limit: int) -> CallToolResult:
             assert self.sessions is not None
-            if not 1 <= limit <= 200:
-                raise ToolError("limit must be from 1 to 200")
             page = await self._query(
                 self.sessions.listing(repo_root=repo_root, state=None, limit=limit, cursor=None)
             )
@@ -253,6 +261,17 @@ class McpFront:
                 for s in items
             ]
             return _result("\n".join(lines) or "No sessions.", {"items": items})
+
+        missing = sorted(specs.keys() - {t.name for t in tools})
+        if missing:
+            raise TypeError(f"no function for the tools {missing}")
+        server: MCPServer[Any] = MCPServer(
+            "aster-persist",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            tools=tools,
+            subscriptions=self.bus,
+        )
 
         @server.resource(
             "aster://memory/context{?repo_root}",
@@ -273,7 +292,7 @@ class McpFront:
         async def memory_block(scope: str, name: str) -> str:
             assert self.memory is not None
             try:
-                text, _block = self.memory.read_block(scope, name)
+                text, _block = self.memory.store.read_block(scope, name)
             except AsterError as exc:
                 raise ResourceError(exc.detail) from None
             notice = withheld(name, text)  # a secret left there by hand never goes out
@@ -307,11 +326,13 @@ class McpFront:
                 "on it, and remember what will matter next time.\n\n" + context
             )
 
+        return server
+
     async def _context(self, repo_root: str | None) -> str:
         assert self.memory is not None
         scope = self._scope(repo_root)
         project = None if scope == "global" else scope
-        result = await asyncio.to_thread(self.memory.render_context, project, None)
+        result = await asyncio.to_thread(self.memory.store.render_context, project, None)
         return str(result["content"])
 
     async def _query(self, pending: Any) -> Any:

@@ -31,11 +31,11 @@ from ..schemas.memory import (
     ToolList,
     ToolResult,
 )
+from ..services.memory import Memory, one_repo_root
 from ..storage import frontmatter
-from ..storage.commit import GroupCommitter
-from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name, slugify
+from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name
 from ..storage.secrets import found_in
-from ..tools import TOOLS, run_search_tool, run_tool
+from ..tools import TOOLS, run_search_tool
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
@@ -44,26 +44,12 @@ from .sessions import ERRORS, json_response
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
 
 
-def _memory(request: Request) -> tuple[MemoryStore, GroupCommitter]:
-    return request.app.state.memory, request.app.state.sessions.committer
-
-
-async def scope_of(memory: MemoryStore, repo_root: str | None) -> str:
-    """The scope a request names; resolving a worktree reads a file, so off the loop."""
-    if repo_root is None:
-        return "global"
-    return await asyncio.to_thread(memory.scope_for, repo_root)
+def _memory(request: Request) -> Memory:
+    return request.app.state.memory  # type: ignore[no-any-return]
 
 
 async def _scope(request: Request, repo_root: str | None, in_body: str | None = None) -> str:
-    return await scope_of(request.app.state.memory, one_repo_root(repo_root, in_body))
-
-
-def one_repo_root(in_query: str | None, in_body: str | None) -> str | None:
-    """The project a write names, in the query or in the body (never two different ones)."""
-    if in_query is not None and in_body is not None and in_query != in_body:
-        raise Invalid("repo_root is in both the query and the body, with different values")
-    return in_query if in_query is not None else in_body
+    return await _memory(request).scope_of(one_repo_root(repo_root, in_body))
 
 
 def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
@@ -80,7 +66,7 @@ async def get_core(
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """`ASTER.md` of the global scope, or of a project with `repo_root`."""
-    memory, _ = _memory(request)
+    memory = _memory(request).store
     scope = await _scope(request, repo_root)
     text, etag = memory.read_core(scope)
     if if_none_match == etag:
@@ -104,10 +90,10 @@ async def put_core(
     if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     text, in_body = await _text_body(request)
     scope = await _scope(request, repo_root, in_body)
-    result = await committer.call(memory.write_core, scope, text, if_match=if_match)
+    result = await memory.write_core(scope, text, if_match=if_match)
     return json_response(result, headers={"ETag": result["etag"]})
 
 
@@ -120,9 +106,9 @@ async def put_core(
 )
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     scope = await _scope(request, repo_root, body.repo_root)
-    result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
+    result = await memory.add_note(scope, body.note, session=body.session_id)
     return json_response(
         result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
     )
@@ -141,7 +127,7 @@ async def list_blocks(
     cursor: str | None = None,
 ) -> Response:
     """Blocks of a scope, most recently updated first (`recallByTags` with `tag`)."""
-    memory, _ = _memory(request)
+    memory = _memory(request).store
     blocks = memory.list_blocks(
         await _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
     )
@@ -156,43 +142,20 @@ async def recent(
     request: Request, repo_root: str | None = None, n: Annotated[int, Query(ge=1, le=500)] = 10
 ) -> Response:
     """`memoryRecent`: the `n` most recently updated blocks."""
-    memory, _ = _memory(request)
+    memory = _memory(request).store
     return json_response(
         {"items": [_block(b) for b in memory.list_blocks(await _scope(request, repo_root))[:n]]}
     )
 
 
 async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> Response:
-    memory, committer = _memory(request)
-    status, reply, tag = await remember_block(memory, committer, body, repo_root)
-    return json_response(reply, status, headers={"ETag": tag})
+    block, merged = await _memory(request).remember(body, repo_root)
+    return json_response(saved(block, merged), 200 if merged else 201, headers={"ETag": block.etag})
 
 
-async def remember_block(
-    memory: MemoryStore, committer: GroupCommitter, body: BlockIn, repo_root: str | None
-) -> tuple[int, dict[str, Any], str]:
-    """Write a block (or merge it into its duplicate): the status, the reply and the ETag.
-
-    The routes and the fast path (`fastpath.py`) both answer with this."""
-    scope = await scope_of(memory, one_repo_root(repo_root, body.repo_root))
-    name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
-    meta = body.model_dump(
-        exclude={"content", "name", "title", "replace", "session_id", "repo_root"},
-        exclude_none=True,
-    )
-    if body.session_id:
-        meta["source_session"] = body.session_id
-    block, merged = await committer.call(
-        memory.write_block,
-        scope,
-        name,
-        body=body.content,
-        meta=meta,
-        replace=body.replace,
-        actor="api",
-        session=body.session_id,
-    )
-    return 200 if merged else 201, _block(block) | {"merged": merged}, block.etag
+def saved(block: BlockMeta, merged: bool) -> dict[str, Any]:
+    """The reply to a block written (or merged into its duplicate)."""
+    return _block(block) | {"merged": merged}
 
 
 @router.post(
@@ -217,9 +180,9 @@ async def create_block(request: Request, body: BlockIn, repo_root: str | None = 
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
     if body.title is None:
-        memory, committer = _memory(request)
+        memory = _memory(request)
         scope = await _scope(request, one_repo_root(repo_root, body.repo_root))
-        result = await committer.call(memory.add_note, scope, body.note, session=body.session_id)
+        result = await memory.add_note(scope, body.note, session=body.session_id)
         return json_response(
             result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
         )
@@ -250,40 +213,18 @@ async def recall(
 ) -> Response:
     """Recall a block's full text (journaled as a recall unless `track=false`); 304 when
     `If-None-Match` holds its ETag (no recall is journaled then: nothing was read)."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     if if_none_match is not None:
         scope = await _scope(request, repo_root)
-        _, block = memory.read_block(scope, name, archived=archived)
+        _, block = memory.store.read_block(scope, name, archived=archived)
         if block.etag in [tag.strip() for tag in if_none_match.split(",")]:
             return Response(status_code=304, headers={"ETag": block.etag})
-    text, block = await recall_block(
-        memory, committer, name, repo_root, track=track, archived=archived, session_id=session_id
+    text, block = await memory.recall(
+        name, repo_root, track=track, archived=archived, session_id=session_id
     )
     if MARKDOWN in request.headers.get("accept", ""):
         return Response(text, media_type=MARKDOWN, headers={"ETag": block.etag})
     return json_response(recalled(text, block), headers={"ETag": block.etag})
-
-
-async def recall_block(
-    memory: MemoryStore,
-    committer: GroupCommitter,
-    name: str,
-    repo_root: str | None,
-    *,
-    track: bool,
-    archived: bool,
-    session_id: str | None,
-) -> tuple[str, BlockMeta]:
-    """A block's text and metadata, the read journaled as a recall when ``track``."""
-    scope = await scope_of(memory, repo_root)
-    if not track or archived:
-        return memory.read_block(scope, name, archived=archived)
-    # A recall writes one unsynced journal line: done here unless the journal is busy
-    # (a change being synced), then on the writer thread rather than waiting on a disk.
-    found = memory.try_recall(scope, name, session=session_id)
-    if found is None:
-        return await committer.call(memory.recall, scope, name, session=session_id)
-    return found
 
 
 def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
@@ -304,7 +245,7 @@ async def put_block(
     if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     check_name(name)
     in_body = None
     if "json" in request.headers.get("content-type", ""):
@@ -323,16 +264,10 @@ async def put_block(
         meta = {k: v for k, v in doc.meta.items() if k != "name"}
         body = doc.body
     scope = await _scope(request, repo_root, in_body)
-    block, merged = await committer.call(
-        memory.write_block,
-        scope,
-        name,
-        body=body,
-        meta=meta,
-        replace=True,
-        if_match=if_match,
+    block, merged = await memory.write_block(
+        scope, name, body=body, meta=meta, replace=True, if_match=if_match
     )
-    return json_response(_block(block) | {"merged": merged}, headers={"ETag": block.etag})
+    return json_response(saved(block, merged), headers={"ETag": block.etag})
 
 
 @router.patch(
@@ -349,12 +284,12 @@ async def patch_block(
     if_match: Annotated[str | None, Header(min_length=1)] = None,
 ) -> Response:
     """Change metadata keys; every other byte of the file stays as it was."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
         raise Invalid("say which keys to change")
-    block = await committer.call(
-        memory.patch_block, await _scope(request, repo_root), name, changes, if_match=if_match
+    block = await memory.patch_block(
+        await _scope(request, repo_root), name, changes, if_match=if_match
     )
     return json_response(_block(block), headers={"ETag": block.etag})
 
@@ -370,8 +305,8 @@ async def forget(
 ) -> Response:
     """Forget a block; the journal keeps its content, so it can be reverted. `If-Match`
     guards it (412 when the block changed since)."""
-    memory, committer = _memory(request)
-    await committer.call(memory.forget, await _scope(request, repo_root), name, if_match=if_match)
+    memory = _memory(request)
+    await memory.forget(await _scope(request, repo_root), name, if_match=if_match)
     return Response(status_code=204)
 
 
@@ -383,8 +318,8 @@ async def forget(
 )
 async def archive(request: Request, name: str, repo_root: str | None = None) -> Response:
     """Move a block to `.archive/`: it leaves listings and the prompt context."""
-    memory, committer = _memory(request)
-    block = await committer.call(memory.move, await _scope(request, repo_root), name, archive=True)
+    memory = _memory(request)
+    block = await memory.move(await _scope(request, repo_root), name, archive=True)
     return json_response(_block(block))
 
 
@@ -396,8 +331,8 @@ async def archive(request: Request, name: str, repo_root: str | None = None) -> 
 )
 async def restore(request: Request, name: str, repo_root: str | None = None) -> Response:
     """Bring a block back from `.archive/`."""
-    memory, committer = _memory(request)
-    block = await committer.call(memory.move, await _scope(request, repo_root), name, archive=False)
+    memory = _memory(request)
+    block = await memory.move(await _scope(request, repo_root), name, archive=False)
     return json_response(_block(block))
 
 
@@ -413,7 +348,7 @@ async def context(
     index of recallable blocks (60 lines at most), with counts and a token estimate.
     Most recently updated first; with `query`, the blocks most relevant to it first
     (BM25 relevance raised by recency), then the rest by recency."""
-    memory, _ = _memory(request)
+    memory = _memory(request).store
     scope = await _scope(request, repo_root)
     project = None if scope == "global" else scope
     relevant = None
@@ -445,14 +380,12 @@ async def tools() -> Response:
 )
 async def call_tool(request: Request, body: ToolCall) -> Response:
     """Run one tool call; the reply's `content` is the text for the model."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     scope = await _scope(request, body.repo_root)
     if body.name == "search_memory":
         text = await run_search_tool(request.app.state.sessions, scope, body.arguments)
         return json_response({"name": body.name, "content": text})
-    text = await committer.call(
-        run_tool, memory, scope, body.name, body.arguments, session=body.session_id
-    )
+    text = await memory.tool(scope, body.name, body.arguments, session=body.session_id)
     return json_response({"name": body.name, "content": text})
 
 
@@ -466,34 +399,10 @@ async def call_tool(request: Request, body: ToolCall) -> Response:
 async def procedure(request: Request, body: ProcedureIn, repo_root: str | None = None) -> Response:
     """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
     used and the outcome or error. The same record twice is kept once."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     scope = await _scope(request, repo_root, body.repo_root)
-    detail = body.result if body.outcome == "success" else body.error
-    lines = [f"**Task:** {body.task}", f"**Outcome:** {body.outcome}"]
-    if body.tools:
-        lines.append(f"**Tools:** {', '.join(body.tools)}")
-    if detail:
-        lines += ["", detail] if body.outcome == "success" else ["", f"**Error:** {detail}"]
-    content = "\n".join(lines) + "\n"
-    meta = {
-        "type": "procedural",
-        "tags": [body.outcome, *body.tools],
-        "importance": body.importance,
-        "description": f"{body.outcome}: {body.task}"[:200],
-        "tools": body.tools,
-        "outcome": body.outcome,
-    }
-    if body.session_id:
-        meta["source_session"] = body.session_id
-    block, merged = await committer.call(
-        memory.write_procedure,
-        scope,
-        slugify(f"{body.task}-{body.outcome}")[:56],
-        body=content,
-        meta=meta,
-        session=body.session_id,
-    )
-    return json_response(_block(block) | {"merged": merged}, 200 if merged else 201)
+    block, merged = await memory.procedure(scope, body)
+    return json_response(saved(block, merged), 200 if merged else 201)
 
 
 @router.post(
@@ -502,10 +411,9 @@ async def procedure(request: Request, body: ProcedureIn, repo_root: str | None =
 async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = None) -> Response:
     """Archive stale, low-importance blocks (dry run by default). Pinned blocks, blocks
     recalled 3 times or more, and blocks with relations are never touched."""
-    memory, committer = _memory(request)
+    memory = _memory(request)
     scope = await _scope(request, repo_root, body.repo_root)
-    result = await committer.call(
-        memory.prune,
+    result = await memory.prune(
         scope,
         max_age_days=body.max_age_days,
         max_importance=body.max_importance,

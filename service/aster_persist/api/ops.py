@@ -51,9 +51,8 @@ async def info(request: Request) -> Response:
     state = request.app.state
     settings = state.settings
     sessions = state.sessions
-    count = 0
-    if sessions.ready.is_set():
-        count = await _count(sessions)
+    count = await sessions.count() if sessions.ready.is_set() else 0
+    stats = sessions.stats()
     return json_response(
         {
             "name": "aster-persist",
@@ -72,7 +71,7 @@ async def info(request: Request) -> Response:
             },
             "counts": {"sessions": count},
             "catalog": sessions.catch_up_stats,
-            "appends": {"requests": sessions.committer.appends, "syncs": sessions.committer.syncs},
+            "appends": {"requests": stats["appends"], "syncs": stats["syncs"]},
             "watching": state.watching.is_set(),
             "streams": {
                 "open": len(state.feed.subscribers),
@@ -81,12 +80,6 @@ async def info(request: Request) -> Response:
             },
         }
     )
-
-
-async def _count(sessions: Any) -> int:
-    import asyncio
-
-    return int(await asyncio.wrap_future(sessions.catalog.submit(lambda c: c.count())))
 
 
 @router.get(
@@ -102,26 +95,27 @@ async def metrics(request: Request) -> Response:
 
     state = request.app.state
     sessions = state.sessions
-    count = await _count(sessions) if sessions.ready.is_set() else 0
+    count = await sessions.count() if sessions.ready.is_set() else 0
+    stats = sessions.stats()
 
     class Snapshot:
         def collect(self) -> Any:
             yield CounterMetricFamily(
-                "aster_appends", "Append requests acknowledged.", value=sessions.committer.appends
+                "aster_appends", "Append requests acknowledged.", value=stats["appends"]
             )
             yield CounterMetricFamily(
-                "aster_syncs", "Group-commit sync passes.", value=sessions.committer.syncs
+                "aster_syncs", "Group-commit sync passes.", value=stats["syncs"]
             )
             yield GaugeMetricFamily("aster_sessions", "Sessions in the catalog.", value=count)
             yield GaugeMetricFamily(
                 "aster_open_transcripts",
                 "Transcripts open for appends.",
-                value=len(sessions.store._writers),
+                value=stats["open_files"],
             )
             yield GaugeMetricFamily(
                 "aster_memory_blocks",
                 "Memory blocks, archived included.",
-                value=len(state.memory.blocks),
+                value=len(state.memory.store.blocks),
             )
             yield GaugeMetricFamily(
                 "aster_ready",

@@ -15,16 +15,15 @@ from starlette.responses import Response
 
 from ..index.text import parse_query
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
-from ..sessions import Sessions
-from ..storage.memory import MemoryStore
-from .memory import scope_of
+from ..services.memory import Memory
+from ..services.sessions import Sessions
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
 
-async def _memory_scopes(memory: MemoryStore, repo_root: str | None) -> list[str]:
-    scope = await scope_of(memory, repo_root)
+async def _memory_scopes(memory: Memory, repo_root: str | None) -> list[str]:
+    scope = await memory.scope_of(repo_root)
     return ["global"] if scope == "global" else [scope, "global"]
 
 
@@ -46,7 +45,7 @@ async def search(
     `kind=memory` searches blocks and `ASTER.md` instead; `kind=all` adds the best
     memory hits to the first page of transcript hits."""
     sessions: Sessions = request.app.state.sessions
-    memory: MemoryStore = request.app.state.memory
+    memory: Memory = request.app.state.memory
     query = parse_query(q)
     query.kinds += [k for k in kinds or [] if k not in query.kinds]
     query.roles += [r for r in role or [] if r not in query.roles]
@@ -92,7 +91,7 @@ async def search_memory(
     raised by recency (`score = relevance * (1 + 0.5 * recency)`, recency halving every
     30 days), with their relations. Not journaled as a recall."""
     sessions: Sessions = request.app.state.sessions
-    memory: MemoryStore = request.app.state.memory
+    memory: Memory = request.app.state.memory
     found = await sessions.search_memory(
         parse_query(q), scopes=await _memory_scopes(memory, repo_root), kinds=("block",), k=k
     )

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from ..errors import Invalid
 from ..importers import CHOICES
-from ..sessions import Sessions
+from ..services.sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import SessionHeader, validate_events
 from ..storage.home import check_session_id

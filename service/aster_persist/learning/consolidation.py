@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Invalid, ModelUnavailable
 from ..storage import frontmatter
-from ..storage.memory import MemoryStore, slugify
+from ..storage.memory import slugify
 from .model import ModelClient, ModelError
 from .prompts import CONSOLIDATION_PROMPT, CONSOLIDATION_SCHEMA, SCHEMA_NAME
 from .validation import item_meta, validate_proposal
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
+    from ..services.memory import Memory
+    from .transcripts import Transcripts
 
 CONSOLIDATE_BLOCKS = 40  # most blocks one consolidation pass shows the model
 CONSOLIDATE_BODY_CHARS = 400
@@ -27,8 +28,8 @@ CONSOLIDATE_BODY_CHARS = 400
 class Consolidation:
     """The `Learner`'s consolidation of a scope (a mixin: the state is the Learner's)."""
 
-    sessions: Sessions
-    memory: MemoryStore
+    sessions: Transcripts
+    memory: Memory
     model: ModelClient | None
     max_items: int
 
@@ -38,7 +39,7 @@ class Consolidation:
         """Propose (or with ``apply``, make) merges, archives and new blocks for a scope.
         A ``proposal`` from an earlier dry run is applied as it is, after validation."""
         # a block in which a hand edit left a secret is never shown to the model
-        blocks = [b for b in self.memory.list_blocks(scope) if not b.secrets]
+        blocks = [b for b in self.memory.store.list_blocks(scope) if not b.secrets]
         blocks = blocks[:CONSOLIDATE_BLOCKS]
         names = {block.name for block in blocks}
         if proposal is None:
@@ -46,7 +47,7 @@ class Consolidation:
                 raise Invalid("no model is configured (ASTER_LLM_BASE_URL, ASTER_LLM_MODEL)")
             listing = []
             for block in blocks:
-                text, _block = self.memory.read_block(scope, block.name)
+                text, _block = self.memory.store.read_block(scope, block.name)
                 body = frontmatter.body_of(text)[:CONSOLIDATE_BODY_CHARS]
                 listing.append(f"## {block.name}\n{block.description}\n{body}")
             try:
@@ -67,7 +68,7 @@ class Consolidation:
             long = [
                 name
                 for name in (merge["into"], *merge["from"])
-                if len(frontmatter.body_of(self.memory.read_block(scope, name)[0]))
+                if len(frontmatter.body_of(self.memory.store.read_block(scope, name)[0]))
                 > CONSOLIDATE_BODY_CHARS
             ]
             if long:
@@ -80,19 +81,15 @@ class Consolidation:
                 )
         if not apply:
             return {"scope": scope, "applied": False, **plan}
-        committer = self.sessions.committer
         done: list[dict[str, Any]] = []
         for merge in plan["merges"]:
-            text, _block = await committer.call(self.memory.read_block, scope, merge["into"])
+            text, _block = await self.memory.read_block(scope, merge["into"])
             meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
             # The merged blocks go first, so the new text is never taken for one of theirs.
             for source in merge["from"]:
-                await committer.call(
-                    self.memory.move, scope, source, archive=True, actor="consolidator"
-                )
+                await self.memory.move(scope, source, archive=True, actor="consolidator")
             earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
-            await committer.call(
-                self.memory.write_block,
+            await self.memory.write_block(
                 scope,
                 merge["into"],
                 body=merge["content"].strip() + "\n",
@@ -102,17 +99,14 @@ class Consolidation:
             )
             done.append({"merged": merge["from"], "into": merge["into"]})
         for archive in plan["archives"]:
-            if self.memory.blocks.get((scope, archive["name"])) is None:
+            if self.memory.store.blocks.get((scope, archive["name"])) is None:
                 continue
-            block = self.memory.blocks[(scope, archive["name"])]
+            block = self.memory.store.blocks[(scope, archive["name"])]
             if not block.archived:
-                await committer.call(
-                    self.memory.move, scope, archive["name"], archive=True, actor="consolidator"
-                )
+                await self.memory.move(scope, archive["name"], archive=True, actor="consolidator")
                 done.append({"archived": archive["name"]})
         for item in plan["new"]:
-            block, _merged = await committer.call(
-                self.memory.write_block,
+            block, _merged = await self.memory.write_block(
                 scope,
                 slugify(item["title"])[:56],
                 body=item["content"].strip() + "\n",

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AsterError, Invalid, NameTaken
 from ..index.text import parse_query
-from ..storage.memory import MemoryStore, slugify
+from ..storage.memory import slugify
 from .model import ModelClient
 from .prompts import EXTRACTION_PROMPT, EXTRACTION_SCHEMA, SCHEMA_NAME
 from .turns import render_turn, turn_of
 from .validation import item_meta, redact, validate_items
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
+    from ..services.memory import Memory
+    from .transcripts import Transcripts
 
 RELATED = 5  # existing memories shown to the model
 
@@ -32,8 +33,8 @@ RELATED = 5  # existing memories shown to the model
 class Extraction:
     """The `Learner`'s extraction and apply steps (a mixin: the state is the Learner's)."""
 
-    sessions: Sessions
-    memory: MemoryStore
+    sessions: Transcripts
+    memory: Memory
     model: ModelClient | None
     max_items: int
     max_input_chars: int
@@ -45,7 +46,7 @@ class Extraction:
         lines, info = await self._lines(job)
         turn, first, last = turn_of(lines, job.get("from_seq"), int(job["to_seq"]))
         text = render_turn(turn, self.max_input_chars)
-        scope = self.memory.scope_for(info.repo_root)
+        scope = self.memory.store.scope_for(info.repo_root)
         related = await self._related(text, scope)
         shown = "\n".join(f"- {hit['name']}: {hit['description']}" for hit in related)
         messages = [
@@ -72,19 +73,17 @@ class Extraction:
         session is not read again for every turn), else the whole transcript."""
         session = str(job["session"])
         span = job.get("bytes")
-        writer = self.sessions.store.writer(session)
-        if span and "from_seq" not in job and writer is not None:
+        held = self.sessions.open_summary(session)
+        if span and "from_seq" not in job and held is not None:
             start, end = span
-            lines, _next = await asyncio.to_thread(
-                self.sessions.store.read_tail, session, start, end
-            )
+            lines, _next = await asyncio.to_thread(self.sessions.read_span, session, start, end)
             seqs = [line["seq"] for line in lines if isinstance(line.get("seq"), int)]
             after = job.get("after_seq")
             # The whole turn must be there: from right after the turn before it (appends
             # that shared a sync can put the start of a turn before these bytes).
             whole = after is None or any(0 < s <= after + 1 for s in seqs)
             if job["to_seq"] in seqs and whole:
-                return lines, writer.info
+                return lines, held[1]
         lines, _raw, info = await self.sessions.read(session)
         return lines, info
 
@@ -105,13 +104,12 @@ class Extraction:
         answer applied after a crash) skips what the first time already did."""
         result = job["result"]
         session = str(job["session"])
-        project = self.memory.scope_for(result["repo_root"])
-        committer = self.sessions.committer
+        project = self.memory.store.scope_for(result["repo_root"])
         journaled: list[Any] = []
         if again:
             journaled = [
                 {k: v for k, v in e["detail"].items() if k != "job"}
-                for e in await asyncio.to_thread(self.memory.journal.entries)
+                for e in await asyncio.to_thread(self.memory.store.journal.entries)
                 if e.get("op") == "memory.rejected" and e["detail"].get("job") == job.get("id")
             ]
         for item in result["accepted"]:
@@ -131,13 +129,12 @@ class Extraction:
             meta["supersedes"] = [n for n in meta["supersedes"] if n != base]
             meta = {k: v for k, v in meta.items() if v != []}
             body = item["content"].strip() + "\n"
-            if again and self.memory.holds(scope, body, meta):
+            if again and self.memory.store.holds(scope, body, meta):
                 continue  # written (or merged) before the crash
             for attempt in range(1, 6):
                 name = base if attempt == 1 else f"{base}-{attempt}"
                 try:
-                    await committer.call(
-                        self.memory.write_block,
+                    await self.memory.write_block(
                         scope,
                         name,
                         body=item["content"].strip() + "\n",
@@ -158,8 +155,7 @@ class Extraction:
         for rejection in result["rejected"]:
             if rejection in journaled:
                 continue
-            await committer.call(
-                self.memory.journal.record,
+            await self.memory.record(
                 "memory.rejected",
                 scope=project,
                 actor="extractor",

@@ -16,13 +16,13 @@ from .prompts import TITLE_PROMPT, TITLE_SCHEMA
 from .turns import render_turn, turn_of
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
+    from .transcripts import Transcripts
 
 
 class Titles:
     """The `Learner`'s title step (a mixin: the state is the Learner's)."""
 
-    sessions: Sessions
+    sessions: Transcripts
     model: ModelClient | None
     _error: Callable[[dict[str, Any], str], None]
 

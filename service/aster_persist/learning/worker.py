@@ -36,7 +36,6 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..storage.memory import MemoryStore
 from .consolidation import Consolidation
 from .extraction import Extraction
 from .model import ModelClient, ModelError
@@ -45,7 +44,8 @@ from .titles import Titles
 from .turns import completes_turn
 
 if TYPE_CHECKING:
-    from ..sessions import Sessions
+    from ..services.memory import Memory
+    from .transcripts import Transcripts
 
 # the name log lines have always carried, from when this was learner.py
 log = logging.getLogger("aster_persist.learning.learner")
@@ -58,8 +58,8 @@ class Learner(Extraction, Titles, Consolidation):
 
     def __init__(
         self,
-        sessions: Sessions,
-        memory: MemoryStore,
+        sessions: Transcripts,
+        memory: Memory,
         queue: JobQueue,
         model: ModelClient | None,
         *,
@@ -102,12 +102,12 @@ class Learner(Extraction, Titles, Consolidation):
         if not done:
             return
         seq = first_seq + done[-1]
-        writer = self.sessions.store.writer(session_id)
+        held = self.sessions.open_summary(session_id)
         if self.extraction:
             span = None
-            if writer is not None:  # bytes holding these turns: the worker reads only those
-                span = [self.turn_ends.get(session_id, 0), writer.acked_size]
-                self.turn_ends[session_id] = writer.acked_size
+            if held is not None:  # bytes holding these turns: the worker reads only those
+                span = [self.turn_ends.get(session_id, 0), held[0]]
+                self.turn_ends[session_id] = held[0]
             after = self.turn_seqs.get(session_id, 0)
             for i in done:  # every turn the append completes, each a job of its own
                 job: dict[str, Any] = {
@@ -123,8 +123,8 @@ class Learner(Extraction, Titles, Consolidation):
             self.turn_seqs[session_id] = after
         if (
             session_id not in self.titled
-            and writer is not None
-            and writer.info.title_source in (None, "first_message")
+            and held is not None
+            and held[1].title_source in (None, "first_message")
         ):
             self.titled.add(session_id)
             self.put({"kind": "title", "session": session_id, "to_seq": seq})

@@ -26,13 +26,19 @@ class CatalogWorker:
     """Owns the catalog on one thread; writers hand it summaries and changed memory,
     which it writes shortly after (and always before the next read)."""
 
-    def __init__(self, folder: Path, locate: Callable[[str, str], Path]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        locate: Callable[[str, str], Path],
+        *,
+        memory_doc: MemoryDoc | None = None,
+    ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
         self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
         self.locate = locate
-        self.memory_doc: MemoryDoc | None = None  # set once memory is loaded
+        self.memory_doc = memory_doc  # what search indexes of a memory file
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()

@@ -112,6 +112,11 @@ class _Writers(_Store):
         finally:
             os.close(writer.fd)
 
+    @property
+    def open_count(self) -> int:
+        """How many transcripts are held open for appends."""
+        return len(self._writers)
+
     def writer(self, session_id: str) -> _Writer | None:
         writer = self._writers.get(session_id)
         if writer is not None:

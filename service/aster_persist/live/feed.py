@@ -37,14 +37,13 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import accumulate, islice, pairwise
+from itertools import islice
 from typing import Any
 
-import orjson
-
-from .errors import SessionNotFound, TooManySubscribers
+from ..errors import SessionNotFound, TooManySubscribers
+from .followers import PIECE, Accepts, Find, Place, Read, Subscriber, Tail
+from .sse import Block, Item, block_of, events_after
 
 log = logging.getLogger("aster_persist")
 
@@ -61,41 +60,8 @@ LOOP_SHARE = 0.02  # in a flood
 QUIET_SHARE = 0.25  # otherwise
 LONGEST_WINDOW = 0.5
 ROUSE = 16  # followers woken per turn of the event loop
-PIECE = 1 << 20  # bytes a tail reads from its transcript at a time (more for a longer line)
 LARGEST_PIECE = 1 << 27
 WINDOW_BYTES = 4 << 20  # of encoded events a tail's window keeps (and one block an item)
-
-Accepts = Callable[[str, dict[str, Any]], bool]
-# A session's acknowledged lines from one byte offset to another, and the offset after
-# them (a worker thread; raises SessionNotFound once the session is gone).
-Read = Callable[[int, int], tuple[list[dict[str, Any]], int]]
-# A line boundary at or before the first event past a seq, read back from an offset.
-Find = Callable[[int, int], int]
-# The end of a session's acknowledged lines, and the seq of the last one.
-Place = Callable[[], tuple[int, int]]
-
-
-class Item:
-    """One event of the feed; encoded as a Server-Sent Event once, when first sent."""
-
-    __slots__ = ("_encoded", "data", "event_id", "kind")
-
-    def __init__(self, kind: str, data: dict[str, Any], event_id: str | None = None) -> None:
-        self.kind = kind
-        self.data = data
-        self.event_id = event_id
-        self._encoded: bytes | None = None
-
-    @property
-    def encoded(self) -> bytes:
-        if self._encoded is None:
-            self._encoded = encode(self.kind, self.data, self.event_id)
-        return self._encoded
-
-
-def encode(kind: str, data: dict[str, Any], event_id: str | None = None) -> bytes:
-    head = f"id: {event_id}\r\n" if event_id is not None else ""
-    return f"{head}event: {kind}\r\ndata: ".encode() + orjson.dumps(data) + b"\r\n\r\n"
 
 
 def _continues(last: Item, item: Item) -> bool:
@@ -105,116 +71,6 @@ def _continues(last: Item, item: Item) -> bool:
         and last.data["session_id"] == item.data["session_id"]
         and last.data["last_seq"] + 1 == item.data["first_seq"]
     )
-
-
-@dataclass(eq=False)
-class Block:
-    """The events of one read of a transcript, ``start`` to ``end``, encoded and joined."""
-
-    start: int
-    end: int
-    seqs: list[int]
-    joined: bytes
-    cuts: list[int]  # where each event ends in ``joined``
-    rising: bool  # each seq above the one before
-
-    def after(self, sent: int) -> tuple[list[bytes], int]:
-        """The events past seq ``sent``, each above the one before, and the last seq."""
-        out, begin = [], 0
-        for seq, cut in zip(self.seqs, self.cuts, strict=True):
-            if seq > sent:
-                sent = seq
-                out.append(self.joined[begin:cut])
-            begin = cut
-        return out, sent
-
-
-def _block(lines: list[dict[str, Any]], start: int, end: int) -> Block:
-    """The events among ``lines`` (the header and lines without a seq left out)."""
-    seqs, events = [], []
-    for line in lines:
-        seq = line.get("seq")
-        if isinstance(seq, int) and line.get("type") != "session":
-            seqs.append(seq)
-            events.append(encode("event", line, str(seq)))
-    rising = all(a < b for a, b in pairwise(seqs))
-    cuts = list(accumulate(len(event) for event in events))
-    return Block(start, end, seqs, b"".join(events), cuts, rising)
-
-
-def _events_after(lines: list[dict[str, Any]], sent: int) -> tuple[bytes, int]:
-    """``lines``' events past seq ``sent``, each above the one before, and the last seq."""
-    out = []
-    for line in lines:
-        seq = line.get("seq")
-        if isinstance(seq, int) and seq > sent and line.get("type") != "session":
-            sent = seq
-            out.append(encode("event", line, str(seq)))
-    return b"".join(out), sent
-
-
-@dataclass(eq=False)
-class Tail:
-    """What every tail of one session shares: a bounded window of its newest events,
-    from byte ``start`` to ``end`` of the transcript (both line boundaries of what was
-    acknowledged), read once whatever the number of tails."""
-
-    session_id: str
-    read: Read
-    find: Find
-    place: Place
-    start: int = -1  # -1 until placed
-    end: int = -1
-    start_seq: int = -1  # the seq of the last event before ``start``
-    last_seq: int = -1  # ... and before ``end``
-    announced: int = -1  # the last seq an append notice has told of
-    blocks: deque[Block] = field(default_factory=deque)
-    size: int = 0  # bytes of the window's events
-    followers: list[Subscriber] = field(default_factory=list)
-    gone: bool = False
-    reading: bool = False
-    placed: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-    shared: tuple[int, int, bytes] | None = None  # the last chunk handed out: from, to, bytes
-
-    def chunk(self, subscriber: Subscriber) -> bytes:
-        """What is new in the window for a follower at or past ``start``."""
-        offset, sent = subscriber.offset, subscriber.sent
-        blocks = self.blocks
-        i = len(blocks)
-        while i > 0 and blocks[i - 1].end > offset:
-            i -= 1
-        subscriber.offset = max(offset, self.end)
-        if i == len(blocks):
-            return b""
-        first = blocks[i]
-        if first.start >= offset and first.seqs[0] > sent:  # all of it: the shared bytes
-            if self.shared is None or self.shared[:2] != (first.start, self.end):
-                joined = b"".join(b.joined for b in islice(blocks, i, None))
-                self.shared = (first.start, self.end, joined)
-            subscriber.sent = blocks[-1].seqs[-1]
-            return self.shared[2]
-        out: list[bytes] = []
-        for block in islice(blocks, i, None):
-            events, sent = block.after(sent)
-            out += events
-        subscriber.sent = sent
-        return b"".join(out)
-
-
-@dataclass(eq=False)
-class Subscriber:
-    accepts: Accepts | None
-    position: int
-    waiter: asyncio.Future[None] | None = None
-    dropped: bool = False
-    ended: bool = False
-    after: str | None = None  # journal entries up to this id were sent from the journal
-    tail: Tail | None = None  # a session tail's
-    offset: int = -1  # a tail's place in the transcript: the next line to send
-    sent: int = 0  # the last seq a tail sent
-    piece: int = PIECE  # what a tail reads from the transcript at a time
-    took: float = 0.0  # when the follower took what a wake had for it
 
 
 @dataclass
@@ -466,7 +322,7 @@ class Feed:
         told = tail.announced  # what comes in meanwhile waits for the next wake
         try:
             while told > tail.last_seq and not tail.gone:
-                block = await asyncio.to_thread(_read_block, tail.read, tail.end, piece)
+                block = await asyncio.to_thread(read_block, tail.read, tail.end, piece)
                 if block.end == tail.end:  # a line longer than the piece, or nothing there
                     if piece >= LARGEST_PIECE:
                         raise ValueError("the transcript does not go on where it was read")
@@ -514,7 +370,7 @@ class Feed:
             if subscriber.offset < tail.start:
                 try:
                     chunk, end, sent = await asyncio.to_thread(
-                        _catch_up, tail.read, subscriber.offset, subscriber.piece, subscriber.sent
+                        catch_up, tail.read, subscriber.offset, subscriber.piece, subscriber.sent
                     )
                 except Exception as exc:
                     _failed(tail, exc)
@@ -568,20 +424,20 @@ def _resolve(subscriber: Subscriber) -> None:
         subscriber.waiter.set_result(None)
 
 
-def _read_block(read: Read, offset: int, piece: int) -> Block:
-    """The piece of the transcript from ``offset``, its events encoded (a worker thread)."""
-    lines, end = read(offset, offset + piece)
-    return _block(lines, offset, end)
-
-
-def _catch_up(read: Read, offset: int, piece: int, sent: int) -> tuple[bytes, int, int]:
-    """A follower's piece of the transcript from ``offset``: its events past ``sent``,
-    the offset after them and the last seq (a worker thread)."""
-    lines, end = read(offset, offset + piece)
-    chunk, sent = _events_after(lines, sent)
-    return chunk, end, sent
-
-
 def _failed(tail: Tail, exc: BaseException) -> None:
     if not isinstance(exc, SessionNotFound):
         log.warning("a tail of session %s ended: %s", tail.session_id, exc)
+
+
+def read_block(read: Read, offset: int, piece: int) -> Block:
+    """The piece of the transcript from ``offset``, its events encoded (a worker thread)."""
+    lines, end = read(offset, offset + piece)
+    return block_of(lines, offset, end)
+
+
+def catch_up(read: Read, offset: int, piece: int, sent: int) -> tuple[bytes, int, int]:
+    """A follower's piece of the transcript from ``offset``: its events past ``sent``,
+    the offset after them and the last seq (a worker thread)."""
+    lines, end = read(offset, offset + piece)
+    chunk, sent = events_after(lines, sent)
+    return chunk, end, sent

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
-from .sessions import Sessions
-from .storage.jsonl import TEMP_MARK
-from .storage.memory import MemoryStore
+from ..services.memory import Memory
+from ..services.sessions import Sessions
+from ..storage.jsonl import TEMP_MARK
+from ..storage.memory import MemoryStore
 
 log = logging.getLogger("aster_persist")
 
@@ -54,13 +55,14 @@ def _files(paths: list[Path], memory: MemoryStore) -> list[Path]:
 
 
 async def watch(
-    memory: MemoryStore, sessions: Sessions, stop: asyncio.Event, ready: asyncio.Event
+    service: Memory, sessions: Sessions, stop: asyncio.Event, ready: asyncio.Event
 ) -> None:
     """Reconcile changed files until ``stop`` is set; ``ready`` is set once watching.
 
     Watching starts once the index has caught up (so start-up is not slowed by walking
     the tree twice); memory edited in between is found by one comparison of every
     memory file as soon as the watch is in place."""
+    memory = service.store
     await sessions.ready.wait()
     roots = [memory.root, sessions.home.sessions]
     for root in roots:
@@ -87,7 +89,7 @@ async def watch(
         try:
             notes = [p for p in paths if p.suffix == ".md"]
             if notes:
-                await sessions.committer.call(memory.reconcile, notes)
+                await service.reconcile(notes)
             transcripts = [p for p in paths if p.suffix == ".jsonl"]
             if transcripts:
                 await sessions.reconcile(transcripts)

@@ -1,0 +1,18 @@
+"""The sessions service (``Sessions``) and what it announces (``Appended``).
+
+::
+
+    service.py   Sessions: create, append, rename, delete, restore, revert, read, export,
+                 listings and search, with listeners told of every durable append
+    notices.py   Appended, the notice listeners get
+    imports.py   sessions from files other tools wrote, written whole
+    outside.py   transcripts other programs appended to or added, and sessions found
+                 at start with no journal entry
+    prune.py     trashing old sessions and purging old trash
+    tails.py     what session tails read from a transcript (worker threads)
+"""
+
+from .notices import Appended, Listener
+from .service import Page, Sessions
+
+__all__ = ["Appended", "Listener", "Page", "Sessions"]

@@ -1,0 +1,112 @@
+"""Changes other programs made: transcripts appended to or added behind the daemon's
+back (taken in, indexed, announced and journaled as the watcher), and sessions found on
+disk at start that no journal entry says were created."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from functools import partial
+from pathlib import Path
+from stat import S_ISREG
+from typing import TYPE_CHECKING, Any
+
+from ...errors import UnsafePath
+from ...index.catalog import Catalog, FileEntry
+from ...storage import fs
+from ...storage.home import ULID_RE
+from ...storage.jsonl import parse
+from ...storage.transcripts import Location
+from .notices import Appended
+
+if TYPE_CHECKING:
+    from .parts import Parts
+
+
+async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, Any]]) -> None:
+    """Journal each session on disk that no entry says was created (a crash between
+    its sync and its ``session.created`` line, or a file another program put here),
+    so everything on disk is in the journal."""
+    if sessions.journal is None:
+        return
+    for sid, slug, path, _stat in found:
+        if sid in sessions.journal.sessions:
+            continue
+        try:
+            header = parse(await asyncio.to_thread(fs.read_bytes, path, 0, 65536)).lines[:1]
+        except (OSError, UnsafePath):
+            continue
+        root = header[0].get("repo_root") if header else None
+        await sessions.record(
+            "session.created",
+            sid,
+            {"repo_root": root, "by": "found at start, with no journal entry"},
+            slug=slug,
+            actor="watcher",
+        )
+
+
+async def reconcile(sessions: Parts, paths: list[Path]) -> None:
+    """Take in transcripts another program appended to (or added): index them, tell
+    the feed, and journal it as the watcher. This daemon's own appends are known by
+    their size and left alone."""
+    root = Path(os.path.realpath(sessions.home.sessions))
+    for path in sorted(set(paths)):
+        path = Path(os.path.realpath(path.parent), path.name)  # a link is not followed
+        sid, slug = path.name[:-6], path.parent.name
+        if path.suffix != ".jsonl" or path.parent.parent != root or not ULID_RE.match(sid):
+            continue
+        try:
+            stat = fs.lstat(sessions.home.sessions / slug / path.name)
+        except UnsafePath:
+            stat = None  # reported once; never read
+        if stat is not None and not S_ISREG(stat.st_mode):
+            fs.refuse(sessions.home.sessions / slug / path.name)
+            stat = None
+        if stat is None:  # gone, or a link now: the open file is never written again
+            if sessions.store.writer(sid) is not None:
+                await sessions.committer.quiesce(sid)
+                sessions.store.release(sid)
+            continue
+        writer = sessions.store.writer(sid)
+        if writer is None and sessions.store.placed.get(sid) == (stat.st_size, stat.st_mtime_ns):
+            continue  # a file of our own import, as we wrote it
+        if writer is not None:
+            if stat.st_size == writer.size:
+                continue  # our own append
+            await sessions.committer.quiesce(sid)
+            sessions.store.release(sid)
+        where = sessions.store.locations.get(sid)
+        if where is None:
+            sessions.store.locations[sid] = Location(slug)
+        elif where.trashed or where.slug != slug:
+            continue
+        entry = FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
+        taken = await asyncio.wrap_future(sessions.catalog.submit(partial(_take_in, entry)))
+        if taken is None:
+            continue
+        before, info, kinds = taken
+        if info.state == "damaged" and (before is None or before.state != "damaged"):
+            await sessions.record(
+                "session.damaged",
+                sid,
+                {"bad_lines": info.bad_lines[:20], "by": "another program"},
+                slug=slug,
+                actor="watcher",
+            )
+        first = before.last_seq + 1 if before is not None else 1
+        if info.last_seq < first:
+            continue  # nothing readable was added
+        sessions.announce(Appended(sid, f"project:{slug}", first, info.last_seq, kinds=kinds))
+        await sessions.record(
+            "session.appended",
+            sid,
+            {"first_seq": first, "last_seq": info.last_seq, "by": "another program"},
+            slug=slug,
+            actor="watcher",
+            before={"bytes": before.file_size if before is not None else 0},
+        )
+
+
+def _take_in(entry: FileEntry, catalog: Catalog) -> Any:
+    return catalog.take_in(entry)

@@ -1,0 +1,419 @@
+"""The sessions service: the transcript store, its writer thread and its catalog behind
+one async API.
+
+Mutations go to the single writer thread (the committer); listings go to the catalog
+thread; reads of one transcript go to a worker thread. The event loop never touches
+the disk. Each durable append is announced to the listeners ``app.py`` subscribed (the
+change feed, the learner) as an ``Appended`` notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...errors import Invalid, SessionExists, SessionNotFound
+from ...index import search
+from ...index.catalog import FileEntry, decode_cursor, encode_cursor
+from ...index.text import Query
+from ...storage.home import normalize_repo_root, project_slug
+from ...storage.jsonl import parse, remove_leftover_temps
+from ...storage.summary import SessionInfo
+from ...storage.transcripts import AppendRequest, AppendResult
+from . import imports, outside, prune
+from .notices import Appended
+from .parts import Parts
+
+log = logging.getLogger("aster_persist")
+
+
+@dataclass
+class Page:
+    items: list[SessionInfo]
+    next_cursor: str | None
+
+
+class Sessions(Parts):
+    """Every session of the data home, for the routers, MCP, the watcher and the learner;
+    built from the ``Parts`` that ``app.py`` builds."""
+
+    async def start(self, memory_etags: dict[tuple[str, str], str] | None = None) -> None:
+        """Find every session, then catch the catalog up in the background (and the
+        memory index, from every live memory file's ETag)."""
+        started = time.perf_counter()
+        removed = await asyncio.to_thread(remove_leftover_temps, self.home.root)
+        if removed:
+            log.warning("removed %d temporary files left by an interrupted rewrite", removed)
+        found = await self.committer.call(self.store.scan)
+        files = [
+            FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
+            for sid, slug, path, stat in found
+        ]
+        self.progress["total"] = len(files)
+        self.committer.start()
+        await outside.journal_unrecorded(self, found)
+
+        def report(done: int, total: int) -> None:
+            self.progress["done"] = done
+
+        async def catch_up() -> None:
+            try:
+                future = self.catalog.submit(lambda catalog: catalog.catch_up(files, report))
+                stats = await asyncio.wrap_future(future)
+                if memory_etags is not None and self.catalog.memory_doc is not None:
+                    load = self.catalog.memory_doc
+                    stats["memory"] = await asyncio.wrap_future(
+                        self.catalog.submit(lambda c: c.sync_memory(memory_etags, load))
+                    )
+                stats["seconds"] = round(time.perf_counter() - started, 3)
+                self.catch_up_stats = stats
+                log.info("catalog caught up: %s", stats)
+            finally:
+                self.ready.set()
+
+        self._catch_up = asyncio.get_running_loop().create_task(catch_up())
+
+    async def close(self) -> None:
+        try:
+            if self._catch_up is not None:
+                await self._catch_up
+        finally:  # whatever became of the index, the transcripts are synced and closed
+            await self.committer.close()
+            await asyncio.to_thread(self.catalog.close)
+
+    # -- writes ----------------------------------------------------------------
+
+    async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
+        """Create a session. A create retried with the same ``session_id`` and the same
+        fields, once the first one made the file, answers with that session's header
+        (``replayed``) and makes sure it is journaled."""
+        replayed = False
+        try:
+            header = await self._create(fields)
+        except SessionExists:
+            same = await self._same_create(fields)
+            if same is None:
+                raise
+            header, replayed = same, True
+        if self.journal is None or header["id"] not in self.journal.sessions:
+            await self.record(
+                "session.created",
+                header["id"],
+                {"repo_root": header["repo_root"]},
+                slug=project_slug(header["repo_root"]),
+                actor=actor,
+            )
+        return {**header, "replayed": True} if replayed else header
+
+    async def _same_create(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """The header of the live session ``fields`` would create again, when every
+        field it asks for is what that session was created with; None otherwise."""
+        sid = fields.get("session_id")
+        where = self.store.locations.get(sid) if isinstance(sid, str) else None
+        if where is None or where.trashed:
+            return None
+        lines, _raw, _info = await self.read(str(sid), inline=False)
+        header = lines[0] if lines else {}
+        wanted = {
+            "repo_root": normalize_repo_root(str(fields.get("repo_root"))),
+            **{k: fields[k] for k in ("cwd", "model", "title") if fields.get(k) is not None},
+            **{k: v for k, v in (fields.get("extra") or {}).items()},
+        }
+        if fields.get("aster_version"):
+            wanted["aster_version"] = fields["aster_version"]
+        if any(header.get(key) != value for key, value in wanted.items()):
+            return None
+        return header
+
+    async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Write the header and keep the new file open for its first append."""
+        header, writer = await self.committer.call(self.store.create, **fields)
+        self.store.install(header["id"], writer)
+        return header
+
+    async def append(
+        self,
+        session_id: str,
+        events: list[dict[str, Any]],
+        *,
+        key: str | None = None,
+        if_match: int | None = None,
+        learn: bool = True,
+    ) -> AppendResult:
+        """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
+        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand)."""
+        if self.blobs.needed(events):  # large contents go to blobs first, synced
+            events = await asyncio.to_thread(self.blobs.extract, events)
+        result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
+        if not result.replayed and self.listeners:
+            self.announce(
+                Appended(
+                    session_id,
+                    self.scope_of(session_id),
+                    result.first_seq,
+                    result.last_seq,
+                    events=events,
+                    learn=learn,
+                )
+            )
+        return result
+
+    def open_summary(self, session_id: str) -> tuple[int, SessionInfo] | None:
+        """For a session held open for appends: the bytes acknowledged so far and its
+        summary; None when it is not open (read it instead)."""
+        writer = self.store.writer(session_id)
+        return None if writer is None else (writer.acked_size, writer.info)
+
+    def read_span(self, session_id: str, start: int, end: int) -> tuple[list[dict[str, Any]], int]:
+        """The acknowledged lines from byte ``start`` to ``end`` and the offset after
+        them (a worker thread; large contents left as references)."""
+        return self.store.read_tail(session_id, start, end)
+
+    async def rename(
+        self,
+        session_id: str,
+        title: str,
+        *,
+        detail: dict[str, Any] | None = None,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        _lines, _raw, info = await self.read(session_id)
+        result = await self.append(
+            session_id, [{"type": "title", "title": title, "source": "user"}], if_match=if_match
+        )
+        await self.record(
+            "session.renamed",
+            session_id,
+            {"title": title, "seq": result.last_seq, **(detail or {})},
+            before={"title": info.title, "title_source": info.title_source},
+        )
+        return result
+
+    async def revert(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Undo a session lifecycle change; the undo is journaled as its own change."""
+        op, sid = entry.get("op"), entry.get("session")
+        if not isinstance(sid, str):
+            raise Invalid("the journal entry names no session")
+        detail = {"reverted": entry["id"]}
+        if op in ("session.deleted", "session.pruned"):
+            await self.restore(sid, detail=detail)
+        elif op in ("session.restored", "session.created", "session.imported"):
+            await self.delete(sid, reason=f"revert of {entry['id']}", detail=detail)
+        elif op == "session.renamed":
+            previous = (entry.get("before") or {}).get("title")
+            if not previous:
+                raise Invalid("the session had no title before; rename it instead")
+            await self.rename(sid, previous, detail=detail)
+        else:
+            raise Invalid(f"a {op} entry cannot be reverted: a purged session is gone for good")
+        return {"reverted": entry["id"], "session": sid}
+
+    async def delete(
+        self,
+        session_id: str,
+        *,
+        purge: bool = False,
+        reason: str = "deleted",
+        op: str = "",
+        only_trashed: bool = False,
+        detail: dict[str, Any] | None = None,
+        if_match: int | None = None,
+    ) -> None:
+        """Move to the trash, or delete for good; appends waiting for a sync finish first.
+        With ``if_match``, only while the session's last seq is that (else 412)."""
+        if only_trashed:
+            where = self.store.locations.get(session_id)
+            if where is None or not where.trashed:
+                return
+        else:
+            where = await self.committer.detach(session_id, if_match=if_match)
+        if purge:
+            deleted = await self.committer.call(
+                self.store.purge, session_id, where, only_trashed=only_trashed
+            )
+            if not deleted:
+                return
+            await self.record(
+                op or "session.purged",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
+            )
+        else:
+            await self.committer.call(self.store.trash, session_id, where, reason)
+            await self.record(
+                op or "session.deleted",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
+            )
+
+    async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
+        await self.committer.call(self.store.restore, session_id)
+        await self.record("session.restored", session_id, detail or {})
+
+    # -- reads -------------------------------------------------------------------
+
+    async def read(
+        self, session_id: str, *, inline: bool = True
+    ) -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
+        """The acknowledged lines (large contents put back unless ``inline`` is False),
+        the bytes of each, and the summary."""
+
+        def read() -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
+            parsed, info = self.store.read(session_id)
+            lines, raw = parsed.lines, parsed.raw
+            if inline:
+                lines, changed = self.blobs.inline(lines)
+                if changed:
+                    raw = [orjson.dumps(line) for line in lines]
+            return lines, raw, info
+
+        return await asyncio.to_thread(read)
+
+    async def export(self, session_id: str) -> bytes:
+        """The transcript as stored, with large contents put back in place."""
+
+        def export() -> bytes:
+            data = self.store.export_bytes(session_id)
+            if b'"content_ref"' not in data:
+                return data
+            lines, _changed = self.blobs.inline(parse(data).lines)
+            return b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+
+        return await asyncio.to_thread(export)
+
+    async def import_file(
+        self, data: bytes, *, format: str = "auto", repo_root: str | None = None
+    ) -> dict[str, Any]:
+        """Sessions from a file another tool wrote (or an export of this one)."""
+        return await imports.import_file(self, data, format=format, repo_root=repo_root)
+
+    async def reconcile(self, paths: list[Path]) -> None:
+        """Take in transcripts another program appended to (or added)."""
+        await outside.reconcile(self, paths)
+
+    async def prune(
+        self,
+        *,
+        older_than_days: float | None,
+        keep_latest: int | None,
+        dry_run: bool,
+        purge_trash_older_than_days: float | None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Trash old sessions (by activity, or beyond the newest N per project); purge old trash."""
+        trashed, purge = await prune.choose(
+            self,
+            older_than_days=older_than_days,
+            keep_latest=keep_latest,
+            purge_trash_older_than_days=purge_trash_older_than_days,
+            now=now,
+        )
+        if not dry_run:
+            for item in list(trashed):
+                try:
+                    await self.delete(item["id"], reason=item["reason"], op="session.pruned")
+                except SessionNotFound:  # deleted by someone else since the listing
+                    trashed.remove(item)
+            for sid in list(purge):
+                try:
+                    await self.delete(
+                        sid, purge=True, reason="trash older than the limit", only_trashed=True
+                    )
+                except SessionNotFound:
+                    purge.remove(sid)
+        return {"dry_run": dry_run, "trashed": trashed, "purged": purge}
+
+    async def count(self) -> int:
+        """How many sessions the catalog holds."""
+        await self.ready.wait()
+        return int(await asyncio.wrap_future(self.catalog.submit(lambda c: c.count())))
+
+    def stats(self) -> dict[str, int]:
+        """The writer thread's counters: appends acknowledged, sync passes, open files."""
+        return {
+            "appends": self.committer.appends,
+            "syncs": self.committer.syncs,
+            "open_files": self.store.open_count,
+        }
+
+    async def listing(
+        self,
+        *,
+        repo_root: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page:
+        after = None
+        if cursor:
+            after = decode_cursor(cursor)
+            if after is None:
+                raise Invalid("cursor is not one this service handed out")
+        # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
+        root = (
+            await asyncio.to_thread(normalize_repo_root, repo_root)
+            if repo_root is not None
+            else None
+        )
+        await self.ready.wait()
+        items = await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: c.page(repo_root=root, state=state, limit=limit + 1, after=after)
+            )
+        )
+        next_cursor = None
+        if len(items) > limit:
+            items = items[:limit]
+            last = items[-1]
+            next_cursor = encode_cursor(last.updated_at, last.id)
+        return Page(items, next_cursor)
+
+    # -- changes made by other programs ---------------------------------------------
+
+    async def search(
+        self, query: Query, *, limit: int, cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Transcript hits for ``query``, best first; sees every acknowledged append."""
+        if query.repo is not None:
+            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+        await self.ready.wait()
+        return await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: search.search_docs(c.db, query, limit=limit, cursor=cursor)
+            )
+        )
+
+    async def search_memory(
+        self, query: Query, *, scopes: list[str], kinds: tuple[str, ...], k: int
+    ) -> list[dict[str, Any]]:
+        """Memory hits for ``query`` in ``scopes``: relevance raised by recency."""
+        await self.ready.wait()
+        now = self.store.clock()
+        return await asyncio.wrap_future(
+            self.catalog.submit(
+                lambda c: search.search_memory(
+                    c.db, query, scopes=scopes, kinds=kinds, now=now, k=k
+                )
+            )
+        )
+
+    async def latest(self, repo_root: str) -> SessionInfo:
+        page = await self.listing(repo_root=repo_root, limit=1)
+        if not page.items:
+            raise SessionNotFound(f"no session for {repo_root}")
+        return page.items[0]
+
+    async def projects(self) -> list[dict[str, Any]]:
+        await self.ready.wait()
+        projects: list[dict[str, Any]] = await asyncio.wrap_future(
+            self.catalog.submit(lambda c: c.projects())
+        )
+        return projects

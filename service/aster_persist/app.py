@@ -9,18 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
-from pydantic import TypeAdapter
 from starlette.middleware.cors import CORSMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import __version__
 from .api import events as events_api
@@ -30,25 +25,27 @@ from .api import memory as memory_api
 from .api import ops, page, problems, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
+from .api.front import EXPOSED_HEADERS, AsterApp
 from .api.guard import Guard
-from .api.mcp_lazy import LazyMcp
-from .api.models import AppendBody
-from .errors import PROBLEM_MEDIA_TYPE, HomeUnavailable
+from .api.openapi import openapi_document
+from .errors import HomeUnavailable
 from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner
 from .learning.model import ModelClient
 from .learning.queue import JobQueue
 from .live.feed import APPENDED, JOURNAL, Feed
 from .live.watcher import watch
+from .mcp.lazy import LazyMcp
 from .services.memory import Memory
 from .services.sessions import Appended, Listener, Sessions
 from .settings import Settings
 from .storage import fs
 from .storage.blobs import BlobStore
 from .storage.commit import GroupCommitter
-from .storage.home import FILE_MODE, Home
+from .storage.home import Home
 from .storage.journal import Journal
 from .storage.memory import MemoryStore
+from .storage.token import load_token
 from .storage.transcripts import Clock, TranscriptStore, utc_now
 
 log = logging.getLogger("aster_persist")
@@ -110,30 +107,6 @@ def journal_refusals(journal: Journal) -> Callable[[str], None]:
     return refused
 
 
-def load_token(settings: Settings, home: Home) -> str | None:
-    """The bearer token when auth is on: ASTER_TOKEN, else <home>/token (made if missing)."""
-    if not settings.auth_enabled:
-        return None
-    if settings.token:
-        return settings.token
-    path = home.root / "token"
-    try:
-        fd = fs.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
-    except FileExistsError:
-        token = fs.read_bytes(path).decode("utf-8").strip()
-        if len(token) < 32:
-            raise ValueError(f"the token in {path} is shorter than 32 characters") from None
-        log.info("auth is on; the token is in %s", path)
-        return token
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    log.info("auth is on; a new token was written to %s", path)
-    return token
-
-
 def create_app(
     settings: Settings | None = None,
     *,
@@ -150,7 +123,7 @@ def create_app(
     except HomeUnavailable:
         home.close()
         raise
-    token = load_token(settings, home)
+    token = load_token(home, enabled=settings.auth_enabled, given=settings.token)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -268,30 +241,6 @@ def create_app(
     return app
 
 
-EXPOSED_HEADERS = ["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"]
-
-
-class AsterApp(FastAPI):
-    """FastAPI with a front door outside all of the framework's own layers.
-
-    ``front`` wraps the whole application: the Guard refuses foreign hosts, origins,
-    missing tokens and oversized bodies before any framework code runs, and the fast
-    path answers the hottest routes (append, remember, recall) without routing,
-    dependency solving or the framework's per-request bookkeeping. Lifespan events go straight to FastAPI.
-    """
-
-    front: Any = None
-    _front_app: ASGIApp | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or self.front is None:
-            await super().__call__(scope, receive, send)
-            return
-        if self._front_app is None:
-            self._front_app = self.front(super().__call__)
-        await self._front_app(scope, receive, send)
-
-
 def reindex_memory(catalog: CatalogWorker, entry: dict[str, Any]) -> None:
     """Every journaled change of a memory file tells the search index to read it again."""
     op = str(entry.get("op", ""))
@@ -350,94 +299,3 @@ def build_sessions(
         blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
         journal=journal,
     )
-
-
-def openapi_document(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document, with the schemas of bodies that routes read raw."""
-    if app.openapi_schema:
-        return app.openapi_schema
-    doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
-    schema = TypeAdapter(AppendBody).json_schema(ref_template="#/components/schemas/{model}")
-    components = doc.setdefault("components", {}).setdefault("schemas", {})
-    for name, definition in schema.pop("$defs", {}).items():
-        components.setdefault(name, definition)
-    components["AppendBody"] = schema
-    _name_nested_unions(doc, components)
-    _problems_as_problem_json(doc)
-    _path_segments_not_empty(doc)
-    _session_links(doc)
-    app.openapi_schema = doc
-    return doc
-
-
-def _path_segments_not_empty(doc: dict[str, Any]) -> None:
-    """A path parameter is one whole, non-empty segment: an empty one names another
-    resource (``/v1/memory/blocks/`` is the list), so the document says minLength 1."""
-    for methods in doc["paths"].values():
-        for operation in methods.values():
-            for parameter in operation.get("parameters", []):
-                if parameter.get("in") == "path":
-                    parameter.setdefault("schema", {}).setdefault("minLength", 1)
-
-
-def _session_links(doc: dict[str, Any]) -> None:
-    """OpenAPI links: what a client can do next with the session it just created or
-    deleted (stateful API tests walk them)."""
-    by_id = {op["operationId"]: op for methods in doc["paths"].values() for op in methods.values()}
-
-    def link(source: str, code: str, expression: str, *targets: str) -> None:
-        response = by_id[source]["responses"][code]
-        response["links"] = {
-            target: {"operationId": target, "parameters": {"session_id": expression}}
-            for target in targets
-        }
-
-    link(
-        "sessions-create",
-        "201",
-        "$response.body#/id",
-        "sessions-get",
-        "sessions-append",
-        "sessions-events",
-        "sessions-rename",
-        "sessions-delete",
-    )
-    link("sessions-append", "201", "$request.path.session_id", "sessions-events", "sessions-get")
-    link("sessions-rename", "200", "$response.body#/id", "sessions-get", "sessions-delete")
-    link("sessions-delete", "204", "$request.path.session_id", "sessions-get", "sessions-restore")
-
-
-def _problems_as_problem_json(doc: dict[str, Any]) -> None:
-    """Refusals are sent as `application/problem+json`; say so, with their schema."""
-    for methods in doc["paths"].values():
-        for op in methods.values():
-            for code, response in op.get("responses", {}).items():
-                content = response.get("content", {})
-                if (
-                    code[0] in "45"
-                    and PROBLEM_MEDIA_TYPE in content
-                    and "application/json" in content
-                ):
-                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
-
-
-def _name_nested_unions(node: Any, components: dict[str, Any]) -> None:
-    """A union inside a discriminated union (messages, by role, inside events, by type)
-    becomes a named schema: OpenAPI wants every discriminator mapping to be a reference,
-    and client generators follow it."""
-    if isinstance(node, list):
-        for item in node:
-            _name_nested_unions(item, components)
-        return
-    if not isinstance(node, dict):
-        return
-    mapping = node.get("discriminator", {}).get("mapping", {})
-    for value, target in list(mapping.items()):
-        if isinstance(target, dict):
-            name = f"{value.capitalize()}Event"
-            components.setdefault(name, target)
-            ref = f"#/components/schemas/{name}"
-            mapping[value] = ref
-            node["oneOf"] = [{"$ref": ref} if item == target else item for item in node["oneOf"]]
-    for child in list(node.values()):
-        _name_nested_unions(child, components)

@@ -222,14 +222,14 @@ def test_start_up_does_not_wait_for_the_mcp_sdk() -> None:
         text=True,
         check=True,
     ).stdout.split()
-    assert "aster_persist.api.mcp_server" not in loaded
+    assert "aster_persist.mcp.server" not in loaded
     assert not [name for name in loaded if name == "mcp" or name.startswith("mcp.")]
 
 
 def test_an_mcp_server_that_cannot_load_answers_503(
     home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setitem(sys.modules, "aster_persist.api.mcp_server", None)  # import fails
+    monkeypatch.setitem(sys.modules, "aster_persist.mcp.server", None)  # import fails
     with make_client(home) as client:
         answer = client.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
         assert answer.status_code == 503

@@ -32,10 +32,10 @@ from ..schemas.memory import (
     ToolResult,
 )
 from ..services.memory import Memory, one_repo_root
+from ..services.tools import TOOLS, run_search_tool
 from ..storage import frontmatter
 from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name
 from ..storage.secrets import found_in
-from ..tools import TOOLS, run_search_tool
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of

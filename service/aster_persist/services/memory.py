@@ -19,7 +19,7 @@ from ..errors import Invalid
 from ..schemas.memory import BlockIn, ProcedureIn
 from ..storage.commit import GroupCommitter
 from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
-from ..tools import run_tool
+from .tools import run_tool
 
 
 def one_repo_root(in_query: str | None, in_body: str | None) -> str | None:

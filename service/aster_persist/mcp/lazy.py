@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .guard import send_problem
+from ..api.guard import send_problem
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
@@ -55,9 +55,7 @@ class LazyMcp:
 
     async def _serve(self, sessions: Sessions, memory: Memory) -> None:
         try:
-            module = await asyncio.to_thread(
-                importlib.import_module, "aster_persist.api.mcp_server"
-            )
+            module = await asyncio.to_thread(importlib.import_module, "aster_persist.mcp.server")
             front = module.McpFront()
         except Exception:
             log.exception("the MCP server did not load; /mcp answers 503")

@@ -34,13 +34,13 @@ from pydantic import ConfigDict, create_model
 from starlette.types import ASGIApp
 
 from .. import __version__
+from ..api.models import summary_of
 from ..errors import AsterError
 from ..index.text import parse_query
 from ..schemas.tools import MCP_TOOLS, ToolSpec
+from ..services.tools import search_memory as search_tool
+from ..services.tools import withheld
 from ..storage.home import check_session_id
-from ..tools import search_memory as search_tool
-from ..tools import withheld
-from .models import summary_of
 
 if TYPE_CHECKING:
     from ..services.memory import Memory

@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
-from .index.text import parse_query
-from .schemas.tools import FOUND_BY_DEFAULT, MAX_FOUND, MEMORY_TOOLS
-from .storage.memory import MemoryStore, slugify
-from .storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
+from ..errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
+from ..index.text import parse_query
+from ..schemas.tools import FOUND_BY_DEFAULT, MAX_FOUND, MEMORY_TOOLS
+from ..storage.memory import MemoryStore, slugify
+from ..storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
 
 if TYPE_CHECKING:
-    from .services.sessions import Sessions
+    from .sessions import Sessions
 
 TOOLS: list[dict[str, Any]] = [spec.function() for spec in MEMORY_TOOLS]
 

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import Client
 
-from aster_persist.api.mcp_server import McpFront
+from aster_persist.mcp.server import McpFront
 
 pytestmark = pytest.mark.anyio
 

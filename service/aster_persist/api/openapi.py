@@ -1,0 +1,106 @@
+"""The OpenAPI document, finished: the schemas of bodies that routes read raw, nested
+unions named so that discriminator mappings are references, refusals as
+``application/problem+json``, path parameters never empty, and links from a created
+session to what can be done with it next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import TypeAdapter
+
+from ..errors import PROBLEM_MEDIA_TYPE
+from .models import AppendBody
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with the schemas of bodies that routes read raw."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+    schema = TypeAdapter(AppendBody).json_schema(ref_template="#/components/schemas/{model}")
+    components = doc.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in schema.pop("$defs", {}).items():
+        components.setdefault(name, definition)
+    components["AppendBody"] = schema
+    _name_nested_unions(doc, components)
+    _problems_as_problem_json(doc)
+    _path_segments_not_empty(doc)
+    _session_links(doc)
+    app.openapi_schema = doc
+    return doc
+
+
+def _path_segments_not_empty(doc: dict[str, Any]) -> None:
+    """A path parameter is one whole, non-empty segment: an empty one names another
+    resource (``/v1/memory/blocks/`` is the list), so the document says minLength 1."""
+    for methods in doc["paths"].values():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "path":
+                    parameter.setdefault("schema", {}).setdefault("minLength", 1)
+
+
+def _session_links(doc: dict[str, Any]) -> None:
+    """OpenAPI links: what a client can do next with the session it just created or
+    deleted (stateful API tests walk them)."""
+    by_id = {op["operationId"]: op for methods in doc["paths"].values() for op in methods.values()}
+
+    def link(source: str, code: str, expression: str, *targets: str) -> None:
+        response = by_id[source]["responses"][code]
+        response["links"] = {
+            target: {"operationId": target, "parameters": {"session_id": expression}}
+            for target in targets
+        }
+
+    link(
+        "sessions-create",
+        "201",
+        "$response.body#/id",
+        "sessions-get",
+        "sessions-append",
+        "sessions-events",
+        "sessions-rename",
+        "sessions-delete",
+    )
+    link("sessions-append", "201", "$request.path.session_id", "sessions-events", "sessions-get")
+    link("sessions-rename", "200", "$response.body#/id", "sessions-get", "sessions-delete")
+    link("sessions-delete", "204", "$request.path.session_id", "sessions-get", "sessions-restore")
+
+
+def _problems_as_problem_json(doc: dict[str, Any]) -> None:
+    """Refusals are sent as `application/problem+json`; say so, with their schema."""
+    for methods in doc["paths"].values():
+        for op in methods.values():
+            for code, response in op.get("responses", {}).items():
+                content = response.get("content", {})
+                if (
+                    code[0] in "45"
+                    and PROBLEM_MEDIA_TYPE in content
+                    and "application/json" in content
+                ):
+                    content[PROBLEM_MEDIA_TYPE] = content.pop("application/json")
+
+
+def _name_nested_unions(node: Any, components: dict[str, Any]) -> None:
+    """A union inside a discriminated union (messages, by role, inside events, by type)
+    becomes a named schema: OpenAPI wants every discriminator mapping to be a reference,
+    and client generators follow it."""
+    if isinstance(node, list):
+        for item in node:
+            _name_nested_unions(item, components)
+        return
+    if not isinstance(node, dict):
+        return
+    mapping = node.get("discriminator", {}).get("mapping", {})
+    for value, target in list(mapping.items()):
+        if isinstance(target, dict):
+            name = f"{value.capitalize()}Event"
+            components.setdefault(name, target)
+            ref = f"#/components/schemas/{name}"
+            mapping[value] = ref
+            node["oneOf"] = [{"$ref": ref} if item == target else item for item in node["oneOf"]]
+    for child in list(node.values()):
+        _name_nested_unions(child, components)

@@ -275,3 +275,19 @@ def test_each_role_takes_the_content_parts_the_api_takes_from_it(
         "content": [{"type": "refusal", "refusal": "no"}],
     }
     assert client.post(f"/v1/sessions/{sid}/events", json=refusal).status_code == 201
+
+
+def test_the_error_tree_drawn_in_errors_py_names_every_error() -> None:
+    """Every class a refusal can be raised as is in the tree the docstring draws."""
+    import aster_persist.api.body
+    import aster_persist.errors
+    import aster_persist.importers.reader
+
+    def below(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *below(sub))]
+
+    doc = aster_persist.errors.__doc__ or ""
+    classes = [aster_persist.errors.AsterError, *below(aster_persist.errors.AsterError)]
+    missing = [c.__name__ for c in classes if c.__name__ not in doc]
+    assert len(classes) > 20 and missing == []
+    assert "HomeUnavailable" in doc

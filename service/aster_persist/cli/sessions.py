@@ -15,6 +15,7 @@ from rich.console import Console
 
 from .. import client as api
 from ..importers import CHOICES
+from ..schemas.rendering import read_event
 from .common import EXIT_REFUSED, Json, RepoRoot, Url, daemon, emit_json, fail, short, table
 
 sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
@@ -84,39 +85,30 @@ def sessions_show(
             console.print(line, markup=False)
 
 
-def render_event(event: dict[str, Any], width: int = 300) -> list[str]:
+def render_event(line: dict[str, Any], width: int = 300) -> list[str]:
     """One event as lines for people."""
-    seq = event.get("seq", "?")
-    kind = event.get("type")
-    if kind == "summary":
-        return [
-            f"\n#{seq} ── summary of everything through #{event.get('through_seq')} ──",
-            str(event.get("content", "")),
-        ]
-    if kind == "eviction":
-        target = event.get("tool_call_id") or f"#{event.get('target_seq')}"
-        stub = f": {event['stub']}" if event.get("stub") else ""
+    event = read_event(line)
+    seq = event.seq
+    if event.kind == "summary":
+        return [f"\n#{seq} ── summary of everything through #{event.through_seq} ──", event.text]
+    if event.kind == "eviction":
+        target = event.tool_call_id or f"#{event.target_seq}"
+        stub = f": {event.text}" if event.text else ""
         return [f"\n#{seq} ── evicted {target} from the context{stub} ──"]
-    if kind == "title":
-        return [f"\n#{seq} ── title: {event.get('title')} ──"]
-    role = event.get("role", "?")
-    out = [f"\n#{seq} {role}" + (f"  ({event['name']})" if event.get("name") else "")]
-    content = event.get("content")
-    if isinstance(content, list):  # content parts
-        content = "\n".join(str(p.get("text", f"[{p.get('type')}]")) for p in content)
-    elif isinstance(content, dict):  # a blob reference not inlined
-        content = f"[{content.get('bytes')} bytes stored as a blob] {content.get('preview', '')}"
+    if event.kind == "title":
+        return [f"\n#{seq} ── title: {event.text} ──"]
+    role = event.role or "?"
+    out = [f"\n#{seq} {role}" + (f"  ({event.name})" if event.name else "")]
     if role == "tool":
-        out.append(f"  → {event.get('tool_call_id')}: {short(content, width)}")
-    elif content:
-        out.append(str(content))
-    for call in event.get("tool_calls") or []:
-        function = call.get("function", {})
-        arguments = function.get("arguments", "")
+        out.append(f"  → {event.tool_call_id}: {short(event.text, width)}")
+    elif event.text:
+        out.append(event.text)
+    for call in event.calls:
+        arguments = call.arguments
         with suppress(orjson.JSONDecodeError, TypeError):
             arguments = orjson.dumps(orjson.loads(arguments), option=orjson.OPT_INDENT_2).decode()
-        out.append(f"  ⚙ {function.get('name')} [{call.get('id')}]")
-        out += ["    " + line for line in str(arguments).splitlines()]
+        out.append(f"  ⚙ {call.name} [{call.id}]")
+        out += ["    " + text for text in arguments.splitlines()]
     return out
 
 

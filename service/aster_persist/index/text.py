@@ -24,13 +24,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
 from ..errors import Invalid
+from ..schemas.events import ROLES
+from ..schemas.rendering import content_text
+from ..schemas.search import DocKind
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
-KINDS = ("message", "tool_call", "tool_result", "summary", "title")
-ROLES = ("user", "assistant", "tool", "system")
+KINDS = get_args(DocKind)  # what a search document can be
 _WORD = re.compile(r"\w+", re.UNICODE)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
@@ -57,23 +59,6 @@ def _period(text: str) -> tuple[str, str] | None:
     except ValueError:
         return None
     return None
-
-
-def content_text(content: Any) -> str:
-    """The text of a message's content, whatever its shape (string or content parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):  # a large content kept in a blob: its preview
-        return str(content.get("preview") or "")
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, dict):
-                value = part.get("text")
-                if isinstance(value, str):
-                    texts.append(value)
-        return "\n".join(texts)
-    return ""
 
 
 def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Invalid
+from ..schemas.rendering import read_event
 from ..storage.summary import first_text
 
 TOOL_RESULT_CHARS = 1000  # a tool result is context: this much of each
@@ -50,36 +51,23 @@ def render_turn(events: list[dict[str, Any]], budget: int) -> str:
     """A turn as text for the model: messages, tool calls and (shortened) results; cut
     in the middle when it is over ``budget`` characters."""
     parts: list[str] = []
-    for event in events:
-        kind = event.get("type")
-        if kind == "summary":
-            parts.append(f"[summary of earlier turns] {event.get('content', '')}")
+    for event in map(read_event, events):
+        if event.kind == "summary":
+            parts.append(f"[summary of earlier turns] {event.text}")
             continue
-        if kind != "message":
+        if event.kind != "message":
             continue
-        role = event.get("role")
-        text = _text_of(event.get("content"))
-        if role == "tool":
-            parts.append(f"[tool result {event.get('tool_call_id')}] {text[:TOOL_RESULT_CHARS]}")
+        if event.role == "tool":
+            result = event.text[:TOOL_RESULT_CHARS]
+            parts.append(f"[tool result {event.tool_call_id}] {result}")
             continue
-        if text:
-            parts.append(f"{str(role).capitalize()}: {text}")
-        for call in event.get("tool_calls") or []:
-            function = call.get("function") or {}
-            arguments = str(function.get("arguments", ""))[:TOOL_RESULT_CHARS]
-            parts.append(f"[tool call {call.get('id')}] {function.get('name')}({arguments})")
+        if event.text:
+            parts.append(f"{str(event.role).capitalize()}: {event.text}")
+        for call in event.calls:
+            arguments = call.arguments[:TOOL_RESULT_CHARS]
+            parts.append(f"[tool call {call.id}] {call.name}({arguments})")
     text = "\n".join(parts)
     if len(text) <= budget:
         return text
     half = (budget - 40) // 2
     return f"{text[:half]}\n[… {len(text) - 2 * half} characters left out …]\n{text[-half:]}"
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    if isinstance(content, dict):  # a blob reference that was not put back
-        return str(content.get("preview", ""))
-    return ""

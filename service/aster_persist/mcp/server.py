@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import orjson
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -37,6 +36,7 @@ from .. import __version__
 from ..api.models import summary_of
 from ..errors import AsterError
 from ..index.text import parse_query
+from ..schemas.rendering import read_event
 from ..schemas.tools import MCP_TOOLS, ToolSpec
 from ..services.tools import search_memory as search_tool
 from ..services.tools import withheld
@@ -342,22 +342,20 @@ class McpFront:
             raise ToolError(exc.detail) from None
 
 
-def _line(event: dict[str, Any]) -> str:
-    seq = event.get("seq")
-    if event.get("type") == "summary":
-        return f"#{seq} [summary] {_cut(event.get('content'))}"
-    if event.get("type") == "eviction":
-        return f"#{seq} [evicted {event.get('tool_call_id') or event.get('target_seq')}]"
-    if event.get("type") == "title":
-        return f"#{seq} [title] {event.get('title')}"
-    role = event.get("role")
-    parts = [f"#{seq} {role}:"]
-    content = event.get("content")
-    if content:
-        parts.append(_cut(content if isinstance(content, str) else orjson.dumps(content).decode()))
-    for call in event.get("tool_calls") or []:
-        function = call.get("function") or {}
-        parts.append(f"[calls {function.get('name')}({_cut(function.get('arguments'), 300)})]")
+def _line(line: dict[str, Any]) -> str:
+    """An event on one line, for a model reading a transcript."""
+    event = read_event(line)
+    if event.kind == "summary":
+        return f"#{event.seq} [summary] {_cut(event.text)}"
+    if event.kind == "eviction":
+        return f"#{event.seq} [evicted {event.tool_call_id or event.target_seq}]"
+    if event.kind == "title":
+        return f"#{event.seq} [title] {event.text}"
+    parts = [f"#{event.seq} {event.role}:"]
+    if event.text:
+        parts.append(_cut(event.text))
+    for call in event.calls:
+        parts.append(f"[calls {call.name}({_cut(call.arguments, 300)})]")
     return " ".join(parts)
 
 

@@ -10,7 +10,8 @@ them.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, NotRequired
+from types import UnionType
+from typing import Annotated, Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -113,6 +114,20 @@ class ToolCall(TypedDict):
 
 # Events are TypedDicts, not models: validation checks the client's dicts in place (about
 # twice as fast as building model instances), and the dicts are what gets stored.
+
+
+class ServerFields(TypedDict):
+    """What every event may carry that the server fills in: ``ts`` (kept when the client
+    sends one), ``seq`` and ``batch_size`` (never the client's); the idempotency key
+    comes as a header. Each event kind below ends with these same four fields (a test
+    keeps them so): written out in each, not inherited, because a TypedDict's base
+    fields come first and validation returns keys in that order, so a stored line
+    would no longer keep the order the client sent."""
+
+    ts: NotRequired[Timestamp | None]
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -240,7 +255,25 @@ Event = Annotated[
     | TitleEvent,
     Field(discriminator="type"),
 ]
-ROLES = ("user", "assistant", "tool", "system")
-EVENT_TYPES = ("message", "summary", "eviction", "title")
-PART_TYPES = ("text", "image_url", "input_audio", "file", "refusal")
+
+
+def _tags(union: Any, key: str) -> tuple[str, ...]:
+    """The values of the ``key`` tag across a union's members, in order."""
+    while get_origin(union) is Annotated:
+        union = get_args(union)[0]
+    tags: list[str] = []
+    for member in get_args(union):
+        while get_origin(member) is Annotated:
+            member = get_args(member)[0]
+        if get_origin(member) is Union or isinstance(member, UnionType):
+            found = _tags(member, key)
+        else:
+            found = get_args(get_type_hints(member, include_extras=False)[key])
+        tags += [tag for tag in found if tag not in tags]
+    return tuple(tags)
+
+
+ROLES = _tags(MessageEvent, "role")  # ("user", "assistant", "tool", "system")
+EVENT_TYPES = _tags(Event, "type")  # ("message", "summary", "eviction", "title")
+PART_TYPES = _tags(ContentPart, "type")  # ("text", "image_url", "input_audio", "file", "refusal")
 RESERVED_HEADER_KEYS = frozenset({"type", "seq", "id", "v", "idempotency_key", "batch_size"})

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..schemas.rendering import text_parts
+
 TITLE_CUT = 80
 
 
@@ -99,15 +101,8 @@ def canonical_ts(ts: str) -> str:
 
 
 def first_text(content: Any) -> str | None:
-    """The first 80 characters of a message's text, whatever its content shape."""
-    text = ""
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "text":
-                text = str(part.get("text") or "")
-                if text.strip():
-                    break
+    """The first 80 characters of a message's first text, whatever its content shape."""
+    parts = text_parts(content, previews=False)
+    text = next((part for part in parts if part.strip()), "")
     text = " ".join(text.split())
     return text[:TITLE_CUT] or None

@@ -46,6 +46,8 @@ _BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
 @dataclass
 class Reply:
+    """A fast-path answer: status, body and headers."""
+
     status: int
     body: bytes
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
@@ -134,6 +136,10 @@ _FEED_QUERY = {"after", "scope", "op", "repo_root"}
 
 
 class FastPath:
+    """The hottest routes (append, remember, recall) answered without routing or
+    dependency solving, with the same checks and replies as their routers; anything else
+    goes on to the app."""
+
     def __init__(self, app: ASGIApp, owner: Any) -> None:
         self.app = app
         self.owner = owner  # the FastAPI app whose state holds the stores

@@ -62,6 +62,9 @@ def host_name(value: str) -> str:
 
 
 class Guard:
+    """The front door: Host allowlist, Origin check, bearer token, body size, request
+    count and client timeouts, refused with a problem body before any framework code runs."""
+
     def __init__(
         self,
         app: ASGIApp,

@@ -30,6 +30,9 @@ class ImportProblem(Invalid):
 
 @dataclass
 class Conversation:
+    """One conversation of a foreign file, converted to events and checked, ready to
+    be written whole as a session."""
+
     fingerprint: str
     events: list[dict[str, Any]]
     created_at: str | None = None

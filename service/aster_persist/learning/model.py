@@ -34,6 +34,9 @@ MAX_RETRY_AFTER = 30.0  # seconds: the most a Retry-After is honoured within one
 
 
 class ModelClient:
+    """An OpenAI-compatible chat-completions endpoint asked for JSON answers, with
+    retries, a whole-call deadline and response-format fallbacks."""
+
     def __init__(
         self,
         base_url: str,

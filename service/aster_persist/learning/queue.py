@@ -39,6 +39,9 @@ COMPACT_BYTES = 1 << 20  # an idle log longer than this is emptied
 
 
 class JobQueue:
+    """The durable job log of learning: each job put, answered and done is a line of
+    ``queue/jobs.jsonl``, so a restart resumes what was pending."""
+
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         ensure_dir(folder)

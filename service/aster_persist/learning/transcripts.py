@@ -10,6 +10,8 @@ from ..storage.summary import SessionInfo
 
 
 class Transcripts(Protocol):
+    """The sessions as learning reads and titles them."""
+
     def open_summary(self, session_id: str) -> tuple[int, SessionInfo] | None:
         """The bytes acknowledged and the summary of a session open for appends."""
         ...

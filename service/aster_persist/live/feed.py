@@ -75,6 +75,9 @@ def _continues(last: Item, item: Item) -> bool:
 
 @dataclass
 class Feed:
+    """The change feed and every session tail, fanned out from one bounded log on the
+    event loop; publishing never waits, and a follower that falls behind is dropped."""
+
     loop: asyncio.AbstractEventLoop
     max_subscribers: int
     queue_size: int

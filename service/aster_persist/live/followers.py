@@ -76,6 +76,8 @@ class Tail:
 @dataclass(eq=False)
 @dataclass(eq=False)
 class Subscriber:
+    """One client following the feed or a session's tail: where it is, and how to wake it."""
+
     accepts: Accepts | None
     position: int
     waiter: asyncio.Future[None] | None = None

@@ -25,6 +25,9 @@ def is_ref(content: Any) -> bool:
 
 
 class BlobStore:
+    """Large contents kept whole under ``blobs/sha256/``, synced before the event that
+    names them, and put back in place for every read."""
+
     def __init__(self, root: Path, threshold: int) -> None:
         self.root = root
         self.threshold = threshold

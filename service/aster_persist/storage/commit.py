@@ -47,6 +47,9 @@ def _retrieve(task: asyncio.Future[None]) -> None:
 
 
 class GroupCommitter:
+    """The single writer thread: appends from many requests share one sync pass, and
+    every other write of transcripts, memory and the journal runs here in turn."""
+
     def __init__(self, store: TranscriptStore, *, sync_interval: float = 0.2) -> None:
         self.store = store
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-writer")

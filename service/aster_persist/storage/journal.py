@@ -30,6 +30,9 @@ BORN = ("session.created", "session.imported")  # the entries that say a session
 
 
 class Journal:
+    """``journal.jsonl``: every change, in id order, with what it replaced; listeners
+    are told of each entry once it is written."""
+
     def __init__(self, path: Path, *, clock: Clock, durable: bool = True) -> None:
         self.path = path
         self.clock = clock

@@ -17,6 +17,8 @@ TITLE_CUT = 80
 
 @dataclass
 class SessionInfo:
+    """What listings show of a session, worked out from its lines as they are read."""
+
     id: str
     slug: str
     repo_root: str = ""

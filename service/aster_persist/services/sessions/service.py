@@ -35,6 +35,8 @@ log = logging.getLogger("aster_persist")
 
 @dataclass
 class Page:
+    """One page of a listing and the cursor of the next."""
+
     items: list[SessionInfo]
     next_cursor: str | None
 

@@ -20,7 +20,7 @@ from .. import frontmatter
 from ..secrets import refuse_secrets
 from ..transcripts import format_ts
 from .base import StoreBase
-from .meta import BlockMeta, _as_float, _as_list, _first_line
+from .meta import BlockMeta, as_float, as_list, written_fields
 from .names import CORE, SCHEMA, check_name, etag_of, normalized
 from .writes import _again, _check_etag
 
@@ -131,14 +131,7 @@ class ContentPart(StoreBase):
         now = format_ts(self.clock())
         fields: dict[str, Any] = {
             "name": name,
-            "description": " ".join(str(meta.get("description") or _first_line(body)).split())[
-                :200
-            ],
-            "type": meta.get("type") or "semantic",
-            "tags": _as_list(meta.get("tags")),
-            "importance": _as_float(meta.get("importance"), 0.5),
-            "confidence": _as_float(meta.get("confidence"), 0.5),
-            "pinned": bool(meta.get("pinned", False)),
+            **written_fields(meta, body),
         }
         for key, value in meta.items():
             if (
@@ -173,21 +166,21 @@ class ContentPart(StoreBase):
         except (BlockNotFound, Invalid):
             return False
         same = all(found.get(k) == meta.get(k) for k in ("source_session", "source_seq"))
-        return same or source_of(meta) in _as_list(found.get("sources"))
+        return same or source_of(meta) in as_list(found.get("sources"))
 
     def _merge(
         self, block: BlockMeta, meta: dict[str, Any], *, actor: str, session: str | None
     ) -> BlockMeta:
         changes: dict[str, Any] = {
             "importance": round(
-                min(1.0, max(block.importance, _as_float(meta.get("importance"), 0.5)) + 0.1), 3
+                min(1.0, max(block.importance, as_float(meta.get("importance"), 0.5)) + 0.1), 3
             ),
-            "tags": block.tags + [t for t in _as_list(meta.get("tags")) if t not in block.tags],
+            "tags": block.tags + [t for t in as_list(meta.get("tags")) if t not in block.tags],
             "updated_at": format_ts(self.clock()),
         }
         if meta.get("source_session"):
             text, _ = self.read_block(block.scope, block.name)
-            sources = _as_list(frontmatter.parse(text).meta.get("sources"))
+            sources = as_list(frontmatter.parse(text).meta.get("sources"))
             source = source_of(meta)
             if source not in sources:
                 changes["sources"] = [*sources, source]

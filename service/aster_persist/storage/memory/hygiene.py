@@ -15,7 +15,7 @@ from ...errors import Invalid
 from .. import frontmatter
 from ..secrets import refuse_document
 from .base import StoreBase
-from .meta import BlockMeta, _as_list
+from .meta import BlockMeta, as_list
 
 
 class HygienePart(StoreBase):
@@ -25,14 +25,14 @@ class HygienePart(StoreBase):
         self, scope: str, name: str, meta: dict[str, Any], *, actor: str, session: str | None
     ) -> None:
         """Apply a new block's relations: archive what it supersedes, mark conflicts on both."""
-        for other in _as_list(meta.get("supersedes")):
+        for other in as_list(meta.get("supersedes")):
             if (
                 other != name
                 and (scope, other) in self.blocks
                 and not self.blocks[(scope, other)].archived
             ):
                 self.move(scope, other, archive=True, actor=actor, session=session)
-        for other in _as_list(meta.get("conflicts_with")):
+        for other in as_list(meta.get("conflicts_with")):
             block = self.blocks.get((scope, other))
             if block is not None and other != name and name not in block.conflicts_with:
                 self.patch_block(
@@ -46,7 +46,7 @@ class HygienePart(StoreBase):
     def check_relations(self, scope: str, name: str, meta: dict[str, Any]) -> None:
         """Refuse relations that ``relate`` could not apply, before anything is written."""
         for key in ("supersedes", "conflicts_with"):
-            for other in _as_list(meta.get(key)):
+            for other in as_list(meta.get(key)):
                 if other == name or (scope, other) not in self.blocks:
                     raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
                 if key == "conflicts_with" and not self.blocks[(scope, other)].archived:

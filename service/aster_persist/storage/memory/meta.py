@@ -59,20 +59,34 @@ def fields_of(meta: dict[str, Any], body: str) -> Fields:
     """The one mapping of a block's frontmatter (``meta``) and ``body`` to its fields, read
     by the block index and by the search index alike."""
     return {
-        "description": " ".join(str(meta.get("description") or "").split()) or _first_line(body),
+        "description": " ".join(str(meta.get("description") or "").split()) or first_line(body),
         "type": str(meta.get("type") or "semantic"),
-        "tags": _as_list(meta.get("tags")),
-        "importance": _as_float(meta.get("importance"), 0.5),
-        "confidence": _as_float(meta.get("confidence"), 0.5),
+        "tags": as_list(meta.get("tags")),
+        "importance": as_float(meta.get("importance"), 0.5),
+        "confidence": as_float(meta.get("confidence"), 0.5),
         "pinned": bool(meta.get("pinned", False)),
         "created_at": str(meta.get("created_at") or ""),
         "updated_at": str(meta.get("updated_at") or meta.get("created_at") or ""),
-        "supersedes": _as_list(meta.get("supersedes")),
-        "conflicts_with": _as_list(meta.get("conflicts_with")),
+        "supersedes": as_list(meta.get("supersedes")),
+        "conflicts_with": as_list(meta.get("conflicts_with")),
     }
 
 
-def _as_list(value: Any) -> list[str]:
+def written_fields(meta: dict[str, Any], body: str) -> dict[str, Any]:
+    """The known fields a block is written with, first in its frontmatter and in this
+    order: the same mapping, with a description of one line of at most 200 characters."""
+    known = fields_of(meta, body)
+    return {
+        "description": " ".join(str(meta.get("description") or first_line(body)).split())[:200],
+        "type": known["type"],
+        "tags": known["tags"],
+        "importance": known["importance"],
+        "confidence": known["confidence"],
+        "pinned": known["pinned"],
+    }
+
+
+def as_list(value: Any) -> list[str]:
     if value is None:
         return []
     if isinstance(value, list):
@@ -80,7 +94,7 @@ def _as_list(value: Any) -> list[str]:
     return [str(value)]
 
 
-def _as_float(value: Any, default: float) -> float:
+def as_float(value: Any, default: float) -> float:
     """A number from frontmatter; ``default`` for anything else, NaN and infinities too."""
     try:
         number = float(value)
@@ -89,7 +103,7 @@ def _as_float(value: Any, default: float) -> float:
     return number if math.isfinite(number) else default
 
 
-def _first_line(body: str) -> str:
+def first_line(body: str) -> str:
     for line in body.splitlines():
         text = line.strip().lstrip("#").strip()
         if text:

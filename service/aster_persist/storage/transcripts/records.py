@@ -25,6 +25,8 @@ _NL = orjson.OPT_APPEND_NEWLINE
 
 @dataclass
 class AppendRequest:
+    """One append as the writer thread takes it."""
+
     session_id: str
     events: list[dict[str, Any]]
     key: str | None = None
@@ -33,6 +35,8 @@ class AppendRequest:
 
 @dataclass(frozen=True)
 class AppendResult:
+    """What an append did: the seqs it was given, or that it was a replay."""
+
     first_seq: int
     last_seq: int
     count: int

@@ -47,12 +47,14 @@ class AsterError(Exception):
         detail: str,
         *,
         errors: list[dict[str, Any]] | None = None,
-        headers: dict[str, str] | None = None,
+        current: str | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.errors = errors
-        self.headers = headers or {}
+        self.current = current  # the ETag of what the request named, as it is now
+        self.retry_after = retry_after  # seconds after which to try again
 
     def problem(self) -> dict[str, Any]:
         return problem_body(self.status, self.code, self.title, self.detail, self.errors)

@@ -3,30 +3,15 @@ read from the unions, so a new kind is declared in one place."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import get_type_hints
 
 from aster_persist.schemas import events
 from aster_persist.storage.events import validate_events
 
 
-def members(union: Any) -> list[type]:
-    while get_origin(union) is Annotated:
-        union = get_args(union)[0]
-    found: list[type] = []
-    for member in get_args(union):
-        while get_origin(member) is Annotated:
-            member = get_args(member)[0]
-        found += (
-            members(member)
-            if get_args(member) and not hasattr(member, "__annotations__")
-            else [member]
-        )
-    return found
-
-
 def test_every_event_kind_ends_with_the_server_fields() -> None:
     server = get_type_hints(events.ServerFields, include_extras=True)
-    kinds = members(events.Event)
+    kinds = events.members(events.Event)
     assert len(kinds) == 7
     for kind in kinds:
         hints = get_type_hints(kind, include_extras=True)

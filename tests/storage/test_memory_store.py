@@ -127,7 +127,7 @@ def test_a_stale_if_match_is_412_with_the_current_etag(store: MemoryStore) -> No
     store.patch_block("global", "port", {"pinned": True})
     with pytest.raises(PreconditionFailed) as caught:
         store.patch_block("global", "port", {"pinned": False}, if_match=block.etag)
-    assert caught.value.headers == {"ETag": store.blocks[("global", "port")].etag}
+    assert caught.value.current == store.blocks[("global", "port")].etag
     assert store.blocks[("global", "port")].pinned
 
 

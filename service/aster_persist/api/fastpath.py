@@ -36,8 +36,8 @@ from . import body as strict
 from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import recalled, saved
-from .problems import problem_response
-from .sessions import handle_append
+from .problems import problem_headers, problem_response
+from .sessions import appended_body, appended_status, handle_append
 
 log = logging.getLogger("aster_persist")
 
@@ -73,7 +73,8 @@ async def _append(
     owner: Any, match: re.Match[str], query: dict[str, str], headers: dict[str, str], body: bytes
 ) -> Reply | None:
     result = await handle_append(owner.state.sessions, match.group(1), headers, body)
-    reply = Reply(result.status, result.body_bytes(), [(b"etag", b'"%d"' % result.last_seq)])
+    etag = b'"%d"' % result.last_seq
+    reply = Reply(appended_status(result), appended_body(result), [(b"etag", etag)])
     if result.replayed:
         reply.headers.append((b"idempotent-replayed", b"true"))
     return reply
@@ -172,7 +173,7 @@ class FastPath:
         try:
             response = await _feed_response(self.owner, scope, query)
         except AsterError as exc:
-            response = problem_response(exc.problem(), exc.headers)
+            response = problem_response(exc.problem(), problem_headers(exc))
         await response(scope, receive, send)
 
     async def _serve(
@@ -205,7 +206,7 @@ class FastPath:
         try:
             reply = await handler(self.owner, match, query, headers, body)
         except AsterError as exc:
-            response = problem_response(exc.problem(), exc.headers)
+            response = problem_response(exc.problem(), problem_headers(exc))
         except Exception:
             log.exception("unhandled error in %s %s", scope["method"], scope["path"])
             response = problem_response(

@@ -25,6 +25,17 @@ _HTTP_CODES = {
 }
 
 
+def problem_headers(exc: AsterError) -> dict[str, str]:
+    """The headers a refusal carries: the current ETag of what it named, and when to
+    try again."""
+    headers = {}
+    if exc.current is not None:
+        headers["ETag"] = exc.current
+    if exc.retry_after is not None:
+        headers["Retry-After"] = str(exc.retry_after)
+    return headers
+
+
 def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
     return Response(
         orjson.dumps(body),
@@ -38,7 +49,7 @@ async def _aster_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, AsterError)
     if exc.status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc.detail)
-    return problem_response(exc.problem(), exc.headers)
+    return problem_response(exc.problem(), problem_headers(exc))
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

@@ -319,10 +319,30 @@ async def append_events(request: Request, session_id: str) -> Response:
         _sessions(request), session_id, request.headers, await request.body()
     )
     return Response(
-        result.body_bytes(),
-        status_code=result.status,
+        appended_body(result),
+        status_code=appended_status(result),
         media_type="application/json",
-        headers=result.headers(),
+        headers=appended_headers(result),
+    )
+
+
+def appended_status(result: AppendResult) -> int:
+    """201 for a new write, 200 for a replay of an idempotency key."""
+    return 200 if result.replayed else 201
+
+
+def appended_headers(result: AppendResult) -> dict[str, str]:
+    out = {"ETag": f'"{result.last_seq}"'}
+    if result.replayed:
+        out["Idempotent-Replayed"] = "true"
+    return out
+
+
+def appended_body(result: AppendResult) -> bytes:
+    return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
+        result.first_seq,
+        result.last_seq,
+        result.count,
     )
 
 

@@ -109,7 +109,7 @@ class Feed:
             raise TooManySubscribers(
                 f"{self.max_subscribers} streams are open, the most this service serves "
                 "(ASTER_MAX_SUBSCRIBERS); try again later",
-                headers={"Retry-After": "5"},
+                retry_after=5,
             )
         subscriber = Subscriber(accepts, self._end)
         self.subscribers.append(subscriber)

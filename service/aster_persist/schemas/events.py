@@ -257,18 +257,24 @@ Event = Annotated[
 ]
 
 
-def _tags(union: Any, key: str) -> tuple[str, ...]:
-    """The values of the ``key`` tag across a union's members, in order."""
+def members(union: Any) -> list[Any]:
+    """The types a (possibly annotated, possibly nested) union is made of, in order."""
     while get_origin(union) is Annotated:
         union = get_args(union)[0]
-    tags: list[str] = []
+    found: list[Any] = []
     for member in get_args(union):
         while get_origin(member) is Annotated:
             member = get_args(member)[0]
-        if get_origin(member) is Union or isinstance(member, UnionType):
-            found = _tags(member, key)
-        else:
-            found = get_args(get_type_hints(member, include_extras=False)[key])
+        nested = get_origin(member) is Union or isinstance(member, UnionType)
+        found += members(member) if nested else [member]
+    return found
+
+
+def _tags(union: Any, key: str) -> tuple[str, ...]:
+    """The values of the ``key`` tag across a union's members, in order."""
+    tags: list[str] = []
+    for member in members(union):
+        found = get_args(get_type_hints(member, include_extras=False)[key])
         tags += [tag for tag in found if tag not in tags]
     return tuple(tags)
 

@@ -225,7 +225,7 @@ class GroupCommitter:
                     raise PreconditionFailed(
                         f"If-Match expected last seq {if_match}, but session {session_id} is "
                         f"at {last}",
-                        headers={"ETag": f'"{last}"'},
+                        current=f'"{last}"',
                     )
             return self.store.detach(session_id)
 

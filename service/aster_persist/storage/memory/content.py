@@ -110,7 +110,7 @@ class ContentPart(StoreBase):
         existing = self.blocks.get((scope, name))
         if if_match is not None:
             if existing is None or existing.archived:
-                raise PreconditionFailed(f"block {name!r} does not exist", headers={"ETag": '""'})
+                raise PreconditionFailed(f"block {name!r} does not exist", current='""')
             _check_etag(f"block {name!r}", if_match, existing.etag)
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         twin = self._by_norm.get((scope, norm))

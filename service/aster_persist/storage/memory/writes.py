@@ -408,7 +408,7 @@ def _again(write: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
 def _check_etag(what: str, if_match: str | None, etag: str) -> None:
     """412 with the current ETag when ``if_match`` is given and is not it."""
     if if_match is not None and if_match != etag:
-        raise PreconditionFailed(f"{what} changed since you read it", headers={"ETag": etag})
+        raise PreconditionFailed(f"{what} changed since you read it", current=etag)
 
 
 def _read_all(fd: int) -> bytes:

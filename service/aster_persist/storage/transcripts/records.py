@@ -42,27 +42,6 @@ class AppendResult:
     count: int
     replayed: bool = False
 
-    def body(self) -> dict[str, int]:
-        return {"first_seq": self.first_seq, "last_seq": self.last_seq, "count": self.count}
-
-    def body_bytes(self) -> bytes:
-        return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
-            self.first_seq,
-            self.last_seq,
-            self.count,
-        )
-
-    @property
-    def status(self) -> int:
-        """201 for a new write, 200 for a replay of an idempotency key."""
-        return 200 if self.replayed else 201
-
-    def headers(self) -> dict[str, str]:
-        out = {"ETag": f'"{self.last_seq}"'}
-        if self.replayed:
-            out["Idempotent-Replayed"] = "true"
-        return out
-
 
 @dataclass
 class Location:

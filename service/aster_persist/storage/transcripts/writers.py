@@ -174,7 +174,7 @@ class _Writers(_Store):
             raise PreconditionFailed(
                 f"If-Match expected last seq {request.if_match}, but session {sid} is at "
                 f"{info.last_seq}",
-                headers={"ETag": f'"{info.last_seq}"'},
+                current=f'"{info.last_seq}"',
             )
         lines = self._lines(request.events, info.last_seq + 1, key, info.first_user)
         data = b"".join(lines.chunks)

@@ -16,9 +16,16 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## start the daemon on 127.0.0.1:4627 with the default data home
 	$(BIN)/aster-persist serve
 
-test: $(STAMP)  ## the whole suite (the README test runs curl; the dashboard's, Chromium)
-	@command -v curl >/dev/null && command -v chromium >/dev/null || \
-	  (apt-get update -qq && apt-get install -y -qq curl chromium)
+NPM_PROJECT := tests/e2e/typescript
+
+$(NPM_PROJECT)/node_modules/.installed: $(NPM_PROJECT)/package-lock.json
+	npm ci --prefix $(NPM_PROJECT) --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashboard, npm for the TypeScript client)
+	@command -v curl >/dev/null && command -v chromium >/dev/null && command -v npm >/dev/null || \
+	  (apt-get update -qq && apt-get install -y -qq curl chromium nodejs npm)
+	$(MAKE) --no-print-directory $(NPM_PROJECT)/node_modules/.installed
 	$(BIN)/python -m pytest -q
 
 proof: $(STAMP)  ## the long fault-injection run (crash loops, power loss, I/O errors, fuzzing)
@@ -40,4 +47,4 @@ bench: $(STAMP)  ## benchmarks against baselines measured in the same run
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache $(NPM_PROJECT)/node_modules

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
+from .api import docs as docs_api
 from .api import events as events_api
 from .api import journal as journal_api
 from .api import learning as learning_api
@@ -197,7 +198,7 @@ def create_app(
         version=__version__,
         summary="One durable store of transcripts, memory and a live journal for AI coding agents.",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # api/docs.py serves it, with its assets
         redoc_url=None,
     )
     app.state.settings = settings
@@ -211,6 +212,7 @@ def create_app(
     app.include_router(events_api.router)
     app.include_router(learning_api.router)
     app.include_router(page.router)
+    app.include_router(docs_api.router)
     mcp = LazyMcp()
     app.router.routes.append(mcp.route)
     app.include_router(ops.router)

@@ -9,7 +9,7 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
         SessionNotFound (session_not_found), BlockNotFound (block_not_found)
       Conflict (409 conflict)
         SessionExists, SessionDamaged, SessionReadOnly, NameTaken,
-        UnsafePath (symlink_refused)
+        UnsafePath (symlink_refused), LearningOff (learning_off: no model configured)
       PreconditionFailed (412 precondition_failed)
       Invalid (422 invalid)
         InvalidName, InvalidEvent, SecretDetected (secret_detected),
@@ -105,6 +105,18 @@ class NameTaken(Conflict):
 class UnsafePath(Conflict):
     code = "symlink_refused"
     title = "Symbolic link refused"
+
+
+LEARNING_OFF = (
+    "learning is off: no model is configured (set ASTER_LLM_BASE_URL and ASTER_LLM_MODEL)"
+)
+
+
+class LearningOff(Conflict):
+    """Learning was asked for and no model is configured."""
+
+    code = "learning_off"
+    title = "Learning is off"
 
 
 class PreconditionFailed(AsterError):

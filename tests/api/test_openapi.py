@@ -83,7 +83,7 @@ def test_request_bodies_carry_examples() -> None:
 
     doc = json.loads(openapi_text())
     schemas = doc["components"]["schemas"]
-    for name in ("SessionIn", "BlockIn", "RememberIn", "RenameIn", "PruneIn", "ToolCall"):
+    for name in ("SessionIn", "BlockIn", "RememberIn", "RenameIn", "PruneIn", "MemoryToolCall"):
         assert schemas[name].get("examples"), name
     append = doc["paths"]["/v1/sessions/{session_id}/events"]["post"]["requestBody"]
     assert len(append["content"]["application/json"]["examples"]) == 3

@@ -469,3 +469,21 @@ def test_if_match_guards_rename_and_delete(client: TestClient, home: Path) -> No
     assert r.status_code == 200 and r.headers["etag"] == '"2"'
     assert client.delete(f"/v1/sessions/{sid}", headers={"If-Match": '"2"'}).status_code == 204
     assert client.get(f"/v1/sessions/{sid}").status_code == 404
+
+
+def test_the_openapi_ui_loads_nothing_from_another_host(client: TestClient) -> None:
+    """/docs works offline: every script, style and icon it names is served here."""
+    import re
+
+    page = client.get("/docs")
+    assert page.status_code == 200
+    urls = re.findall(r"""(?:src|href)=["']([^"']+)["']""", page.text)
+    urls += re.findall(r"""url: ?["']([^"']+)["']""", page.text)
+    assert urls and all(u.startswith("/") and not u.startswith("//") for u in urls), urls
+    assert "cdn" not in page.text
+    for url in {u for u in urls if u.startswith("/docs/")}:
+        asset = client.get(url)
+        assert asset.status_code == 200 and len(asset.content) > 500, url
+    assert client.get("/docs/swagger-ui.css").headers["content-type"].startswith("text/css")
+    assert client.get("/docs/../token").status_code == 404
+    assert client.get("/docs/index.html").status_code == 404

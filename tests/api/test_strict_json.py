@@ -387,7 +387,7 @@ def test_closed_bodies_say_so_in_the_openapi_document(client: TestClient) -> Non
         "NoteIn",
         "ProcedureIn",
         "MemoryPruneIn",
-        "ToolCall",
+        "MemoryToolCall",
         "ExtractIn",
         "ConsolidateIn",
         "EventsIn",

@@ -416,5 +416,6 @@ async def test_learning_endpoints_without_a_model(
     assert state.enabled is False and state.queued == 0
     sid = (await run(aster.create_session(repo(request)))).id
     off = await refused(ConflictError, lambda: aster.extract(sid))
-    assert "ASTER_LLM_BASE_URL" in off.detail
-    await refused(InvalidRequestError, lambda: aster.consolidate(repo(request)))
+    assert "ASTER_LLM_BASE_URL" in off.detail and off.code == "learning_off"
+    off = await refused(ConflictError, lambda: aster.consolidate(repo(request)))
+    assert off.code == "learning_off"

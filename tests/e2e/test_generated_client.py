@@ -1,6 +1,7 @@
 """A client generated from `openapi/openapi.json` by an independent generator
-(openapi-python-client) compiles, and does create → append → list → read against a real
-daemon: the document is complete enough to program against without this project's code."""
+(openapi-python-client) passes `mypy --strict` with code that uses it, and does create →
+append → retry → list → read against a real daemon: the document is complete enough to
+program against without this project's code."""
 
 from __future__ import annotations
 
@@ -16,14 +17,38 @@ import pytest
 from ..conftest import Daemon
 
 REPO = Path(__file__).resolve().parents[2]
+USAGE = """
+from aster_generated import Client
+from aster_generated.api.sessions import sessions_append, sessions_create
+from aster_generated.models import AppendOut, SessionHeader, SessionIn, UserMessage
+
+
+def retried(url: str) -> tuple[int, AppendOut, int, AppendOut]:
+    \"\"\"Append a turn with an idempotency key, then retry it: the statuses and replies.\"\"\"
+    with Client(base_url=url) as client:
+        header = sessions_create.sync(client=client, body=SessionIn(repo_root="/srv/typed"))
+        assert isinstance(header, SessionHeader)
+        turn = UserMessage(type_="message", role="user", content="once only")
+        first = sessions_append.sync_detailed(
+            header.id, client=client, body=turn, idempotency_key="turn-1"
+        )
+        again = sessions_append.sync_detailed(
+            header.id, client=client, body=turn, idempotency_key="turn-1"
+        )
+        assert isinstance(first.parsed, AppendOut) and isinstance(again.parsed, AppendOut)
+        return first.status_code, first.parsed, again.status_code, again.parsed
+"""
 
 
 @pytest.mark.slow
 def test_a_generated_client_does_a_round_trip(tmp_path: Path, daemon: Daemon) -> None:
     package = tmp_path / "aster_generated"
     bin_dir = Path(sys.executable).parent
-    config = tmp_path / "generator.yaml"  # markdown bodies as raw bytes: it has no text/*
-    config.write_text("content_type_overrides:\n  text/markdown: application/octet-stream\n")
+    config = tmp_path / "generator.yaml"
+    # markdown bodies as raw bytes (it has no text/*); no formatter run over what it writes
+    config.write_text(
+        "content_type_overrides:\n  text/markdown: application/octet-stream\npost_hooks: []\n"
+    )
     done = subprocess.run(
         [
             str(bin_dir / "openapi-python-client"),
@@ -45,6 +70,15 @@ def test_a_generated_client_does_a_round_trip(tmp_path: Path, daemon: Daemon) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Warning" not in done.stdout, done.stdout  # nothing in the document was skipped
     assert compileall.compile_dir(str(package), quiet=1)
+    (tmp_path / "usage.py").write_text(USAGE)
+    checked = subprocess.run(
+        [str(bin_dir / "mypy"), "--strict", "--no-incremental", "aster_generated", "usage.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert checked.returncode == 0, checked.stdout[-4000:]
 
     sys.path.insert(0, str(tmp_path))
     try:
@@ -77,7 +111,11 @@ def test_a_generated_client_does_a_round_trip(tmp_path: Path, daemon: Daemon) ->
             assert contents == ["hello from a stranger", "hi", None]
             missing = events.sync("01J0000000000000000000ABCD", client=client)
             assert isinstance(missing, models.Problem) and missing.status == 404
+        usage = importlib.import_module("usage")
+        status, first, again_status, again = usage.retried(daemon.url)
+        assert (status, again_status) == (201, 200)  # a replay is declared, not unexpected
+        assert (first.first_seq, first.last_seq) == (again.first_seq, again.last_seq) == (1, 1)
     finally:
         sys.path.remove(str(tmp_path))
-        for name in [m for m in sys.modules if m.startswith("aster_generated")]:
+        for name in [m for m in sys.modules if m.startswith("aster_generated") or m == "usage"]:
             del sys.modules[name]

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from ..errors import NotFound
 from ..schemas.journal import JournalPage
-from ..schemas.memory import Reverted
+from ..schemas.memory import RevertResult
 from ..storage.journal import Journal
 from .sessions import ERRORS, json_response
 
@@ -40,7 +40,7 @@ async def list_journal(
 @router.post(
     "/journal/{entry_id}/revert",
     operation_id="journal-revert",
-    response_model=Reverted,
+    response_model=RevertResult,
     responses=ERRORS,
 )
 async def revert(request: Request, entry_id: str) -> Response:

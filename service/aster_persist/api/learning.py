@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from ..errors import Conflict, Invalid
+from ..errors import LEARNING_OFF, Invalid, LearningOff
 from ..learning.learner import Learner
 from ..schemas.learning import ConsolidateIn, Consolidation, ExtractIn, ExtractionStatus, Queued
 from ..storage.home import check_session_id
@@ -35,7 +35,7 @@ async def extract(request: Request, session_id: str, body: ExtractIn | None = No
     check_session_id(session_id)
     learner = _learner(request)
     if not learner.enabled:
-        raise Conflict("learning is off: set ASTER_LLM_BASE_URL and ASTER_LLM_MODEL")
+        raise LearningOff(LEARNING_OFF)
     body = body or ExtractIn()
     _lines, _raw, info = await request.app.state.sessions.read(session_id)
     to_seq = body.to_seq or info.last_seq

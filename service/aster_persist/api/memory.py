@@ -22,12 +22,12 @@ from ..schemas.memory import (
     CoreWritten,
     MemoryPruneIn,
     MemoryPruneOut,
+    MemoryToolCall,
     Note,
     NoteIn,
     ProcedureIn,
     RememberIn,
     SavedBlock,
-    ToolCall,
     ToolList,
     ToolResult,
 )
@@ -378,7 +378,7 @@ async def tools() -> Response:
     tags=["tools"],
     responses=ERRORS,
 )
-async def call_tool(request: Request, body: ToolCall) -> Response:
+async def call_tool(request: Request, body: MemoryToolCall) -> Response:
     """Run one tool call; the reply's `content` is the text for the model."""
     memory = _memory(request)
     scope = await _scope(request, body.repo_root)

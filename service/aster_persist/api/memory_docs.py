@@ -18,7 +18,7 @@ def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
         "requestBody": {
             "required": True,
             "content": {
-                MARKDOWN: {"schema": {"type": "string"}, "example": example},
+                MARKDOWN: {"schema": {"type": "string", "format": "binary"}, "example": example},
                 "application/json": {"schema": json_schema},
             },
         }

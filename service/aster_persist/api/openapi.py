@@ -23,9 +23,11 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     schema = TypeAdapter(AppendBody).json_schema(ref_template="#/components/schemas/{model}")
     components = doc.setdefault("components", {}).setdefault("schemas", {})
     for name, definition in schema.pop("$defs", {}).items():
-        components.setdefault(name, definition)
+        if components.setdefault(name, definition) != definition:
+            raise RuntimeError(f"two schemas are named {name}: give one of them another name")
     components["AppendBody"] = schema
     _name_nested_unions(doc, components)
+    _where_and_how_to_authenticate(doc)
     _problems_as_problem_json(doc)
     _path_segments_not_empty(doc)
     _session_links(doc)
@@ -86,8 +88,10 @@ def _problems_as_problem_json(doc: dict[str, Any]) -> None:
 
 def _name_nested_unions(node: Any, components: dict[str, Any]) -> None:
     """A union inside a discriminated union (messages, by role, inside events, by type)
-    becomes a named schema: OpenAPI wants every discriminator mapping to be a reference,
-    and client generators follow it."""
+    becomes a named schema, and the outer union loses its discriminator: a mapping must
+    name an object schema, and a union is not one, so generators refuse it. The outer
+    union is then a plain ``oneOf`` (the event types do not overlap), and the messages
+    keep their own discriminator, on ``role``."""
     if isinstance(node, list):
         for item in node:
             _name_nested_unions(item, components)
@@ -95,12 +99,30 @@ def _name_nested_unions(node: Any, components: dict[str, Any]) -> None:
     if not isinstance(node, dict):
         return
     mapping = node.get("discriminator", {}).get("mapping", {})
+    nested = False
     for value, target in list(mapping.items()):
         if isinstance(target, dict):
+            nested = True
             name = f"{value.capitalize()}Event"
             components.setdefault(name, target)
             ref = f"#/components/schemas/{name}"
-            mapping[value] = ref
             node["oneOf"] = [{"$ref": ref} if item == target else item for item in node["oneOf"]]
+    if nested:
+        del node["discriminator"]
     for child in list(node.values()):
         _name_nested_unions(child, components)
+
+
+def _where_and_how_to_authenticate(doc: dict[str, Any]) -> None:
+    """The daemon's default address, and its bearer token: required once the daemon is
+    exposed beyond loopback (or ASTER_AUTH is on), not otherwise, so both are listed."""
+    doc["servers"] = [{"url": "http://127.0.0.1:4627", "description": "The default address"}]
+    doc["components"]["securitySchemes"] = {
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "ASTER_TOKEN, or the token file in the data home; required when "
+            "the daemon is exposed beyond loopback or ASTER_AUTH is on.",
+        }
+    }
+    doc["security"] = [{}, {"bearer": []}]

@@ -3,6 +3,8 @@ of an append's body and the NDJSON form of events."""
 
 from __future__ import annotations
 
+from ..schemas.sessions import AppendOut
+
 NDJSON_DOC = {
     "schema": {"type": "string", "description": "One JSON object per line, each ending in \\n."},
     "example": '{"type":"session","seq":0,"id":"01JD2X9Q6B7T1S8W2R4N5M3K0H","v":1}\n',
@@ -30,6 +32,25 @@ _RESULT = {"type": "message", "role": "tool", "tool_call_id": "call_1", "content
 
 
 APPEND_DOC = {
+    "parameters": [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "description": "Makes a retry safe: the same key on the same session answers "
+            "with the first append's seqs (200, `Idempotent-Replayed: true`) and writes "
+            "nothing again.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+        },
+        {
+            "name": "If-Match",
+            "in": "header",
+            "required": False,
+            "description": 'Append only while the session\'s last seq is this one (`"12"`); '
+            "412 with the current ETag otherwise.",
+            "schema": {"type": "string", "pattern": r'^\s*(W/)?"*[0-9]{1,18}"*\s*$'},
+        },
+    ],
     "requestBody": {
         "required": True,
         "content": {
@@ -42,5 +63,16 @@ APPEND_DOC = {
                 },
             }
         },
-    }
+    },
+}
+
+
+REPLAYED = {
+    "model": AppendOut,
+    "description": "A retry with an Idempotency-Key already used on this session: the first "
+    "append's seqs, nothing written again",
+    "headers": {
+        "Idempotent-Replayed": {"schema": {"type": "string", "enum": ["true"]}},
+        "ETag": {"schema": {"type": "string"}, "description": "The session's last seq, quoted"},
+    },
 }

@@ -39,7 +39,7 @@ from .models import (
     page_of,
     summary_of,
 )
-from .session_docs import APPEND_DOC, NDJSON_DOC
+from .session_docs import APPEND_DOC, NDJSON_DOC, REPLAYED
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -305,7 +305,7 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
     status_code=201,
     operation_id="sessions-append",
     response_model=AppendOut,
-    responses=ERRORS,
+    responses={**ERRORS, 200: REPLAYED},
     openapi_extra=APPEND_DOC,
 )
 async def append_events(request: Request, session_id: str) -> Response:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from ..schemas.journal import JournalPage
 from ..schemas.learning import Consolidation, ExtractionStatus, Queued
-from ..schemas.memory import Reverted
+from ..schemas.memory import RevertResult
 from ..schemas.ops import Health, Readiness
 from ..schemas.search import SearchPage
 from .calls import Call, Scope, body_of, endpoint, read_json, read_model, read_text
@@ -125,6 +125,6 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         return Call("GET", "/v1/journal", read_model(JournalPage), params=params)
 
     @endpoint
-    def revert(entry_id: str) -> Call[Reverted]:
+    def revert(entry_id: str) -> Call[RevertResult]:
         """``POST /v1/journal/{id}/revert``: undo one journaled change."""
-        return Call("POST", f"/v1/journal/{entry_id}/revert", read_model(Reverted))
+        return Call("POST", f"/v1/journal/{entry_id}/revert", read_model(RevertResult))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Invalid, ModelUnavailable
+from ..errors import LEARNING_OFF, LearningOff, ModelUnavailable
 from ..storage import frontmatter
 from ..storage.memory import slugify
 from .model import ModelClient, ModelError
@@ -44,7 +44,7 @@ class Consolidation:
         names = {block.name for block in blocks}
         if proposal is None:
             if self.model is None:
-                raise Invalid("no model is configured (ASTER_LLM_BASE_URL, ASTER_LLM_MODEL)")
+                raise LearningOff(LEARNING_OFF)
             listing = []
             for block in blocks:
                 text, _block = self.memory.store.read_block(scope, block.name)

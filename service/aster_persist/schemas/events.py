@@ -18,6 +18,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    WithJsonSchema,
     with_config,
 )
 from typing_extensions import TypedDict
@@ -88,9 +89,23 @@ def _server_batch(value: None) -> None:
 
 
 # Keys a client may not set on an event (any value, null included).
-ServerSeq = Annotated[None, AfterValidator(_server_assigned)]
-NoKey = Annotated[None, AfterValidator(_header_only)]
-ServerBatch = Annotated[None, AfterValidator(_server_batch)]
+# A key no request may carry is, in JSON Schema, one no value matches (``not: {}``), so
+# generated clients type it as never sent, and a request valid by the schema is accepted.
+ServerSeq = Annotated[
+    None,
+    AfterValidator(_server_assigned),
+    WithJsonSchema({"not": {}, "description": "Assigned by the server; never sent."}),
+]
+NoKey = Annotated[
+    None,
+    AfterValidator(_header_only),
+    WithJsonSchema({"not": {}, "description": "Sent as the Idempotency-Key header instead."}),
+]
+ServerBatch = Annotated[
+    None,
+    AfterValidator(_server_batch),
+    WithJsonSchema({"not": {}, "description": "Set by the server; never sent."}),
+]
 Timestamp = Annotated[
     str,
     Field(

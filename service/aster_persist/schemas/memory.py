@@ -10,6 +10,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails
 
+from .tools import ToolName
+
 
 class BlockIn(BaseModel):
     """A block to remember: its body and the frontmatter keys to set. Keys of the
@@ -203,7 +205,7 @@ class ToolList(BaseModel):
     tools: list[dict[str, Any]]
 
 
-class Reverted(BaseModel):
+class RevertResult(BaseModel):
     """A memory revert answers with its own journal entry; a session revert with the
     entry it undid (`reverted`) and the session."""
 
@@ -233,14 +235,17 @@ class ContextOut(BaseModel):
     )
 
 
-class ToolCall(BaseModel):
+class MemoryToolCall(BaseModel):
+    """A call of one of the memory tools (``POST /v1/memory/tools/call``); not the chat
+    completions' ``ToolCall`` of an assistant message."""
+
     model_config = ConfigDict(
         strict=True,
         extra="forbid",
         json_schema_extra={"examples": [{"name": "recall", "arguments": {"name": "testing"}}]},
     )
 
-    name: str
+    name: ToolName
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     session_id: str | None = None
     repo_root: str | None = None

@@ -12,7 +12,7 @@ or a bound reads the same on either side.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -150,6 +150,10 @@ SEARCH_MEMORY = ToolSpec(
 )
 
 MEMORY_TOOLS: tuple[ToolSpec, ...] = (REMEMBER, RECALL, FORGET, SEARCH_MEMORY)
+if TYPE_CHECKING:
+    ToolName = str
+else:  # the names POST /v1/memory/tools/call takes, an enum in the OpenAPI document
+    ToolName = Literal[tuple(tool.name for tool in MEMORY_TOOLS)]
 
 # -- what an MCP call says about where it comes from ---------------------------------------
 

@@ -104,3 +104,40 @@ def test_no_path_parameter_may_be_empty(client: TestClient) -> None:
     ]
     assert params and all(length == 1 for _path, _name, length in params), params
     assert client.delete("/v1/memory/blocks/").status_code == 405
+
+
+def test_the_document_says_what_the_server_enforces() -> None:
+    """Rules that lived only in the server are in the document: block names, journal
+    entry ids, the memory tools' names, the headers and statuses of conditional and
+    busy answers, the bearer token and the default server."""
+    import json
+
+    from aster_persist.schemas.tools import MEMORY_TOOLS
+    from aster_persist.storage.home import ULID_RE
+    from aster_persist.storage.memory.names import NAME_RE
+
+    doc = json.loads(openapi_text())
+    paths = doc["paths"]
+
+    def path_schema(path: str, method: str, name: str) -> dict[str, object]:
+        (found,) = [p for p in paths[path][method]["parameters"] if p["name"] == name]
+        return dict(found["schema"])
+
+    assert path_schema("/v1/memory/blocks/{name}", "get", "name")["pattern"] == NAME_RE.pattern
+    assert path_schema("/v1/journal/{entry_id}/revert", "post", "entry_id")["pattern"] == (
+        ULID_RE.pattern
+    )
+    tool = doc["components"]["schemas"]["MemoryToolCall"]["properties"]["name"]
+    assert tool["enum"] == [t.name for t in MEMORY_TOOLS]
+    assert "304" in paths["/v1/memory/blocks/{name}"]["get"]["responses"]
+    assert "304" in paths["/v1/sessions/{session_id}"]["get"]["responses"]
+    stream = paths["/v1/events"]["get"]["responses"]["503"]
+    assert "Retry-After" in stream["headers"]
+    append = paths["/v1/sessions/{session_id}/events"]["post"]
+    assert {"Idempotency-Key", "If-Match"} <= {p["name"] for p in append["parameters"]}
+    assert "Idempotent-Replayed" in append["responses"]["200"]["headers"]
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert doc["servers"][0]["url"] == "http://127.0.0.1:4627"
+    tool_calls = doc["components"]["schemas"]["AssistantMessage"]["properties"]["tool_calls"]
+    assert tool_calls["anyOf"][0]["items"] == {"$ref": "#/components/schemas/ToolCall"}
+    assert "function" in doc["components"]["schemas"]["ToolCall"]["properties"]

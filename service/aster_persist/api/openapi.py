@@ -12,6 +12,8 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
 from ..errors import PROBLEM_MEDIA_TYPE
+from ..storage.home import ULID_RE
+from ..storage.memory.names import NAME_RE
 from .models import AppendBody
 
 
@@ -28,6 +30,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     components["AppendBody"] = schema
     _name_nested_unions(doc, components)
     _where_and_how_to_authenticate(doc)
+    _path_patterns(doc)
+    _conditional_and_busy_answers(doc)
     _problems_as_problem_json(doc)
     _path_segments_not_empty(doc)
     _session_links(doc)
@@ -126,3 +130,47 @@ def _where_and_how_to_authenticate(doc: dict[str, Any]) -> None:
         }
     }
     doc["security"] = [{}, {"bearer": []}]
+
+
+# What a path segment must be, in the server's own words (the store checks these): a
+# request valid by the document names something that can exist. (A session id is not
+# given its pattern yet: /v1/sessions/import and its siblings would then be paths that
+# the session routes do not match, and answering those 405 needs the routing to agree.)
+PATH_PATTERNS: dict[str, str] = {"entry_id": ULID_RE.pattern}
+BLOCK_PATTERN = NAME_RE.pattern
+
+
+def _path_patterns(doc: dict[str, Any]) -> None:
+    for path, methods in doc["paths"].items():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") != "path":
+                    continue
+                pattern = PATH_PATTERNS.get(parameter["name"])
+                if parameter["name"] == "name" and path.startswith("/v1/memory/blocks/"):
+                    pattern = BLOCK_PATTERN
+                if pattern is not None:
+                    parameter["schema"]["pattern"] = pattern
+
+
+def _conditional_and_busy_answers(doc: dict[str, Any]) -> None:
+    """A GET that reads ``If-None-Match`` can answer 304 with the ETag; a stream can
+    answer 503 with ``Retry-After`` when every stream slot is taken."""
+    problem = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for methods in doc["paths"].values():
+        for operation in methods.values():
+            names = {
+                p["name"].lower() for p in operation.get("parameters", []) if p["in"] == "header"
+            }
+            responses = operation["responses"]
+            if "if-none-match" in names:
+                responses["304"] = {
+                    "description": "Not modified: the ETag sent is still the current one",
+                    "headers": {"ETag": {"schema": {"type": "string"}}},
+                }
+            if "text/event-stream" in responses.get("200", {}).get("content", {}):
+                responses["503"] = {
+                    "description": "Every stream slot is taken (ASTER_MAX_SUBSCRIBERS)",
+                    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                    "content": problem,
+                }

@@ -141,3 +141,7 @@ def test_the_document_says_what_the_server_enforces() -> None:
     tool_calls = doc["components"]["schemas"]["AssistantMessage"]["properties"]["tool_calls"]
     assert tool_calls["anyOf"][0]["items"] == {"$ref": "#/components/schemas/ToolCall"}
     assert "function" in doc["components"]["schemas"]["ToolCall"]["properties"]
+    schemas = doc["components"]["schemas"]
+    assert schemas["BlockPatch"]["minProperties"] == 1  # "say which keys to change"
+    prune = [option["required"] for option in schemas["PruneIn"]["anyOf"]]
+    assert prune == [["older_than_days"], ["keep_latest"], ["purge_trash_older_than_days"]]

@@ -72,7 +72,9 @@ class BlockIn(BaseModel):
 
 
 class BlockPatch(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
+    """The metadata keys to change (at least one: an empty patch is refused)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", json_schema_extra={"minProperties": 1})
 
     description: str | None = Field(default=None, max_length=500)
     type: Literal["semantic", "procedural"] | None = None

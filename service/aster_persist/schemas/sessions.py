@@ -122,7 +122,16 @@ class PruneIn(BaseModel):
         strict=True,
         extra="forbid",
         json_schema_extra={
-            "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}]
+            "examples": [{"older_than_days": 90, "keep_latest": 20, "dry_run": True}],
+            # say what to prune: at least one of the three, given a value
+            "anyOf": [
+                {"required": [key], "properties": {key: {"type": kind}}}
+                for key, kind in (
+                    ("older_than_days", "number"),
+                    ("keep_latest", "integer"),
+                    ("purge_trash_older_than_days", "number"),
+                )
+            ],
         },
     )
 

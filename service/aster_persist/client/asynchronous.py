@@ -5,7 +5,8 @@ themselves when the connection drops."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Literal, TypeVar
 
 import httpx
@@ -78,25 +79,24 @@ class AsyncClient(Endpoints):
     ) -> AsyncIterator[JournalEntry | dict[str, Any]]:
         """The change feed, as `Client.follow`."""
         feed = Feed("/v1/events", after, {"scope": scope, "op": op, "repo_root": repo_root})
-        while True:
-            try:
-                async with self.http.stream(**feed.request()) as response:
-                    if response.status_code >= 400:
-                        await response.aread()
-                        raise error_of(response)
-                    async for line in response.aiter_lines():
-                        for item in feed.take((line,)):
-                            if notices or isinstance(item, JournalEntry):
-                                yield item
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(retry)
+        async with contextlib.aclosing(self._followed(feed, retry)) as items:
+            async for item in items:  # closed with this one: the stream is let go at once
+                if notices or isinstance(item, JournalEntry):
+                    yield item
 
     async def follow_session(
         self, session_id: str, *, after: int = 0, retry: float = 0.5
     ) -> AsyncIterator[dict[str, Any]]:
         """A session's events after seq ``after``, then each one appended, forever."""
         feed = Feed(f"/v1/sessions/{session_id}/events/stream", str(after), {})
+        async with contextlib.aclosing(self._followed(feed, retry)) as items:
+            async for item in items:
+                yield item  # type: ignore[misc]
+
+    async def _followed(
+        self, feed: Feed, retry: float
+    ) -> AsyncGenerator[JournalEntry | dict[str, Any], None]:
+        """What a stream sends, reconnecting after ``retry`` seconds whenever it drops."""
         while True:
             try:
                 async with self.http.stream(**feed.request()) as response:
@@ -105,7 +105,7 @@ class AsyncClient(Endpoints):
                         raise error_of(response)
                     async for line in response.aiter_lines():
                         for item in feed.take((line,)):
-                            yield item  # type: ignore[misc]
+                            yield item
             except httpx.TransportError:
                 pass
             await asyncio.sleep(retry)

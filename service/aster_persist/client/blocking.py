@@ -78,29 +78,27 @@ class Client(Endpoints):
         reconnecting and resuming by itself. With ``notices``, ``session.appended``
         notices (plain dicts) come too."""
         feed = Feed("/v1/events", after, {"scope": scope, "op": op, "repo_root": repo_root})
-        while True:
-            try:
-                with self.http.stream(**feed.request()) as response:
-                    _check_stream(response)
-                    for item in feed.take(response.iter_lines()):
-                        if notices or isinstance(item, JournalEntry):
-                            yield item
-            except httpx.TransportError:
-                pass  # dropped or restarting: resume from the last item seen
-            time.sleep(retry)
+        for item in self._followed(feed, retry):
+            if notices or isinstance(item, JournalEntry):
+                yield item
 
     def follow_session(
         self, session_id: str, *, after: int = 0, retry: float = 0.5
     ) -> Iterator[dict[str, Any]]:
         """A session's events after seq ``after``, then each one appended, forever."""
         feed = Feed(f"/v1/sessions/{session_id}/events/stream", str(after), {})
+        yield from self._followed(feed, retry)  # type: ignore[misc]
+
+    def _followed(self, feed: Feed, retry: float) -> Iterator[JournalEntry | dict[str, Any]]:
+        """What a stream sends, reconnecting after ``retry`` seconds whenever it drops
+        (the daemon restarting, the network blinking) and resuming after the last item."""
         while True:
             try:
                 with self.http.stream(**feed.request()) as response:
                     _check_stream(response)
-                    yield from feed.take(response.iter_lines())  # type: ignore[misc]
+                    yield from feed.take(response.iter_lines())
             except httpx.TransportError:
-                pass
+                pass  # dropped or restarting: resume from the last item seen
             time.sleep(retry)
 
 

@@ -23,11 +23,13 @@ MODULES = (
     importers.claude_code,
     importers.codex,
     importers.openai_chat,
+    importers.swe_agent,
+    importers.chatgpt,
 )
 
 
 def test_each_format_module_is_registered_once() -> None:
-    assert FORMATS == ("native", "claude-code", "codex", "openai-chat")
+    assert FORMATS == ("native", "claude-code", "codex", "openai-chat", "swe-agent", "chatgpt")
     assert [f.name for f in REGISTRY] == list(FORMATS)
     assert [m.FORMAT for m in MODULES] == list(REGISTRY)
     assert [m.NAME for m in MODULES] == list(FORMATS)
@@ -88,7 +90,8 @@ def test_an_unknown_name_is_refused_with_every_choice(name: str) -> None:
     with pytest.raises(ImportProblem) as caught:
         read(b"[]", name)
     assert caught.value.detail == (
-        f"unknown format {name!r}; use one of auto, native, claude-code, codex, openai-chat"
+        f"unknown format {name!r}; use one of auto, native, claude-code, codex, openai-chat, "
+        "swe-agent, chatgpt"
     )
 
 
@@ -96,6 +99,6 @@ def test_a_file_of_no_format_names_every_format() -> None:
     with pytest.raises(ImportProblem) as caught:
         read(b'{"nothing": "known"}\n')
     assert caught.value.detail == (
-        "line 1: not a format this service reads (native, claude-code, codex, openai-chat); "
-        "name it with ?format= if it is one of them"
+        "line 1: not a format this service reads (native, claude-code, codex, openai-chat, "
+        "swe-agent, chatgpt); name it with ?format= if it is one of them"
     )

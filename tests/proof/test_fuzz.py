@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aster_persist.errors import Invalid
+from aster_persist.importers import FORMATS
 from aster_persist.importers import read as read_import
 from aster_persist.index.search import SCHEMA
 from aster_persist.index.text import parse_query
@@ -129,7 +130,7 @@ def test_events_validate_or_name_the_field(events: list[Any]) -> None:
     st.lists(st.sampled_from(FIXTURE_LINES), min_size=1, max_size=6),
     st.integers(min_value=0, max_value=400),
     st.binary(max_size=8),
-    st.sampled_from(["auto", "claude-code", "codex", "openai-chat", "native"]),
+    st.sampled_from(["auto", *FORMATS]),
 )
 def test_importers_read_or_refuse_damaged_transcripts(
     lines: list[bytes], cut: int, junk: bytes, format: str

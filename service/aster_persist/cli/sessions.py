@@ -297,7 +297,9 @@ def transcript_files(paths: list[Path]) -> list[Path]:
     for path in paths:
         if path.is_dir():
             out += sorted(
-                p for p in path.rglob("*") if p.suffix in (".jsonl", ".json") and p.is_file()
+                p
+                for p in path.rglob("*")
+                if p.suffix in (".jsonl", ".json", ".traj") and p.is_file()
             )
         else:
             out.append(path)

@@ -12,6 +12,8 @@ enum) and the CLI's ``--format`` read the names from it; a test holds the README
 - ``claude-code`` (``claude_code.py``): ``~/.claude/projects/<slug>/<uuid>.jsonl``;
 - ``codex`` (``codex.py``): ``~/.codex/sessions/**/rollout-*.jsonl``;
 - ``openai-chat`` (``openai_chat.py``): chat-completions ``messages`` lists;
+- ``swe-agent`` (``swe_agent.py``): SWE-agent trajectories, ``*.traj``;
+- ``chatgpt`` (``chatgpt.py``): the ChatGPT data export's ``conversations.json``;
 - ``native`` (``native.py``): this store's own export.
 
 ``read`` finds the format (or takes the one named), reads every conversation and checks
@@ -23,10 +25,12 @@ same source again finds it instead of copying it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from ..errors import Invalid
-from . import claude_code, codex, native, openai_chat
+from . import chatgpt, claude_code, codex, native, openai_chat, swe_agent
 from .reader import Conversation, Format, Head, ImportProblem
 from .times import fill_times
 
@@ -41,13 +45,23 @@ __all__ = [
     "read",
 ]
 
-REGISTRY: tuple[Format, ...] = (native.FORMAT, claude_code.FORMAT, codex.FORMAT, openai_chat.FORMAT)
+REGISTRY: tuple[Format, ...] = (
+    native.FORMAT,
+    claude_code.FORMAT,
+    codex.FORMAT,
+    openai_chat.FORMAT,
+    swe_agent.FORMAT,
+    chatgpt.FORMAT,
+)
 FORMATS = tuple(f.name for f in REGISTRY)
 CHOICES = ("auto", *FORMATS)  # what a caller may name: a format, or "auto" to detect it
 
-# Asked in the registry's order, first yes wins, Claude Code's test last: its records are
-# known by a "type" or a "sessionId" that a codex or chat record may carry as well.
-_DETECTION = (*(f for f in REGISTRY if f is not claude_code.FORMAT), claude_code.FORMAT)
+# Asked in the registry's order, first yes wins, but OpenAI chat's test and Claude Code's
+# last: OpenAI chat takes any one-document file (a .traj or a conversations.json is one
+# too), and Claude Code's records are known by a "type" or a "sessionId" that a codex or
+# chat record may carry as well.
+_LAST = (openai_chat.FORMAT, claude_code.FORMAT)
+_DETECTION = (*(f for f in REGISTRY if f not in _LAST), *_LAST)
 _BY_NAME = {f.name: f for f in REGISTRY}
 
 
@@ -55,7 +69,7 @@ def detect(data: bytes) -> str:
     """The format of a file, from its content."""
     start = data.lstrip()
     if start[:1] == b"[":
-        head = Head(first={}, document=True)
+        head = Head(first={}, document=True, top=_top(data))
     elif start[:1] != b"{":
         raise ImportProblem("expected JSON or JSON Lines; the file starts with neither")
     else:
@@ -65,7 +79,9 @@ def detect(data: bytes) -> str:
             first = None  # one JSON document over several lines
         if first is not None and not isinstance(first, dict):
             raise ImportProblem("line 1: expected a JSON object")
-        head = Head(first=first or {}, document=first is None)
+        head = Head(
+            first=first or {}, document=first is None, top=_top(data) if first is None else {}
+        )
     for candidate in _DETECTION:
         if candidate.detects(head):
             return candidate.name
@@ -73,6 +89,17 @@ def detect(data: bytes) -> str:
         f"line 1: not a format this service reads ({', '.join(FORMATS)}); "
         "name it with ?format= if it is one of them"
     )
+
+
+def _top(data: bytes) -> dict[str, Any]:
+    """A one-document file's object, or its array's first item if that is an object."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return {}
+    if isinstance(document, list):
+        document = document[0] if document else None
+    return document if isinstance(document, dict) else {}
 
 
 def read(data: bytes, format: str = "auto") -> tuple[str, list[Conversation]]:

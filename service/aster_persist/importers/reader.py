@@ -60,6 +60,9 @@ class Head:
 
     first: dict[str, Any]  # line 1 as a JSON object ({} when the file is one document)
     document: bool = False  # one JSON document: it opens with '[', or line 1 is not JSON
+    # a one-document file's object, or its array's first item if that is an object ({}
+    # otherwise): what tells a .traj or a conversations.json from a chat file
+    top: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

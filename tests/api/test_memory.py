@@ -251,36 +251,30 @@ def test_hot_routes_answer_like_the_documented_ones(client: TestClient, home: Pa
     assert ops == ["memory.write", "memory.recall"]  # track=false/no reads are not journaled
 
 
-def test_a_write_names_its_project_in_the_body_as_well_as_the_query(
+def test_a_write_names_its_project_in_the_query_and_never_in_the_body(
     client: TestClient, home: Path
 ) -> None:
-    other = "/srv/other"
-    r = client.post("/v1/memory/blocks", json={"name": "db", "content": "5433", "repo_root": REPO})
-    assert r.status_code == 201
-    assert block_path(home, "db", REPO).exists() and not block_path(home, "db").exists()
-    assert "repo_root" not in block_path(home, "db", REPO).read_text()
-    r = client.put("/v1/memory/core", json={"content": "- project rule\n", "repo_root": REPO})
-    assert r.json()["scope"] == f"project:{project_slug(REPO)}"
-    assert not (home / "memory" / "ASTER.md").exists()
+    """One place for the project: a body that names one is refused by name (it was
+    once ignored, and the write went to the global scope), and nothing is written."""
     for path, body in (
-        ("/v1/memory/remember", {"note": "a note", "repo_root": REPO}),
-        ("/v1/memory/remember", {"note": "a block", "title": "titled", "repo_root": REPO}),
-        ("/v1/memory/core/notes", {"note": "another", "repo_root": REPO}),
-        ("/v1/memory/procedures", {"outcome": "success", "task": "deploy", "repo_root": REPO}),
+        ("/v1/memory/blocks", {"name": "db", "content": "5433"}),
+        ("/v1/memory/remember", {"note": "a note"}),
+        ("/v1/memory/remember", {"note": "a block", "title": "titled"}),
+        ("/v1/memory/core/notes", {"note": "another"}),
+        ("/v1/memory/procedures", {"outcome": "success", "task": "deploy"}),
     ):
-        r = client.post(path, json=body)
+        before = files(home)
+        r = client.post(path, json={**body, "repo_root": REPO})
+        assert r.status_code == 422, (path, r.text)
+        assert r.json()["errors"][0]["loc"] == "body.repo_root", path
+        assert files(home) == before
+        r = client.post(path, params={"repo_root": REPO}, json=body)
         assert r.status_code == 201, (path, r.text)
         assert r.json()["scope"] == f"project:{project_slug(REPO)}", path
+    r = client.put("/v1/memory/core", json={"content": "- rule\n", "repo_root": REPO})
+    assert r.status_code == 422 and "repo_root" in r.json()["detail"]
     assert not (home / "memory" / "ASTER.md").exists()
-    before = files(home)
-    r = client.post(
-        "/v1/memory/blocks",
-        params={"repo_root": other},
-        json={"name": "x", "content": "y", "repo_root": REPO},
-    )
-    assert r.status_code == 422
-    assert "both the query and the body" in r.json()["detail"]
-    assert files(home) == before
+    assert "repo_root" not in block_path(home, "db", REPO).read_text()
 
 
 def test_etags_guard_forget_and_answer_conditional_reads(client: TestClient, home: Path) -> None:

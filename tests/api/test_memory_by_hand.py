@@ -128,10 +128,15 @@ def test_put_with_the_same_body_honours_if_match_and_applies_its_frontmatter(
     r = client.put("/v1/memory/blocks/db", content=md, headers={"If-Match": second, **MD})
     assert r.status_code == 200, r.text
     assert (r.json()["description"], r.json()["importance"]) == ("new description", 0.1)
+    stale = '"' + "0" * 64 + '"'  # an ETag of a block that does not exist
+    r = client.put(
+        "/v1/memory/blocks/other", content="Postgres on 5433.\n", headers={"If-Match": stale, **MD}
+    )
+    assert r.status_code == 412
     r = client.put(
         "/v1/memory/blocks/other", content="Postgres on 5433.\n", headers={"If-Match": '"x"', **MD}
     )
-    assert r.status_code == 412
+    assert r.status_code == 422 and "64 hex digits" in r.json()["detail"]  # not an ETag
     assert not (home / "memory" / "other.md").exists()
 
 

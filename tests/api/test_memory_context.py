@@ -103,7 +103,9 @@ def test_tools_definitions_and_calls(client: TestClient) -> None:
         f"- staging-db (project:{project_slug(REPO)}): The staging database is on port 5433."
     )
     assert call("search_memory", {"query": "kubernetes"}) == "No memory matches that."
-    assert "k must be" in call("search_memory", {"query": "port", "k": 0})
+    out_of_bounds = {"name": "search_memory", "arguments": {"query": "port", "k": 0}}
+    r = client.post("/v1/memory/tools/call", json=out_of_bounds)  # the bound is the schema's
+    assert r.status_code == 422 and "k must be from 1 to 50" in r.json()["detail"]
     assert call("forget", {"name": "tests-need-docker"}).startswith("Forgot 'tests-need-docker'")
     block_entries = client.get("/v1/journal", params={"op": "memory.write"}).json()["items"]
     assert block_entries and all(
@@ -167,7 +169,9 @@ def test_relations(client: TestClient) -> None:
     bad = client.post(
         "/v1/memory/blocks", json={"name": "x", "content": "y", "supersedes": ["ghost"]}
     )
-    assert bad.status_code == 422 and "ghost" in bad.json()["detail"]
+    assert bad.status_code == 404 and "ghost" in bad.json()["detail"]  # named, not there
+    itself = {"name": "x", "content": "y", "conflicts_with": ["x"]}
+    assert client.post("/v1/memory/blocks", json=itself).status_code == 422
 
 
 def test_prune_archives_stale_unimportant_blocks_and_protects_the_rest(

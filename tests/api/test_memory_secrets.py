@@ -47,11 +47,6 @@ ATTEMPTS: dict[str, Attempt] = {
         "/v1/memory/blocks",
         {"json": {"name": "b", "content": "ok", "x_api_key": "dIKnT30fK0skBaHm" + "sWWdawFg"}},
     ),
-    "block session_id": (
-        "POST",
-        "/v1/memory/blocks",
-        {"json": {"name": "b", "content": "ok", "session_id": TOKEN}},
-    ),
     "block name": (
         "POST",
         "/v1/memory/blocks",
@@ -99,11 +94,6 @@ ATTEMPTS: dict[str, Attempt] = {
         "/v1/memory/core/notes",
         {"json": {"note": f"the password is {PASSWORD}"}},
     ),
-    "core note session_id": (
-        "POST",
-        "/v1/memory/core/notes",
-        {"json": {"note": "ok", "session_id": KEY}},
-    ),
     "remember note": ("POST", "/v1/memory/remember", {"json": {"note": f"use {TOKEN}"}}),
     "remember titled": (
         "POST",
@@ -114,11 +104,6 @@ ATTEMPTS: dict[str, Attempt] = {
         "POST",
         "/v1/memory/remember",
         {"json": {"note": "ok", "title": "t", "tags": [TOKEN]}},
-    ),
-    "remember session_id": (
-        "POST",
-        "/v1/memory/remember",
-        {"json": {"note": "ok", "title": "t", "session_id": TOKEN}},
     ),
     "procedure task": (
         "POST",
@@ -140,6 +125,27 @@ ATTEMPTS: dict[str, Attempt] = {
         "/v1/memory/procedures",
         {"json": {"outcome": "success", "task": "deploy", "tools": [TOKEN]}},
     ),
+}
+
+
+# A session id is a ULID wherever it is named, so a secret can never be one: it is
+# refused as a bad name before anything else is read, and never echoed.
+SESSION_IDS = {
+    "block session_id": (
+        "POST",
+        "/v1/memory/blocks",
+        {"json": {"name": "b", "content": "ok", "session_id": TOKEN}},
+    ),
+    "core note session_id": (
+        "POST",
+        "/v1/memory/core/notes",
+        {"json": {"note": "ok", "session_id": KEY}},
+    ),
+    "remember session_id": (
+        "POST",
+        "/v1/memory/remember",
+        {"json": {"note": "ok", "title": "t", "session_id": TOKEN}},
+    ),
     "procedure session_id": (
         "POST",
         "/v1/memory/procedures",
@@ -150,7 +156,25 @@ ATTEMPTS: dict[str, Attempt] = {
         "/v1/memory/blocks/deploy",
         {"params": {"session_id": TOKEN}},
     ),
+    "tool call session_id": (
+        "POST",
+        "/v1/memory/tools/call",
+        {"json": {"name": "recall", "arguments": {"name": "deploy"}, "session_id": KEY}},
+    ),
 }
+
+
+@pytest.mark.parametrize("attempt", sorted(SESSION_IDS))
+def test_a_secret_given_as_a_session_id_is_refused_as_no_session_id(
+    client: TestClient, home: Path, attempt: str
+) -> None:
+    existing(client)
+    before = snapshot(home)
+    method, path, request = SESSION_IDS[attempt]
+    r = client.request(method, path, **request)
+    assert r.status_code == 422 and r.json()["code"] == "invalid_name", r.text
+    assert not any(secret in r.text for secret in SECRETS)
+    assert snapshot(home) == before
 
 
 @pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
@@ -175,12 +199,10 @@ def test_the_place_named_is_the_field(client: TestClient) -> None:
         "block description": "description",
         "block tags": "tags",
         "block extra key": "x_api_key",
-        "block session_id": "session_id",
         "block name": "name",
         "put markdown frontmatter": "stripe",
         "put frontmatter password": "db_password",
         "patch tags": "tags",
-        "remember session_id": "session_id",
     }
     for attempt, loc in where.items():
         method, path, request = ATTEMPTS[attempt]
@@ -192,10 +214,7 @@ TOOL_CALLS = [
     {"name": "remember", "arguments": {"note": f"deploy token {TOKEN}"}},
     {"name": "remember", "arguments": {"note": f"DB_PASSWORD={PASSWORD}", "title": "db"}},
     {"name": "remember", "arguments": {"note": "ok", "title": f"key {KEY}"}},
-    {"name": "remember", "arguments": {"note": "ok", "title": "t"}, "session_id": TOKEN},
     {"name": "remember", "arguments": json.dumps({"note": f"{KEY}"})},
-    {"name": "forget", "arguments": {"name": "deploy"}, "session_id": KEY},
-    {"name": "recall", "arguments": {"name": "deploy"}, "session_id": KEY},
 ]
 
 

@@ -127,8 +127,10 @@ def test_the_document_says_what_the_server_enforces() -> None:
     assert path_schema("/v1/journal/{entry_id}/revert", "post", "entry_id")["pattern"] == (
         ULID_RE.pattern
     )
-    tool = doc["components"]["schemas"]["MemoryToolCall"]["properties"]["name"]
-    assert tool["enum"] == [t.name for t in MEMORY_TOOLS]
+    calls = doc["components"]["schemas"]["MemoryToolCall"]
+    assert sorted(calls["discriminator"]["mapping"]) == sorted(t.name for t in MEMORY_TOOLS)
+    search = doc["components"]["schemas"]["SearchMemoryCall"]["properties"]["arguments"]
+    assert search["required"] == ["query"] and search["properties"]["k"]["maximum"] == 50
     assert "304" in paths["/v1/memory/blocks/{name}"]["get"]["responses"]
     assert "304" in paths["/v1/sessions/{session_id}"]["get"]["responses"]
     stream = paths["/v1/events"]["get"]["responses"]["503"]
@@ -145,3 +147,42 @@ def test_the_document_says_what_the_server_enforces() -> None:
     assert schemas["BlockPatch"]["minProperties"] == 1  # "say which keys to change"
     prune = [option["required"] for option in schemas["PruneIn"]["anyOf"]]
     assert prune == [["older_than_days"], ["keep_latest"], ["purge_trash_older_than_days"]]
+
+
+def test_every_name_cursor_and_if_match_carries_the_pattern_the_server_checks() -> None:
+    """The same regex checks a request and describes it: session ids and entry ids are
+    ULIDs, repo_root is absolute, each cursor has its form, If-Match its two forms, on
+    every operation that takes one, parameter or body field; and no parameter is null."""
+    import json
+
+    from aster_persist.api import rules
+    from aster_persist.schemas import cursors
+    from aster_persist.storage.home import REPO_ROOT_RE, ULID_RE
+
+    doc = json.loads(openapi_text())
+    seen: dict[str, set[str]] = {}
+    for methods in doc["paths"].values():
+        for op in methods.values():
+            for p in op.get("parameters", []):
+                name = p["name"].lower()
+                assert "anyOf" not in p["schema"], (op["operationId"], name)  # never null
+                seen.setdefault(name, set()).add(p["schema"].get("pattern", ""))
+    assert seen["session_id"] == seen["entry_id"] == {ULID_RE.pattern}
+    assert seen["repo_root"] == {REPO_ROOT_RE.pattern}
+    assert seen["cursor"] == {
+        cursors.LISTING.pattern,
+        cursors.RANKED.pattern,
+        cursors.SEQ.pattern,
+        ULID_RE.pattern,
+    }
+    assert seen["if-match"] == {rules.SEQ_MATCH.pattern, rules.ETAG_MATCH.pattern}
+    schemas = doc["components"]["schemas"]
+    for name in ("BlockIn", "NoteIn", "RememberIn", "ProcedureIn", "RecallCall"):
+        session = schemas[name]["properties"]["session_id"]["anyOf"][0]
+        assert session["pattern"] == ULID_RE.pattern, name
+    assert "repo_root" not in schemas["BlockIn"]["properties"]  # the query names the project
+    assert schemas["SessionIn"]["properties"]["id"]["anyOf"][0]["pattern"] == ULID_RE.pattern
+    relation = schemas["BlockIn"]["properties"]["supersedes"]["anyOf"][0]["items"]
+    assert relation["pattern"] == rules.BLOCK_NAME
+    assert schemas["UserMessage"]["properties"]["ts"]["anyOf"][0]["format"] == "date-time"
+    assert schemas["JsonValue"]["anyOf"][3]["maximum"] == 2**64 - 1

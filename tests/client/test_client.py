@@ -188,7 +188,7 @@ async def test_memory_from_remember_to_revert(
     await refused(
         PreconditionFailedError,
         lambda: aster.put_block(
-            "testing", "---\ndescription: x\n---\nNew.\n", root, if_match='"0"'
+            "testing", "---\ndescription: x\n---\nNew.\n", root, if_match='"' + "0" * 64 + '"'
         ),
     )
     replaced = await run(

@@ -80,10 +80,12 @@ async def test_mcp_withholds_a_block_left_with_a_secret_and_refuses_new_ones(
     for arguments in (
         {"note": f"the stripe key is {KEY}"},
         {"note": f"key {KEY}", "title": "stripe"},
-        {"note": "fine", "title": "fine", "session_id": KEY},
     ):
         said = await mcp.call_tool("remember", arguments)
         assert "secret" in said.content[0].text.lower() and KEY not in str(said)
+    # a session id is a ULID, so a secret is never one: refused as no session id
+    said = await mcp.call_tool("remember", {"note": "fine", "title": "fine", "session_id": KEY})
+    assert said.is_error and "ULID" in said.content[0].text and KEY not in str(said)
     assert (home / "journal.jsonl").read_bytes() == before
     assert KEY.encode() not in b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
 

@@ -50,8 +50,9 @@ def test_what_the_streams_send_is_what_the_document_declares(daemon: Daemon) -> 
             {"type": "title", "title": "make test"},
         ]
         assert httpx.post(f"{url}/v1/sessions/{sid}/events", json=turn).status_code == 201
-        block = {"title": "Tests", "content": "Run make test.", "repo_root": "/srv/contract"}
-        assert httpx.post(f"{url}/v1/memory/blocks", json=block).status_code == 201
+        block = {"title": "Tests", "content": "Run make test."}
+        scope = {"repo_root": "/srv/contract"}
+        assert httpx.post(f"{url}/v1/memory/blocks", params=scope, json=block).status_code == 201
         assert httpx.delete(f"{url}/v1/memory/blocks/tests?repo_root=/srv/contract").is_success
         assert httpx.patch(f"{url}/v1/sessions/{sid}", json={"title": "renamed"}).is_success
         assert httpx.delete(f"{url}/v1/sessions/{sid}").status_code == 204

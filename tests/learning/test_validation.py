@@ -147,9 +147,17 @@ def test_the_list_of_unknown_names_is_cut_short() -> None:
     assert len(problem) == len(prefix) + 200
 
 
-@pytest.mark.parametrize("title", ["!!!", "日本", "---"])
+@pytest.mark.parametrize("title", ["!!!", "---"])
 def test_a_title_that_gives_no_name_is_refused(title: str) -> None:
     assert check({**GOOD, "title": title}) == "the title gives no usable name"
+
+
+def test_a_title_in_another_script_is_named_by_its_hash() -> None:
+    from aster_persist.storage.memory import slugify
+
+    assert check({**GOOD, "title": "日本"}) is None
+    assert slugify("日本") == slugify("日本") != slugify("中国")
+    assert slugify("日本").startswith("block-")
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,7 @@ def project_folder_linked_out(client: httpx.Client, home: Path, outside: Path) -
     refused(client.post("/v1/memory/blocks", params={"repo_root": REPO}, json=block), rel)
     refused(client.put("/v1/memory/core", params={"repo_root": REPO}, json={"content": "x"}), rel)
     refused(
-        client.post("/v1/memory/remember", json={"note": "use uv", "repo_root": REPO}),
+        client.post("/v1/memory/remember", params={"repo_root": REPO}, json={"note": "use uv"}),
         rel,
     )
     context = client.get("/v1/memory/context", params={"repo_root": REPO})

@@ -107,19 +107,31 @@ def _dumps(value: Any) -> bytes:
 
 
 def check(raw: bytes, value: Any, loc: Loc = body_loc) -> None:
-    """Refuse ``raw`` (which orjson parsed into ``value``) if it repeats a key or nests
-    deeper than ``MAX_DEPTH``."""
+    """Refuse ``raw`` (which orjson parsed into ``value``) if it repeats a key, nests
+    deeper than ``MAX_DEPTH``, or holds an integer beyond 64 bits (which orjson reads as
+    a float: the line written would not say what was sent)."""
     if not _compact(raw, value):
         with contextlib.suppress(ValueError):  # (not JSON to this decoder: orjson's verdict)
-            loads(raw, loc)
+            loads(raw, loc, whole=_in_64_bits(loc))
 
 
-def loads(raw: bytes | str, loc: Loc = body_loc) -> Any:
+def _in_64_bits(loc: Loc) -> Callable[[str], int]:
+    def whole(text: str) -> int:
+        number = int(text)
+        if not -(2**63) <= number < 2**64:
+            raise refuse(loc(()), f"the integer {text[:30]} does not fit in 64 bits", "int_too_big")
+        return number
+
+    return whole
+
+
+def loads(raw: bytes | str, loc: Loc = body_loc, whole: Callable[[str], int] | None = None) -> Any:
     """Parse with the standard library's decoder (as the framework does), refusing a
-    repeated key or a body nested too deeply; a body that is not JSON raises ValueError."""
+    repeated key or a body nested too deeply; a body that is not JSON raises ValueError.
+    (``whole`` reads each integer.)"""
     pairs = _Pairs()
     try:
-        value = json.loads(raw, object_pairs_hook=pairs)
+        value = json.loads(raw, object_pairs_hook=pairs, parse_int=whole)
     except RecursionError:
         raise _too_deep(loc) from None
     pairs.refuse(value, loc)

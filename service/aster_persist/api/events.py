@@ -163,7 +163,7 @@ async def open_feed(
     app: Any, start: str | None, *, scope: str | None, op: str | None, repo_root: str | None
 ) -> EventSourceResponse:
     """The change feed's response (the route, and the fast path, answer with this)."""
-    if start is not None and not ULID_RE.match(start):
+    if start is not None and not ULID_RE.fullmatch(start):
         raise Invalid("Last-Event-ID must be a journal entry id (a ULID)")
     if repo_root is not None:
         wanted = "project:" + project_slug(await asyncio.to_thread(normalize_repo_root, repo_root))
@@ -202,7 +202,7 @@ async def open_feed(
 
 
 @router.get(
-    "/sessions/{session_id}/events/stream",
+    "/sessions/{session_id:session}/events/stream",
     operation_id="sessions-events-stream",
     response_class=EventSourceResponse,
     responses={**ERRORS, **SESSION_DOC},

@@ -23,7 +23,7 @@ def _learner(request: Request) -> Learner:
 
 
 @router.post(
-    "/sessions/{session_id}/extract",
+    "/sessions/{session_id:session}/extract",
     operation_id="sessions-extract",
     status_code=202,
     response_model=Queued,
@@ -33,11 +33,11 @@ async def extract(request: Request, session_id: str, body: ExtractIn | None = No
     """Queue an extraction of memories from a range of a session's events (by default
     the last turn); `GET /v1/extraction` follows it."""
     check_session_id(session_id)
+    _lines, _raw, info = await request.app.state.sessions.read(session_id)  # 404 first
     learner = _learner(request)
     if not learner.enabled:
         raise LearningOff(LEARNING_OFF)
     body = body or ExtractIn()
-    _lines, _raw, info = await request.app.state.sessions.read(session_id)
     to_seq = body.to_seq or info.last_seq
     if to_seq > info.last_seq or to_seq < 1:
         raise Invalid(f"to_seq must be from 1 to {info.last_seq}, the session's last seq")

@@ -13,6 +13,7 @@ from ..errors import Invalid
 from ..index.text import parse_query
 from ..schemas.memory import (
     Block,
+    BlockFields,
     BlockIn,
     BlockList,
     BlockPatch,
@@ -31,14 +32,16 @@ from ..schemas.memory import (
     ToolList,
     ToolResult,
 )
-from ..services.memory import Memory, one_repo_root
+from ..services.memory import Memory
 from ..services.tools import TOOLS, run_search_tool
 from ..storage import frontmatter
+from ..storage.home import check_session_id
 from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name
 from ..storage.secrets import found_in
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
+from .rules import parse_etag_match
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
@@ -48,8 +51,8 @@ def _memory(request: Request) -> Memory:
     return request.app.state.memory  # type: ignore[no-any-return]
 
 
-async def _scope(request: Request, repo_root: str | None, in_body: str | None = None) -> str:
-    return await _memory(request).scope_of(one_repo_root(repo_root, in_body))
+async def _scope(request: Request, repo_root: str | None) -> str:
+    return await _memory(request).scope_of(repo_root)
 
 
 def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
@@ -87,13 +90,13 @@ async def get_core(
 async def put_core(
     request: Request,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header(min_length=1)] = None,
+    if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
     memory = _memory(request)
-    text, in_body = await _text_body(request)
-    scope = await _scope(request, repo_root, in_body)
-    result = await memory.write_core(scope, text, if_match=if_match)
+    text = await _text_body(request)
+    scope = await _scope(request, repo_root)
+    result = await memory.write_core(scope, text, if_match=parse_etag_match(if_match))
     return json_response(result, headers={"ETag": result["etag"]})
 
 
@@ -107,7 +110,7 @@ async def put_core(
 async def add_note(request: Request, body: NoteIn, repo_root: str | None = None) -> Response:
     """Append a note as a bullet to `ASTER.md`; the same note twice is kept once."""
     memory = _memory(request)
-    scope = await _scope(request, repo_root, body.repo_root)
+    scope = await _scope(request, repo_root)
     result = await memory.add_note(scope, body.note, session=body.session_id)
     return json_response(
         result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
@@ -179,9 +182,11 @@ async def create_block(request: Request, body: BlockIn, repo_root: str | None = 
 )
 async def remember(request: Request, body: RememberIn, repo_root: str | None = None) -> Response:
     """The `remember` tool: with a title, a named block; without, a bullet in `ASTER.md`."""
+    if not body.note.strip():
+        raise Invalid("the note is empty")
     if body.title is None:
         memory = _memory(request)
-        scope = await _scope(request, one_repo_root(repo_root, body.repo_root))
+        scope = await _scope(request, repo_root)
         result = await memory.add_note(scope, body.note, session=body.session_id)
         return json_response(
             result, 200 if result["duplicate"] else 201, headers={"ETag": result["etag"]}
@@ -193,7 +198,7 @@ async def remember(request: Request, body: RememberIn, repo_root: str | None = N
         replace=body.replace,
         session_id=body.session_id,
     )
-    return await _remember(request, block, one_repo_root(repo_root, body.repo_root))
+    return await _remember(request, block, repo_root)
 
 
 @router.get(
@@ -242,30 +247,36 @@ async def put_block(
     request: Request,
     name: str,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header(min_length=1)] = None,
+    if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
     memory = _memory(request)
     check_name(name)
-    in_body = None
+    session = None
     if "json" in request.headers.get("content-type", ""):
         try:
-            block_in = BlockIn.model_validate(_json_body(await request.body()))
+            block_in = BlockFields.model_validate(_json_body(await request.body()))
         except ValidationError as exc:
             raise Invalid(f"the block is not valid: {_first_error(exc)}") from None
         meta = block_in.model_dump(
-            exclude={"content", "name", "title", "replace", "session_id", "repo_root"},
-            exclude_none=True,
+            exclude={"content", "session_id", "repo_root"}, exclude_none=True
         )
+        if block_in.session_id is not None:
+            meta["source_session"] = session = block_in.session_id
         body = block_in.content
-        in_body = block_in.repo_root
     else:
-        doc = frontmatter.parse((await _text_body(request))[0])
+        doc = frontmatter.parse(await _text_body(request))
         meta = {k: v for k, v in doc.meta.items() if k != "name"}
         body = doc.body
-    scope = await _scope(request, repo_root, in_body)
+    scope = await _scope(request, repo_root)
     block, merged = await memory.write_block(
-        scope, name, body=body, meta=meta, replace=True, if_match=if_match
+        scope,
+        name,
+        body=body,
+        meta=meta,
+        replace=True,
+        if_match=parse_etag_match(if_match),
+        session=session,
     )
     return json_response(saved(block, merged), headers={"ETag": block.etag})
 
@@ -281,7 +292,7 @@ async def patch_block(
     name: str,
     body: BlockPatch,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header(min_length=1)] = None,
+    if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Change metadata keys; every other byte of the file stays as it was."""
     memory = _memory(request)
@@ -289,7 +300,7 @@ async def patch_block(
     if not changes:
         raise Invalid("say which keys to change")
     block = await memory.patch_block(
-        await _scope(request, repo_root), name, changes, if_match=if_match
+        await _scope(request, repo_root), name, changes, if_match=parse_etag_match(if_match)
     )
     return json_response(_block(block), headers={"ETag": block.etag})
 
@@ -301,12 +312,12 @@ async def forget(
     request: Request,
     name: str,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header(min_length=1)] = None,
+    if_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Forget a block; the journal keeps its content, so it can be reverted. `If-Match`
     guards it (412 when the block changed since)."""
     memory = _memory(request)
-    await memory.forget(await _scope(request, repo_root), name, if_match=if_match)
+    await memory.forget(await _scope(request, repo_root), name, if_match=parse_etag_match(if_match))
     return Response(status_code=204)
 
 
@@ -382,6 +393,8 @@ async def call_tool(request: Request, body: MemoryToolCall) -> Response:
     """Run one tool call; the reply's `content` is the text for the model."""
     memory = _memory(request)
     scope = await _scope(request, body.repo_root)
+    if body.session_id is not None:
+        check_session_id(body.session_id)
     if body.name == "search_memory":
         text = await run_search_tool(request.app.state.sessions, scope, body.arguments)
         return json_response({"name": body.name, "content": text})
@@ -400,7 +413,7 @@ async def procedure(request: Request, body: ProcedureIn, repo_root: str | None =
     """`rememberSuccess` / `rememberFailure`: a procedural block with the task, the tools
     used and the outcome or error. The same record twice is kept once."""
     memory = _memory(request)
-    scope = await _scope(request, repo_root, body.repo_root)
+    scope = await _scope(request, repo_root)
     block, merged = await memory.procedure(scope, body)
     return json_response(saved(block, merged), 200 if merged else 201)
 
@@ -412,7 +425,7 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
     """Archive stale, low-importance blocks (dry run by default). Pinned blocks, blocks
     recalled 3 times or more, and blocks with relations are never touched."""
     memory = _memory(request)
-    scope = await _scope(request, repo_root, body.repo_root)
+    scope = await _scope(request, repo_root)
     result = await memory.prune(
         scope,
         max_age_days=body.max_age_days,
@@ -422,24 +435,20 @@ async def prune(request: Request, body: MemoryPruneIn, repo_root: str | None = N
     return json_response(result)
 
 
-async def _text_body(request: Request) -> tuple[str, str | None]:
-    """The text of a raw text/markdown or a JSON {"content"} body, and the JSON body's
-    ``repo_root``, if any."""
+async def _text_body(request: Request) -> str:
+    """The text of a raw text/markdown or a JSON {"content"} body."""
     raw = await request.body()
     if not raw and "content-type" not in request.headers:  # (an empty text/markdown is fine)
         raise Invalid('send the new content: raw text/markdown, or JSON {"content": …}')
     if "json" in request.headers.get("content-type", ""):
         data = _json_body(raw)
         if isinstance(data, dict):
-            strict.refuse_unknown(data.keys() - {"content", "repo_root"})
+            strict.refuse_unknown(data.keys() - {"content"})
         if not isinstance(data, dict) or not isinstance(data.get("content"), str):
             raise Invalid('send {"content": "<markdown>"} or raw text/markdown')
-        repo_root = data.get("repo_root")
-        if repo_root is not None and not isinstance(repo_root, str):
-            raise Invalid("repo_root must be a string")
-        return str(data["content"]), repo_root
+        return str(data["content"])
     try:
-        return raw.decode("utf-8"), None
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Invalid("the body is not UTF-8 text") from None
 

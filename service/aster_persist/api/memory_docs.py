@@ -12,14 +12,22 @@ MARKDOWN = "text/markdown"
 MERGED = {"model": SavedBlock, "description": "The same content was already kept: merged"}
 
 
-def _markdown_body(json_schema: dict[str, Any], example: str) -> dict[str, Any]:
+def _markdown_body(
+    json_schema: dict[str, Any], example: str, json_example: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The body of a route that reads markdown (or JSON) itself."""
+    as_json: dict[str, Any] = {"schema": json_schema}
+    if json_example is not None:
+        as_json["example"] = json_example
     return {
         "requestBody": {
             "required": True,
             "content": {
-                MARKDOWN: {"schema": {"type": "string", "format": "binary"}, "example": example},
-                "application/json": {"schema": json_schema},
+                MARKDOWN: {
+                    "schema": {"type": "string", "format": "binary"},
+                    "example": example,
+                },
+                "application/json": as_json,
             },
         }
     }
@@ -30,19 +38,16 @@ CORE_BODY = _markdown_body(
         "type": "object",
         "properties": {
             "content": {"type": "string"},
-            "repo_root": {
-                "type": "string",
-                "description": "the project (as the query parameter of the same name)",
-            },
         },
         "required": ["content"],
         "additionalProperties": False,
     },
     "# Project notes\n- Run the tests with `make test`.\n",
+    {"content": "# Project notes\n- Run the tests with `make test`.\n"},
 )
 
 
 BLOCK_BODY = _markdown_body(
-    {"$ref": "#/components/schemas/BlockIn"},
+    {"$ref": "#/components/schemas/BlockFields"},
     "---\ndescription: how to run the tests\ntags: [ci]\n---\nRun `make test`.\n",
 )

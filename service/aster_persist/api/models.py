@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..errors import Invalid
-from ..index.catalog import decode_cursor, encode_cursor
+from ..schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ..schemas.sessions import (
     LIST_LIMIT,
     AppendBody,
@@ -86,10 +86,11 @@ def page_of(
     """The page of ``items`` after ``cursor``, in descending order of ``key`` (unique per
     item), and the cursor of the next page (None after the last)."""
     ordered = sorted(items, key=key, reverse=True)
-    if cursor:
-        after = decode_cursor(cursor)
-        if after is None:
-            raise Invalid("cursor is not one this service handed out")
+    if cursor is not None:
+        try:
+            after = read_listing_cursor(cursor)
+        except BadCursor as exc:
+            raise Invalid(str(exc)) from None
         ordered = [item for item in ordered if key(item) < after]
     page = ordered[:limit]
-    return page, encode_cursor(*key(page[-1])) if len(ordered) > limit else None
+    return page, listing_cursor(*key(page[-1])) if len(ordered) > limit else None

@@ -5,6 +5,7 @@ session to what can be done with it next."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from fastapi import FastAPI
@@ -12,9 +13,14 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
 from ..errors import PROBLEM_MEDIA_TYPE
-from ..storage.home import ULID_RE
-from ..storage.memory.names import NAME_RE
+from ..schemas.memory import BlockFields
+from ..schemas.tools import MEMORY_TOOLS
+from . import rules
+from .body import MAX_DEPTH
 from .models import AppendBody
+
+# The bodies that routes read raw (to refuse a duplicate key, or to take markdown too).
+RAW_BODIES: dict[str, Any] = {"AppendBody": AppendBody, "BlockFields": BlockFields}
 
 
 def openapi_document(app: FastAPI) -> dict[str, Any]:
@@ -22,15 +28,20 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
     doc = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
-    schema = TypeAdapter(AppendBody).json_schema(ref_template="#/components/schemas/{model}")
     components = doc.setdefault("components", {}).setdefault("schemas", {})
-    for name, definition in schema.pop("$defs", {}).items():
-        if components.setdefault(name, definition) != definition:
-            raise RuntimeError(f"two schemas are named {name}: give one of them another name")
-    components["AppendBody"] = schema
+    for title, model in RAW_BODIES.items():
+        schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}")
+        for name, definition in schema.pop("$defs", {}).items():
+            if components.setdefault(name, definition) != definition:
+                raise RuntimeError(f"two schemas are named {name}: give one of them another name")
+        components[title] = schema
     _name_nested_unions(doc, components)
     _where_and_how_to_authenticate(doc)
-    _path_patterns(doc)
+    _memory_tool_calls(components)
+    _json_values(components)
+    _typed_branches(components)
+    _declared_rules(doc)
+    _parameters_never_null(doc)
     _conditional_and_busy_answers(doc)
     _problems_as_problem_json(doc)
     _path_segments_not_empty(doc)
@@ -132,25 +143,188 @@ def _where_and_how_to_authenticate(doc: dict[str, Any]) -> None:
     doc["security"] = [{}, {"bearer": []}]
 
 
-# What a path segment must be, in the server's own words (the store checks these): a
-# request valid by the document names something that can exist. (A session id is not
-# given its pattern yet: /v1/sessions/import and its siblings would then be paths that
-# the session routes do not match, and answering those 405 needs the routing to agree.)
-PATH_PATTERNS: dict[str, str] = {"entry_id": ULID_RE.pattern}
-BLOCK_PATTERN = NAME_RE.pattern
-
-
-def _path_patterns(doc: dict[str, Any]) -> None:
+def _declared_rules(doc: dict[str, Any]) -> None:
+    """Every name, cursor and ``If-Match`` the server checks, with the pattern it checks
+    (``api/rules.py``): parameters wherever they are, and ``repo_root`` in bodies."""
     for path, methods in doc["paths"].items():
         for operation in methods.values():
+            op_id = operation["operationId"]
             for parameter in operation.get("parameters", []):
-                if parameter.get("in") != "path":
-                    continue
-                pattern = PATH_PATTERNS.get(parameter["name"])
-                if parameter["name"] == "name" and path.startswith("/v1/memory/blocks/"):
-                    pattern = BLOCK_PATTERN
+                name = parameter["name"].lower()
+                pattern = rules.PATTERNS.get(name)
+                if name == "name" and path.startswith("/v1/memory/blocks/"):
+                    pattern = rules.BLOCK_NAME
+                elif name == "cursor":
+                    pattern = rules.CURSORS[op_id]
+                elif name == "if-match":
+                    pattern = rules.IF_MATCH[op_id.partition("-")[0]]
+                elif (op_id, name) in rules.RESUME:
+                    pattern = rules.RESUME[op_id, name]
                 if pattern is not None:
-                    parameter["schema"]["pattern"] = pattern
+                    _set_pattern(parameter["schema"], pattern)
+    for title, properties in _request_bodies(doc):
+        for name, schema in properties.items():
+            pattern = rules.BODY_PATTERNS.get(name) or rules.BODY_PATTERNS.get(f"{title}.{name}")
+            if pattern is None:
+                continue
+            for branch in schema.get("anyOf", [schema]):
+                if branch.get("type") == "array":
+                    _set_pattern(branch["items"], pattern)
+                elif branch.get("type") == "string":
+                    branch["pattern"] = pattern
+
+
+def _request_bodies(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The properties of every JSON request body, by its component's name."""
+    components = doc["components"]["schemas"]
+    found: dict[str, dict[str, Any]] = {}
+    for methods in doc["paths"].values():
+        for operation in methods.values():
+            content = operation.get("requestBody", {}).get("content", {})
+            schema = content.get("application/json", {}).get("schema", {})
+            branches = list(schema.get("anyOf", [schema]))
+            while branches:
+                branch = branches.pop()
+                name = branch.get("$ref", "").rpartition("/")[2]
+                target = components[name] if name else branch
+                branches += target.get("oneOf", [])  # the calls of each memory tool
+                if "properties" in target:
+                    found[name or operation["operationId"]] = target["properties"]
+    return list(found.items())
+
+
+def _memory_tool_calls(components: dict[str, Any]) -> None:
+    """The body of ``POST /v1/memory/tools/call``, one schema per tool, told apart by
+    ``name``: each takes its tool's own parameters as ``arguments``, from the definitions
+    ``GET /v1/memory/tools`` serves. (The server also takes ``arguments`` as the JSON
+    text of that object, as a model's tool call carries it.)"""
+    base = components["MemoryToolCall"]
+    mapping: dict[str, str] = {}
+    for tool in MEMORY_TOOLS:
+        title = "".join(part.capitalize() for part in tool.name.split("_")) + "Call"
+        schema = {
+            "title": title,
+            "description": tool.description,
+            "type": "object",
+            "properties": {
+                **copy.deepcopy(base["properties"]),
+                "name": {"type": "string", "enum": [tool.name]},
+                "arguments": tool.parameters(nulls=True),
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        if components.setdefault(title, schema) is not schema:
+            raise RuntimeError(f"two schemas are named {title}: give one of them another name")
+        mapping[tool.name] = f"#/components/schemas/{title}"
+    components["MemoryToolCall"] = {
+        "title": "MemoryToolCall",
+        "description": base["description"],
+        "examples": base["examples"],
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": "name", "mapping": mapping},
+    }
+
+
+def _parameters_never_null(doc: dict[str, Any]) -> None:
+    """A parameter left out is how a request says "none": a header or a query value is
+    text, and ``null`` would be sent as the four letters, so no parameter is nullable."""
+    for methods in doc["paths"].values():
+        for operation in methods.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                branches = [b for b in schema.get("anyOf", []) if b != {"type": "null"}]
+                if "anyOf" in schema and len(branches) == 1:
+                    del schema["anyOf"]
+                    schema.update(branches[0])
+
+
+TRANSCRIPT_BODIES = ("AppendBody", "SessionIn", "EventPage", "SessionDetail")
+JSON_LEVELS = 4  # levels of a client's value the document spells out; below, any JSON
+
+
+def _json_value(level: int) -> dict[str, Any]:
+    """A client's value at a depth: its integers fit in 64 bits (as every JSON reader can
+    take them). The levels are written out, not recursive, as generators of typed
+    clients need; the last is any JSON to the document (the server still refuses an
+    integer beyond 64 bits there, and nesting past its depth limit)."""
+    described = {
+        "description": "Any JSON value the store keeps as it came, in a field of the "
+        f"client's own: an integer fits in 64 bits, and nesting stops at {MAX_DEPTH} levels."
+    }
+    if level + 1 == JSON_LEVELS:
+        return described
+    below = {"$ref": f"#/components/schemas/JsonValue{level + 1}"}
+    return {
+        **described,
+        "anyOf": [
+            {"type": "string"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "integer", "minimum": -(2**63), "maximum": 2**64 - 1},
+            {"type": "number", "not": {"type": "integer"}},
+            {"type": "array", "items": below},
+            {"type": "object", "additionalProperties": below},
+        ],
+    }
+
+
+def _json_values(components: dict[str, Any]) -> None:
+    """A field of a transcript line the server does not know (an event's, a header's
+    ``x_…``) holds a ``JsonValue``: any JSON the store can write back as it came. (Memory
+    keeps such fields in YAML, which takes any number.)"""
+    levels = {f"JsonValue{n or ''}": _json_value(n) for n in range(JSON_LEVELS)}
+    for name, schema in levels.items():
+        if components.setdefault(name, schema) is not schema:
+            raise RuntimeError(f"two schemas are named {name}: give one of them another name")
+    ref = {"$ref": "#/components/schemas/JsonValue"}
+    seen = set(levels)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                visit(item)
+        elif isinstance(node, dict):
+            target = node.get("$ref", "").rpartition("/")[2]
+            if target and target not in seen:
+                seen.add(target)
+                visit(components[target])
+            if node.get("additionalProperties") is True:
+                node["additionalProperties"] = dict(ref)
+            for pattern, schema in node.get("patternProperties", {}).items():
+                if schema == {}:
+                    node["patternProperties"][pattern] = dict(ref)
+            for child in node.values():
+                visit(child)
+
+    for name in TRANSCRIPT_BODIES:
+        visit({"$ref": f"#/components/schemas/{name}"})
+
+
+def _typed_branches(components: dict[str, Any]) -> None:
+    """A rule "at least one of these keys" (``anyOf`` of ``required``) gives each branch
+    its key's own type, less null, so that a null is not "given" and generators that
+    need a type in every branch take it."""
+    for component in components.values():
+        for branch in component.get("anyOf", []):
+            keys = branch.get("required", [])
+            own = component.get("properties", {}).get(keys[0]) if len(keys) == 1 else None
+            if own is None or set(branch) - {"required", "properties"}:
+                continue
+            given = [b for b in own.get("anyOf", [own]) if b != {"type": "null"}]
+            typed = given[0] if len(given) == 1 else {"anyOf": given}
+            bounds = branch.get("properties", {}).get(keys[0], {})
+            kept = {k: v for k, v in typed.items() if k not in ("title", "description")}
+            branch["properties"] = {keys[0]: {**copy.deepcopy(kept), **bounds}}
+
+
+def _set_pattern(schema: dict[str, Any], pattern: str) -> None:
+    """The pattern on a string schema, or on the string branch of a nullable one."""
+    branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") == "string"]
+    if not branches:
+        raise RuntimeError(f"a pattern for a schema that is not a string: {schema}")
+    for branch in branches:
+        branch["pattern"] = pattern
 
 
 def _conditional_and_busy_answers(doc: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from ..index.text import parse_query
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
 from ..services.memory import Memory
 from ..services.sessions import Sessions
+from ..storage.home import check_session_id
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -50,7 +51,8 @@ async def search(
     query.kinds += [k for k in kinds or [] if k not in query.kinds]
     query.roles += [r for r in role or [] if r not in query.roles]
     query.repo = query.repo or repo_root
-    query.session = query.session or session_id
+    if session_id is not None:
+        query.session = query.session or check_session_id(session_id)
     items: list[dict[str, object]] = []
     next_cursor = None
     if kind != "memory":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -14,10 +13,11 @@ from starlette.responses import Response
 
 from ..errors import Invalid
 from ..importers import CHOICES
+from ..schemas import cursors
 from ..services.sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import SessionHeader, validate_events
-from ..storage.home import check_session_id
+from ..storage.home import check_session_id, normalize_repo_root
 from ..storage.transcripts import AppendResult
 from . import body as strict
 from .models import (
@@ -39,6 +39,7 @@ from .models import (
     page_of,
     summary_of,
 )
+from .rules import parse_seq_match
 from .session_docs import APPEND_DOC, NDJSON_DOC, REPLAYED
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
@@ -47,7 +48,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for code in (400, 404, 409, 412, 413, 422, 500, 507)
 }
 NDJSON = "application/x-ndjson"
-_SEQ = re.compile(r"[0-9]{1,18}")
 MAX_KEY = 200
 if TYPE_CHECKING:
     ImportFormat = str
@@ -70,16 +70,11 @@ def etag(seq: int) -> str:
     return f'"{seq}"'
 
 
-def parse_if_match(value: str | None) -> int | None:
-    if value is None:
-        return None
-    text = value.strip()
-    if text.startswith("W/"):
-        text = text[2:]
-    text = text.strip('"')
-    if not _SEQ.fullmatch(text):
-        raise Invalid(f'If-Match must be a quoted seq like "12", got {value[:40]!r}')
-    return int(text)
+def _check_key(key: object) -> None:
+    """An idempotency key, in the header or the body, is 1 to 200 characters (the header
+    wins when both are sent)."""
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
+        raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
 
 
 def _json(raw: bytes) -> Any:
@@ -177,7 +172,7 @@ async def list_projects(
 
 
 @router.get(
-    "/sessions/{session_id}",
+    "/sessions/{session_id:session}",
     operation_id="sessions-get",
     response_model=SessionDetail,
     responses={**ERRORS, 304: {"description": "Not modified"}},
@@ -199,7 +194,7 @@ async def get_session(
 
 
 @router.patch(
-    "/sessions/{session_id}",
+    "/sessions/{session_id:session}",
     operation_id="sessions-rename",
     response_model=SessionSummary,
     responses=ERRORS,
@@ -214,13 +209,16 @@ async def rename_session(
     its last seq) guards it."""
     check_session_id(session_id)
     sessions = _sessions(request)
-    await sessions.rename(session_id, body.title, if_match=parse_if_match(if_match))
+    await sessions.rename(session_id, body.title, if_match=parse_seq_match(if_match))
     _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
 
 
 @router.delete(
-    "/sessions/{session_id}", status_code=204, operation_id="sessions-delete", responses=ERRORS
+    "/sessions/{session_id:session}",
+    status_code=204,
+    operation_id="sessions-delete",
+    responses=ERRORS,
 )
 async def delete_session(
     request: Request,
@@ -231,12 +229,12 @@ async def delete_session(
     """Move to the project's trash, or delete for good with `purge=true`. `If-Match` (the
     session's ETag) guards it: 412 when an append came in since."""
     check_session_id(session_id)
-    await _sessions(request).delete(session_id, purge=purge, if_match=parse_if_match(if_match))
+    await _sessions(request).delete(session_id, purge=purge, if_match=parse_seq_match(if_match))
     return Response(status_code=204)
 
 
 @router.post(
-    "/sessions/{session_id}/restore",
+    "/sessions/{session_id:session}/restore",
     operation_id="sessions-restore",
     response_model=SessionSummary,
     responses=ERRORS,
@@ -272,6 +270,8 @@ async def import_sessions(
     """Import a transcript file written by another tool, or exported from here: one
     session per conversation, in the project of the source's working folder (or
     `repo_root`). Importing the same source again creates nothing and says so (200)."""
+    if repo_root is not None:  # a bad parameter is said before the file is read
+        await asyncio.to_thread(normalize_repo_root, repo_root)
     raw = await request.body()
     await asyncio.to_thread(strict.check_document, raw)
     result = await _sessions(request).import_file(raw, format=format, repo_root=repo_root)
@@ -301,7 +301,7 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
 
 
 @router.post(
-    "/sessions/{session_id}/events",
+    "/sessions/{session_id:session}/events",
     status_code=201,
     operation_id="sessions-append",
     response_model=AppendOut,
@@ -377,27 +377,26 @@ async def handle_append(
         strict.check(raw, data, _wrapped_loc)
         strict.refuse_unknown(data.keys() - EventsIn.model_fields.keys())
         events = data["events"]
-        key = key or data.get("idempotency_key")
+        body_key = data.get("idempotency_key")
+        _check_key(body_key)
+        key = key if key is not None else body_key
         if not isinstance(events, list):
             raise Invalid("events must be a JSON array")
     elif isinstance(data, dict):
-        strict.check(raw, data, _event_loc)
-        body_key = data.pop("idempotency_key", None)
-        key = key or body_key
+        strict.check(raw, data, _event_loc)  # (a key inside an event is refused with it)
         events = [data]
     else:
         raise Invalid('send an event object, an array of events, or {"events": [...]}')
     events = validate_events(events)
     if not events:
         raise Invalid("the batch holds no events")
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
-        raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
-    if_match = parse_if_match(headers.get("if-match"))
+    _check_key(key)
+    if_match = parse_seq_match(headers.get("if-match"))
     return await sessions.append(session_id, events, key=key, if_match=if_match)
 
 
 @router.get(
-    "/sessions/{session_id}/events",
+    "/sessions/{session_id:session}/events",
     operation_id="sessions-events",
     response_model=EventPage,
     responses={**ERRORS, 200: {"content": {NDJSON: NDJSON_DOC}}},
@@ -416,8 +415,10 @@ async def read_events(
     shows its reference (`content_ref`, `bytes`, `preview`)."""
     check_session_id(session_id)
     if cursor is not None:
-        if not _SEQ.fullmatch(cursor):
-            raise Invalid("cursor is not one this service handed out")
+        if not cursors.SEQ.fullmatch(cursor):
+            raise Invalid(
+                f"cursor must match {cursors.SEQ.pattern}: the seq of the last event read"
+            )
         after = int(cursor)
     lines, raw, info = await _sessions(request).read(session_id, inline=inline)
     picked: list[int] = []
@@ -447,7 +448,7 @@ async def read_events(
 
 
 @router.get(
-    "/sessions/{session_id}/messages",
+    "/sessions/{session_id:session}/messages",
     operation_id="sessions-messages",
     response_model=ChatMessages,
     responses=ERRORS,
@@ -468,7 +469,7 @@ async def chat_messages(
 
 
 @router.get(
-    "/sessions/{session_id}/export",
+    "/sessions/{session_id:session}/export",
     operation_id="sessions-export",
     responses={
         **ERRORS,

@@ -8,7 +8,6 @@ All of it is derived from the files and rebuilt from them when lost.
 
 from __future__ import annotations
 
-import base64
 import math
 import sqlite3
 from datetime import UTC, datetime
@@ -17,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..errors import Invalid
+from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
 from .text import Doc, Query
 
 SCHEMA = """
@@ -98,19 +98,13 @@ def marked(text: str) -> tuple[str, list[list[int]]]:
     return "".join(out), spans
 
 
-def _encode(position: list[Any]) -> str:
-    return base64.urlsafe_b64encode(orjson.dumps(position)).decode().rstrip("=")
-
-
 def _decode(cursor: str | None) -> tuple[float, int] | None:
-    if not cursor:
+    if cursor is None:
         return None
     try:
-        value = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        score, rowid = value
-        return float(score), int(rowid)
-    except (ValueError, TypeError, orjson.JSONDecodeError):
-        raise Invalid("cursor is not one this service handed out") from None
+        return read_ranked_cursor(cursor)
+    except BadCursor as exc:
+        raise Invalid(str(exc)) from None
 
 
 def _fts(call: Any) -> Any:
@@ -216,7 +210,7 @@ def search_docs(
                 "score": round(-rank_value, 6) if query.match is not None else 0.0,
             }
         )
-    next_cursor = _encode([ranked[-1][1], ranked[-1][0]]) if more and ranked else None
+    next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None
     return hits, next_cursor
 
 

@@ -71,6 +71,8 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
         slugify(item["title"])
     except Invalid:
         return "the title gives no usable name"
+    if not any(ch.isalnum() for ch in item["title"]):  # a model's "!!!" names nothing
+        return "the title gives no usable name"
     secrets = [
         finding
         for key in ("title", "content", "reason")

@@ -186,7 +186,10 @@ class McpFront:
                               session_id: str | None) -> str:  # fmt: skip
             assert self.memory is not None
             scope = self._scope(repo_root)
-            text = await self.memory.tool(scope, name, arguments, session=session_id)
+            try:
+                text = await self.memory.tool(scope, name, arguments, session=session_id)
+            except AsterError as exc:  # said to the agent, as a failed call
+                raise ToolError(exc.detail) from None
             return str(text)
 
         @tool

@@ -9,7 +9,7 @@ them.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from types import UnionType
 from typing import Annotated, Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
@@ -21,9 +21,13 @@ from pydantic import (
     WithJsonSchema,
     with_config,
 )
+from pydantic.config import JsonDict
 from typing_extensions import TypedDict
 
+from .numbers import WHOLE
+
 FORMAT_VERSION = 1
+MAX_SEQ = 10**18 - 1  # a seq has at most 18 digits, in ETags and cursors too
 
 
 @with_config(ConfigDict(extra="allow"))
@@ -106,12 +110,25 @@ ServerBatch = Annotated[
     AfterValidator(_server_batch),
     WithJsonSchema({"not": {}, "description": "Set by the server; never sent."}),
 ]
+
+
+def _a_calendar_date(value: str) -> str:
+    """The pattern takes 31 November; the calendar does not."""
+    date(int(value[:4]), int(value[5:7]), int(value[8:10]))
+    return value
+
+
+# RFC 3339 with its offset, in the years 1000 to 2999 (so that every one is a time in UTC
+# too), on a day of the calendar (the format says so; the pattern cannot).
 Timestamp = Annotated[
     str,
     Field(
-        pattern=r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$",
+        pattern=r"^[12]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:"
+        r"[0-5]\d(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$",
         description="RFC 3339 date-time",
+        json_schema_extra={"format": "date-time"},
     ),
+    AfterValidator(_a_calendar_date),
 ]
 
 
@@ -182,13 +199,28 @@ class ToolMessage(TypedDict):
     batch_size: NotRequired[ServerBatch]
 
 
+def _else_needs(absent: str, needed: str, schema: JsonDict) -> JsonDict:
+    """A rule "without ``absent`` (or with it null), ``needed`` is given", in the
+    schema: ``if``/``then``, which checkers read and generators of typed clients leave
+    alone (an ``anyOf`` would split the message in two types)."""
+    return {
+        "if": {"properties": {absent: {"type": "null"}}},
+        "then": {"required": [needed], "properties": {needed: schema}},
+    }
+
+
+# the rules of _has_content_or_calls and _has_target, as the document shows them
+_CONTENT_OR_CALLS = _else_needs("content", "tool_calls", {"type": "array", "minItems": 1})
+_A_TARGET = _else_needs("tool_call_id", "target_seq", {"type": "integer"})
+
+
 def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("content") is None and not event.get("tool_calls"):
         raise ValueError("content: an assistant message needs content or tool_calls")
     return event
 
 
-@with_config(ConfigDict(extra="allow"))
+@with_config(ConfigDict(extra="allow", json_schema_extra=_CONTENT_OR_CALLS))
 class AssistantMessage(TypedDict):
     type: Literal["message"]
     role: Literal["assistant"]
@@ -213,7 +245,7 @@ MessageEvent = Annotated[
 class SummaryEvent(TypedDict):
     type: Literal["summary"]
     content: str
-    through_seq: Annotated[int, Field(ge=0)]
+    through_seq: Annotated[int, Field(ge=0, le=MAX_SEQ), WHOLE]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]
     idempotency_key: NotRequired[NoKey]
@@ -226,11 +258,11 @@ def _has_target(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-@with_config(ConfigDict(extra="allow"))
+@with_config(ConfigDict(extra="allow", json_schema_extra=_A_TARGET))
 class EvictionEvent(TypedDict):
     type: Literal["eviction"]
     tool_call_id: NotRequired[str | None]
-    target_seq: NotRequired[Annotated[int, Field(ge=1)] | None]
+    target_seq: NotRequired[Annotated[int, Field(ge=1, le=MAX_SEQ), WHOLE] | None]
     stub: NotRequired[str | None]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .numbers import WHOLE
 
 
 class ExtractIn(BaseModel):
@@ -14,8 +16,12 @@ class ExtractIn(BaseModel):
         json_schema_extra={"examples": [{"from_seq": 1, "to_seq": 12}]},
     )
 
-    from_seq: int | None = Field(default=None, ge=1, description="Default: the turn's start.")
-    to_seq: int | None = Field(default=None, ge=1, description="Default: the last event.")
+    from_seq: Annotated[int, Field(ge=1), WHOLE] | None = Field(
+        default=None, description="Default: the turn's start."
+    )
+    to_seq: Annotated[int, Field(ge=1), WHOLE] | None = Field(
+        default=None, description="Default: the last event."
+    )
 
 
 class Queued(BaseModel):

@@ -13,14 +13,64 @@ from pydantic_core import InitErrorDetails
 from .tools import ToolName
 
 
-class BlockIn(BaseModel):
-    """A block to remember: its body and the frontmatter keys to set. Keys of the
-    client's own are named `x_…` and kept in the frontmatter; any other key this body
-    does not have is refused, so a misspelt one is never written in silence."""
+class BlockFields(BaseModel):
+    """A block's body and the frontmatter keys to set, as ``PUT /v1/memory/blocks/{name}``
+    takes them (the path names the block). Keys of the client's own are named `x_…` and
+    kept in the frontmatter; any other key this body does not have is refused, so a
+    misspelt one is never written in silence."""
 
     model_config = ConfigDict(
         strict=True,
         extra="allow",
+        json_schema_extra={
+            "patternProperties": {"^x_": {}},
+            "additionalProperties": False,
+            "examples": [
+                {
+                    "content": "Run the tests with `make test`; they need Docker running.",
+                    "description": "how to run the tests",
+                    "tags": ["ci"],
+                    "importance": 0.7,
+                }
+            ],
+        },
+    )
+
+    content: str = Field(min_length=1, max_length=256 * 1024)
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] = "semantic"
+    tags: list[str] = Field(default_factory=list)
+    importance: float = Field(default=0.5, ge=0, le=1)
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    pinned: bool = False
+    session_id: str | None = None
+    supersedes: list[str] | None = Field(
+        default=None, description="blocks this one replaces (they are archived)"
+    )
+    conflicts_with: list[str] | None = Field(
+        default=None, description="blocks this one contradicts (both stay, both marked)"
+    )
+    reason: str | None = Field(default=None, max_length=500, description="why it will matter")
+
+    @model_validator(mode="after")
+    def _only_own_extras(self) -> BlockFields:
+        extra = self.model_extra or {}
+        unknown = [
+            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
+            for name in sorted(extra)
+            if not name.startswith("x_")
+        ]
+        if unknown:
+            raise ValidationError.from_exception_data(type(self).__name__, unknown)
+        return self
+
+
+class BlockIn(BlockFields):
+    """A block to remember (``POST /v1/memory/blocks``): its body and frontmatter keys,
+    and its name, or a title to make one from (else the content's start). A different
+    body under a name taken is 409 unless ``replace``."""
+
+    model_config = ConfigDict(
         json_schema_extra={
             "patternProperties": {"^x_": {}},
             "additionalProperties": False,
@@ -36,45 +86,19 @@ class BlockIn(BaseModel):
         },
     )
 
-    content: str = Field(min_length=1, max_length=256 * 1024)
     name: str | None = None
     title: str | None = Field(default=None, max_length=200)
-    description: str | None = Field(default=None, max_length=500)
-    type: Literal["semantic", "procedural"] = "semantic"
-    tags: list[str] = Field(default_factory=list)
-    importance: float = Field(default=0.5, ge=0, le=1)
-    confidence: float = Field(default=0.5, ge=0, le=1)
-    pinned: bool = False
     replace: bool = False
-    session_id: str | None = None
-    repo_root: str | None = Field(
-        default=None, description="the project (as the query parameter of the same name)"
-    )
-    supersedes: list[str] | None = Field(
-        default=None, description="blocks this one replaces (they are archived)"
-    )
-    conflicts_with: list[str] | None = Field(
-        default=None, description="blocks this one contradicts (both stay, both marked)"
-    )
-    reason: str | None = Field(default=None, max_length=500, description="why it will matter")
-
-    @model_validator(mode="after")
-    def _only_own_extras(self) -> BlockIn:
-        extra = self.model_extra or {}
-        unknown = [
-            InitErrorDetails(type="extra_forbidden", loc=(name,), input=extra[name])
-            for name in sorted(extra)
-            if not name.startswith("x_")
-        ]
-        if unknown:
-            raise ValidationError.from_exception_data(type(self).__name__, unknown)
-        return self
 
 
 class BlockPatch(BaseModel):
     """The metadata keys to change (at least one: an empty patch is refused)."""
 
-    model_config = ConfigDict(strict=True, extra="forbid", json_schema_extra={"minProperties": 1})
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"minProperties": 1, "examples": [{"pinned": True, "importance": 0.9}]},
+    )
 
     description: str | None = Field(default=None, max_length=500)
     type: Literal["semantic", "procedural"] | None = None
@@ -85,6 +109,9 @@ class BlockPatch(BaseModel):
 
 
 NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
+# A character that is not white space (str.isspace, written out so every regex engine
+# reads it alike): a note needs one.
+NOT_SPACE = r"[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
 class NoteIn(BaseModel):
@@ -96,9 +123,6 @@ class NoteIn(BaseModel):
 
     note: str = Field(min_length=1, max_length=NOTE_MAX)
     session_id: str | None = None
-    repo_root: str | None = Field(
-        default=None, description="the project (as the query parameter of the same name)"
-    )
 
 
 class RememberIn(BaseModel):
@@ -118,9 +142,6 @@ class RememberIn(BaseModel):
     tags: list[str] = Field(default_factory=list)
     replace: bool = False
     session_id: str | None = None
-    repo_root: str | None = Field(
-        default=None, description="the project (as the query parameter of the same name)"
-    )
 
 
 class SecretFound(BaseModel):
@@ -248,7 +269,7 @@ class MemoryToolCall(BaseModel):
     )
 
     name: ToolName
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: dict[str, Any] | str
     session_id: str | None = None
     repo_root: str | None = None
 
@@ -259,7 +280,17 @@ class ToolResult(BaseModel):
 
 
 class ProcedureIn(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
+    """A task done, or failed, and how: kept as a procedural block."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"outcome": "success", "task": "release", "tools": ["make"], "result": "tagged"}
+            ]
+        },
+    )
 
     outcome: Literal["success", "failure"]
     task: str = Field(min_length=1, max_length=200)
@@ -268,9 +299,6 @@ class ProcedureIn(BaseModel):
     error: str | None = Field(default=None, max_length=8000)
     importance: float = Field(default=0.5, ge=0, le=1)
     session_id: str | None = None
-    repo_root: str | None = Field(
-        default=None, description="the project (as the query parameter of the same name)"
-    )
 
 
 class MemoryPruneIn(BaseModel):
@@ -279,6 +307,3 @@ class MemoryPruneIn(BaseModel):
     max_age_days: float = Field(default=90, ge=0, le=36500)
     max_importance: float = Field(default=0.3, ge=0, le=1)
     dry_run: bool = True
-    repo_root: str | None = Field(
-        default=None, description="the project (as the query parameter of the same name)"
-    )

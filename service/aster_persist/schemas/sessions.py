@@ -7,12 +7,13 @@ session's own ``x_…`` fields, kept in its header as verbatim as an event's."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails
 
 from .events import RESERVED_HEADER_KEYS, Event, SessionHeader
+from .numbers import WHOLE
 
 __all__ = ["SessionHeader"]
 
@@ -59,11 +60,11 @@ class SessionIn(BaseModel):
 class EventsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    events: list[Event]
-    idempotency_key: str | None = None
+    events: Annotated[list[Event], Field(min_length=1)]
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-AppendBody = Event | list[Event] | EventsIn
+AppendBody = Event | Annotated[list[Event], Field(min_length=1)] | EventsIn
 
 
 class AppendOut(BaseModel):
@@ -136,7 +137,7 @@ class PruneIn(BaseModel):
     )
 
     older_than_days: float | None = Field(default=None, ge=0, le=36500)
-    keep_latest: int | None = Field(default=None, ge=0, le=1_000_000)
+    keep_latest: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] | None = None
     dry_run: bool = True
     purge_trash_older_than_days: float | None = Field(default=None, ge=0, le=36500)
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
+from .numbers import integral
+
 MAX_FOUND = 50  # blocks one search_memory call returns at most
 FOUND_BY_DEFAULT = 5  # and without k
 MAX_HITS = 50  # hits one search_sessions call returns at most
@@ -48,6 +50,23 @@ class Param:
         out["description"] = self.description
         return out
 
+    def nullable(self) -> bool:
+        """Whether the caller may send null, meaning "not given"."""
+        return not self.required and self.default is None
+
+    def refusal(self, value: Any) -> str | None:
+        """Why ``value`` cannot be this parameter's, or None when it can."""
+        if value is None:
+            return None if self.nullable() else f"{self.name} must not be null"
+        if self.type is str:
+            return None if isinstance(value, str) else f"{self.name} must be a string"
+        value = integral(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{self.name} must be a whole number"
+        low = self.minimum if self.minimum is not None else value
+        high = self.maximum if self.maximum is not None else value
+        return None if low <= value <= high else f"{self.name} must be from {low} to {high}"
+
     def field(self) -> Any:
         """The parameter as a pydantic field definition, ``(annotation, default)``, or
         the bare annotation when it is required."""
@@ -68,11 +87,17 @@ class ToolSpec:
     description: str
     params: tuple[Param, ...]
 
-    def parameters(self) -> dict[str, Any]:
-        """The JSON schema of the tool's arguments: a closed object."""
+    def parameters(self, *, nulls: bool = False) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments: a closed object (``nulls``: with the
+        null an optional parameter may be sent as, which a model is not told of)."""
+
+        def schema(p: Param) -> dict[str, Any]:
+            out = p.schema()
+            return {"anyOf": [out, {"type": "null"}]} if nulls and p.nullable() else out
+
         return {
             "type": "object",
-            "properties": {p.name: p.schema() for p in self.params},
+            "properties": {p.name: schema(p) for p in self.params},
             "required": [p.name for p in self.params if p.required],
             "additionalProperties": False,
         }

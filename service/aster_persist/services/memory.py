@@ -15,18 +15,16 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..errors import Invalid
 from ..schemas.memory import BlockIn, ProcedureIn
 from ..storage.commit import GroupCommitter
+from ..storage.home import check_session_id
 from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
 from .tools import run_tool
 
 
-def one_repo_root(in_query: str | None, in_body: str | None) -> str | None:
-    """The project a write names, in the query or in the body (never two different ones)."""
-    if in_query is not None and in_body is not None and in_query != in_body:
-        raise Invalid("repo_root is in both the query and the body, with different values")
-    return in_query if in_query is not None else in_body
+def _session(session_id: str | None) -> str | None:
+    """The session a memory call names, if any: a ULID, as everywhere a session is named."""
+    return None if session_id is None else check_session_id(session_id)
 
 
 class Memory:
@@ -46,8 +44,13 @@ class Memory:
 
     async def remember(self, body: BlockIn, repo_root: str | None) -> tuple[BlockMeta, bool]:
         """Write a block (or merge it into its duplicate): the block, and whether merged."""
-        scope = await self.scope_of(one_repo_root(repo_root, body.repo_root))
-        name = check_name(body.name) if body.name else slugify(body.title or body.content[:60])
+        scope = await self.scope_of(repo_root)
+        _session(body.session_id)
+        name = (
+            check_name(body.name)
+            if body.name is not None
+            else slugify(body.title or body.content[:60])
+        )
         meta = body.model_dump(
             exclude={"content", "name", "title", "replace", "session_id", "repo_root"},
             exclude_none=True,
@@ -75,6 +78,7 @@ class Memory:
     ) -> tuple[str, BlockMeta]:
         """A block's text and metadata, the read journaled as a recall when ``track``."""
         scope = await self.scope_of(repo_root)
+        _session(session_id)
         if not track or archived:
             return self.store.read_block(scope, name, archived=archived)
         # A recall writes one unsynced journal line: done here unless the journal is busy
@@ -90,6 +94,7 @@ class Memory:
 
     async def write_block(self, scope: str, name: str, **options: Any) -> tuple[BlockMeta, bool]:
         """Write a block (``body``, ``meta``, ``replace``, ``if_match``, ``actor``…)."""
+        _session(options.get("session"))
         return await self._writer.call(self.store.write_block, scope, name, **options)
 
     async def patch_block(
@@ -107,6 +112,7 @@ class Memory:
     async def procedure(self, scope: str, body: ProcedureIn) -> tuple[BlockMeta, bool]:
         """``rememberSuccess`` / ``rememberFailure``: a procedural block with the task, the
         tools used and the outcome or error; the same record twice is kept once."""
+        _session(body.session_id)
         detail = body.result if body.outcome == "success" else body.error
         lines = [f"**Task:** {body.task}", f"**Outcome:** {body.outcome}"]
         if body.tools:
@@ -145,6 +151,7 @@ class Memory:
 
     async def add_note(self, scope: str, note: str, **options: Any) -> dict[str, Any]:
         """A line in core memory; the one limit for ``ASTER.md`` is the store's."""
+        _session(options.get("session"))
         return await self._writer.call(self.store.add_note, scope, note, **options)
 
     # -- the agent tools, hygiene, the journal ----------------------------------------
@@ -153,6 +160,7 @@ class Memory:
         self, scope: str, name: str, arguments: dict[str, Any] | str, *, session: str | None
     ) -> str:
         """Run one agent tool call; the text is what the model sees."""
+        _session(session)
         text = await self._writer.call(
             run_tool, self.store, scope, name, arguments, session=session
         )

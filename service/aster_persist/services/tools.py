@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
 from ..index.text import parse_query
+from ..schemas.numbers import integral
 from ..schemas.tools import FOUND_BY_DEFAULT, MAX_FOUND, MEMORY_TOOLS
 from ..storage.memory import MemoryStore, slugify
 from ..storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
@@ -27,6 +28,7 @@ TOOLS: list[dict[str, Any]] = [spec.function() for spec in MEMORY_TOOLS]
 PARAMETERS: dict[str, frozenset[str]] = {
     spec.name: frozenset(p.name for p in spec.params) for spec in MEMORY_TOOLS
 }
+_SPECS = {spec.name: spec for spec in MEMORY_TOOLS}
 
 
 def run_tool(
@@ -147,6 +149,14 @@ def _arguments(arguments: dict[str, Any] | str, tool: str) -> dict[str, Any]:
             f"the {tool} tool takes no argument {', '.join(map(repr, unknown))}; "
             f"it takes {', '.join(sorted(known or ()))}"
         )
+    for param in _SPECS[tool].params if tool in _SPECS else ():
+        if param.name not in arguments:
+            if param.required:
+                raise Invalid(f"the {tool} tool needs the argument {param.name!r}")
+        elif (refusal := param.refusal(arguments[param.name])) is not None:
+            raise Invalid(f"the {tool} tool's argument {refusal}")
+        else:
+            arguments[param.name] = integral(arguments[param.name])
     return arguments
 
 

@@ -91,7 +91,7 @@ def _problems(prefix: str, exc: ValidationError) -> list[dict[str, Any]]:
 def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[str, Any]]:
     """Check a batch before anything is written; raise InvalidEvent naming the field."""
     try:
-        checked = cast(list[dict[str, Any]], _EVENTS.validate_python(events))
+        checked = cast(list[dict[str, Any]], _EVENTS.validate_python(events, strict=True))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None
@@ -101,7 +101,7 @@ def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[s
 def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str, Any]]:
     """Parse and check a JSON array of events in one pass; the dicts are what gets stored."""
     try:
-        checked = cast(list[dict[str, Any]], _EVENTS.validate_json(raw))
+        checked = cast(list[dict[str, Any]], _EVENTS.validate_json(raw, strict=True))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
         raise InvalidEvent(_summary(problems), errors=problems) from None

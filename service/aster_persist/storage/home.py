@@ -28,6 +28,7 @@ log = logging.getLogger("aster_persist")
 DIR_MODE = fs.DIR_MODE
 FILE_MODE = fs.FILE_MODE
 ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+REPO_ROOT_RE = re.compile(r"^/[^\x00]{0,4095}$")  # absolute, no NUL, at most 4096 characters
 SLUG_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}$")
 _SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
 TRASH = ".trash"
@@ -67,8 +68,8 @@ def normalize_repo_root(repo_root: str) -> str:
         raise InvalidName("repo_root must be valid UTF-8 text")
     if len(repo_root) > 4096:
         raise InvalidName("repo_root is longer than 4096 characters")
-    if not os.path.isabs(repo_root):
-        raise InvalidName(f"repo_root must be an absolute path, got {repo_root!r}")
+    if not REPO_ROOT_RE.fullmatch(repo_root):
+        raise InvalidName(f"repo_root must be an absolute path, got {repo_root[:100]!r}")
     root = os.path.normpath(repo_root)
     if root.startswith("//"):
         root = "/" + root.lstrip("/")
@@ -93,7 +94,7 @@ def project_slug(repo_root: str) -> str:
 
 
 def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not ULID_RE.match(session_id):
+    if not isinstance(session_id, str) or not ULID_RE.fullmatch(session_id):
         raise InvalidName(
             "session id must be a ULID: 26 characters of Crockford base32 in upper case"
         )
@@ -101,7 +102,7 @@ def check_session_id(session_id: str) -> str:
 
 
 def check_slug(slug: str) -> str:
-    if not SLUG_RE.match(slug) or slug in (".", ".."):
+    if not SLUG_RE.fullmatch(slug) or slug in (".", ".."):
         raise InvalidName(f"not a project slug: {slug[:100]!r}")
     return slug
 

@@ -62,7 +62,7 @@ class Journal:
             if line.get("op") in BORN and isinstance(line.get("session"), str)
         }
         ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
-        if ids and ULID_RE.match(max(ids)):
+        if ids and ULID_RE.fullmatch(max(ids)):
             self._last = ULID.from_str(max(ids))
         self._fd = fd
 
@@ -176,7 +176,7 @@ class Journal:
         session: str | None = None,
     ) -> tuple[list[dict[str, Any]], str | None]:
         """Entries after the id ``after``, oldest first, with the filters that are given."""
-        if after is not None and not ULID_RE.match(after):
+        if after is not None and not ULID_RE.fullmatch(after):
             raise Invalid("cursor must be a journal entry id (a ULID)")
         picked: list[dict[str, Any]] = []
         more = False

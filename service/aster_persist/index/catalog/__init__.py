@@ -6,13 +6,12 @@ last folded offset, and rebuilt from the files when missing, corrupt or of an ol
 schema. One thread owns the connection; callers go through ``CatalogWorker``.
 
 The catalog is a package of small parts: ``schema`` (tables and rows), ``files`` (a
-transcript folded into a summary), ``cursor`` (listing cursors), ``database`` (the SQLite
+transcript folded into a summary), ``database`` (the SQLite
 side), ``worker`` (its thread) and ``rebuild`` (from scratch, offline).
 """
 
 from __future__ import annotations
 
-from .cursor import decode_cursor, encode_cursor
 from .database import Catalog, MemoryDoc
 from .files import FileEntry, summarize_file
 from .rebuild import rebuild
@@ -27,8 +26,6 @@ __all__ = [
     "CatalogWorker",
     "FileEntry",
     "MemoryDoc",
-    "decode_cursor",
-    "encode_cursor",
     "rebuild",
     "summarize_file",
 ]

@@ -54,7 +54,7 @@ async def reconcile(sessions: Parts, paths: list[Path]) -> None:
     for path in sorted(set(paths)):
         path = Path(os.path.realpath(path.parent), path.name)  # a link is not followed
         sid, slug = path.name[:-6], path.parent.name
-        if path.suffix != ".jsonl" or path.parent.parent != root or not ULID_RE.match(sid):
+        if path.suffix != ".jsonl" or path.parent.parent != root or not ULID_RE.fullmatch(sid):
             continue
         try:
             stat = fs.lstat(sessions.home.sessions / slug / path.name)

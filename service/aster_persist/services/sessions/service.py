@@ -20,8 +20,9 @@ import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import FileEntry, decode_cursor, encode_cursor
+from ...index.catalog import FileEntry
 from ...index.text import Query
+from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage.home import normalize_repo_root, project_slug
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
@@ -355,10 +356,11 @@ class Sessions(Parts):
         cursor: str | None = None,
     ) -> Page:
         after = None
-        if cursor:
-            after = decode_cursor(cursor)
-            if after is None:
-                raise Invalid("cursor is not one this service handed out")
+        if cursor is not None:
+            try:
+                after = read_listing_cursor(cursor)
+            except BadCursor as exc:
+                raise Invalid(str(exc)) from None
         # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
         root = (
             await asyncio.to_thread(normalize_repo_root, repo_root)
@@ -375,7 +377,7 @@ class Sessions(Parts):
         if len(items) > limit:
             items = items[:limit]
             last = items[-1]
-            next_cursor = encode_cursor(last.updated_at, last.id)
+            next_cursor = listing_cursor(last.updated_at, last.id)
         return Page(items, next_cursor)
 
     # -- changes made by other programs ---------------------------------------------

@@ -55,7 +55,7 @@ class StoreBase:
     # -- scopes and paths --------------------------------------------------------
 
     def scope_for(self, repo_root: str | None) -> str:
-        if repo_root is None or repo_root == "":
+        if repo_root is None:
             return "global"
         return "project:" + project_slug(normalize_repo_root(repo_root))
 

@@ -20,6 +20,7 @@ from .. import frontmatter
 from ..secrets import refuse_secrets
 from ..transcripts import format_ts
 from .base import StoreBase
+from .hygiene import check_relation_names
 from .meta import BlockMeta, as_float, as_list, written_fields
 from .names import CORE, SCHEMA, check_name, etag_of, normalized
 from .writes import _again, _check_etag
@@ -104,13 +105,14 @@ class ContentPart(StoreBase):
         A different body under an existing name is 409 unless ``replace``.
         """
         check_name(name)
+        check_relation_names(name, meta)
         refuse_secrets({"content": body, **meta, "session_id": session})
         path = self.path(scope, name)
         self._settle(path)
         existing = self.blocks.get((scope, name))
         if if_match is not None:
             if existing is None or existing.archived:
-                raise PreconditionFailed(f"block {name!r} does not exist", current='""')
+                raise PreconditionFailed(f"block {name!r} does not exist")
             _check_etag(f"block {name!r}", if_match, existing.etag)
         norm = hashlib.sha256(normalized(body).encode()).hexdigest()
         twin = self._by_norm.get((scope, norm))

@@ -11,11 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import Invalid
+from ...errors import BlockNotFound, Invalid
 from .. import frontmatter
 from ..secrets import refuse_document
 from .base import StoreBase
 from .meta import BlockMeta, as_list
+from .names import check_name
+
+
+def check_relation_names(name: str, meta: dict[str, Any]) -> None:
+    """Refuse a relation that could name no block: a bad name, or the block itself
+    (checked before anything the store holds is looked at)."""
+    for key in ("supersedes", "conflicts_with"):
+        for other in as_list(meta.get(key)):
+            check_name(other)
+            if other == name:
+                raise Invalid(f"{key} names the block itself, {name!r}")
 
 
 class HygienePart(StoreBase):
@@ -45,10 +56,11 @@ class HygienePart(StoreBase):
 
     def check_relations(self, scope: str, name: str, meta: dict[str, Any]) -> None:
         """Refuse relations that ``relate`` could not apply, before anything is written."""
+        check_relation_names(name, meta)
         for key in ("supersedes", "conflicts_with"):
             for other in as_list(meta.get(key)):
-                if other == name or (scope, other) not in self.blocks:
-                    raise Invalid(f"{key} names {other!r}, which is not a block in {scope}")
+                if (scope, other) not in self.blocks:
+                    raise BlockNotFound(f"{key} names {other!r}, which is not a block in {scope}")
                 if key == "conflicts_with" and not self.blocks[(scope, other)].archived:
                     text, _ = self.read_block(scope, other)
                     held = text.encode("utf-8")  # marking it would write its secret again

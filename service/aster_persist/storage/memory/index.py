@@ -48,7 +48,7 @@ class IndexPart(StoreBase):
                 for file_name in _md_names(folder):
                     file = folder / file_name
                     name = file_name[:-3]
-                    if file_name != CORE and not NAME_RE.match(name):
+                    if file_name != CORE and not NAME_RE.fullmatch(name):
                         continue
                     if file_name == CORE and archived:
                         continue
@@ -65,7 +65,9 @@ class IndexPart(StoreBase):
         """The scopes of the project folders under ``memory/projects`` (a link refused)."""
         projects = self.root / "projects"
         try:
-            return [f"project:{n}" for n in fs.names(projects, folders=True) if SLUG_RE.match(n)]
+            return [
+                f"project:{n}" for n in fs.names(projects, folders=True) if SLUG_RE.fullmatch(n)
+            ]
         except UnsafePath:
             return []
 

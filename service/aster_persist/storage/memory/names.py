@@ -26,7 +26,7 @@ SCHEMA = "aster.memory.v1"
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise InvalidName(
             "a block name is 1 to 64 characters of a-z, 0-9 and '-', starting with a letter or digit"
         )
@@ -34,13 +34,12 @@ def check_name(name: str) -> str:
 
 
 def slugify(title: str) -> str:
-    """A block name from a title: 'API conventions!' -> 'api-conventions'."""
+    """A block name from a title: 'API conventions!' -> 'api-conventions'. A title with
+    no letter or digit in ASCII ('数据库', '~') is named by its hash: 'block-1a2b3c4d'."""
     refuse_secrets({"title": title})  # a name is kept: a secret must not become one
     text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode().lower()
     slug = re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:64].strip("-")
-    if not slug:
-        raise InvalidName(f"the title {title[:60]!r} gives no usable block name")
-    return slug
+    return slug or "block-" + hashlib.sha256(title.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
 def normalized(text: str) -> str:

@@ -13,7 +13,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from ...errors import Invalid, NameTaken
+from ...errors import Conflict, Invalid, NameTaken
 from .. import fs
 from ..home import fsync_dir
 from ..secrets import refuse_journaled
@@ -27,7 +27,7 @@ class RevertPart(StoreBase):
     def revert(self, entry: dict[str, Any], *, actor: str = "api") -> dict[str, Any]:
         """Put the file an entry changed back as it was before; journaled, so revertible."""
         if not str(entry.get("op", "")).startswith("memory.") or entry["op"] == "memory.recall":
-            raise Invalid(f"a {entry.get('op')} entry changes no memory file; nothing to revert")
+            raise Conflict(f"a {entry.get('op')} entry changes no memory file; nothing to revert")
         before, after = entry.get("before"), entry.get("after")
         if isinstance(before, dict):
             refuse_journaled(before)  # content withheld from the journal, or holding a secret

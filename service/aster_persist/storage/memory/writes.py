@@ -317,12 +317,12 @@ class WritesPart(StoreBase):
             return None
         if path.parent == root:
             scope = "global"
-        elif path.parent.parent == root / "projects" and SLUG_RE.match(path.parent.name):
+        elif path.parent.parent == root / "projects" and SLUG_RE.fullmatch(path.parent.name):
             scope = f"project:{path.parent.name}"
         else:
             return None  # the archive, or deeper
         name = path.name[:-3]
-        if path.name != CORE and not NAME_RE.match(name):
+        if path.name != CORE and not NAME_RE.fullmatch(name):
             return None
         return scope, path.name if path.name == CORE else name, real
 

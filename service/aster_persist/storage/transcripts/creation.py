@@ -55,7 +55,7 @@ class _Creation(_Store):
             if roots is not None:
                 roots[repo_root] = known
         root, slug = known
-        sid = check_session_id(session_id) if session_id else str(ULID())
+        sid = check_session_id(session_id) if session_id is not None else str(ULID())
         if sid in self.locations:
             where = "in the trash" if self.locations[sid].trashed else "already"
             raise SessionExists(f"session {sid} exists {where}")

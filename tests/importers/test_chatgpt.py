@@ -22,7 +22,7 @@ from ..conftest import snapshot
 FOLDER = Path(__file__).parents[1] / "fixtures" / "chatgpt"
 CODE = FOLDER / "chatgpt2graph" / "conversations.json"  # one conversation, python calls
 EXPORT = FOLDER / "my_chat_gpt" / "conversations.json"  # 192 conversations, 4 that branch
-CODE_ID = "01HAWN40DGB0CCBWXXVPCXRN37"  # what the conversation has always become
+CODE_ID = "01HAWN40DGS5QV8NQTAMNVZVPC"  # what the conversation has always become
 TEXT = "text"
 
 

@@ -21,9 +21,9 @@ ALL = [SMALL, SUMMARY_FIRST, SPOTTER]
 
 # The ids these files have always become: a change would import them all again.
 IDS = {
-    SMALL: "01K46GNPQXPBV8EGZ2A5Y3JZKD",
-    SUMMARY_FIRST: "01K46GZ7BHS8TT84MCVCCRGP5G",
-    SPOTTER: "01KH4WCZNVJ287DW5DCR3RBWJT",
+    SMALL: "01K46GNPQX3VH9ZBP8WZNVMH09",
+    SUMMARY_FIRST: "01K46GZ7BHWTEH02QEVVBY7VTG",
+    SPOTTER: "01KH4WCZNV0ACNTSEXK96T3787",
 }
 
 
@@ -168,8 +168,13 @@ def test_records_with_no_message_ride_along_in_order() -> None:
     assert events[0]["x_source"]["records"] == kept[:3]  # the snapshot and progress before
 
 
-def test_the_same_bytes_are_the_same_session_and_other_bytes_another() -> None:
+def test_a_source_is_one_session_however_it_grew_and_another_source_another() -> None:
     data = SMALL.read_bytes()
     _found, [changed] = read(data.replace(b"Glob", b"Grep", 1))
-    assert changed.id() != IDS[SMALL]
-    assert changed.id()[:10] == IDS[SMALL][:10]  # the same start time
+    assert changed.id() == IDS[SMALL]  # the same Claude Code session, edited or grown
+    _found, [grown] = read(b"".join(data.splitlines(keepends=True)[:15]))
+    assert grown.id() == IDS[SMALL] and grown.keys == changed.keys[: len(grown.keys or [])]
+    session = json.loads(data.splitlines()[0])["sessionId"]
+    _found, [other] = read(data.replace(session.encode(), b"another-session"))
+    assert other.id() != IDS[SMALL]
+    assert other.id()[:10] == IDS[SMALL][:10]  # the same start time

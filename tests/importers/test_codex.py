@@ -12,7 +12,7 @@ from ulid import ULID
 from aster_persist.importers import Conversation, codex, detect, read
 
 [ROLLOUT] = sorted((Path(__file__).parents[1] / "fixtures" / "codex").rglob("rollout-*.jsonl"))
-ID = "01KRB2AY624XHZ5YYCDJR6NFBV"  # what this rollout has always become
+ID = "01KRB2AY62RKKP4691G21Q2RRP"  # what this rollout has always become
 
 
 def records() -> list[dict[str, Any]]:

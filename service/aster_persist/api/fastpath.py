@@ -33,11 +33,11 @@ from pydantic import ValidationError
 from ..errors import AsterError, problem_body
 from ..schemas.memory import BlockIn
 from . import body as strict
+from .appends import appended_body, appended_status, handle_append
 from .events import open_feed
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import recalled, saved
 from .problems import problem_headers, problem_response
-from .sessions import appended_body, appended_status, handle_append
 
 log = logging.getLogger("aster_persist")
 

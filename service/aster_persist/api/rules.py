@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 
+from pydantic import TypeAdapter, ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 
 from ..errors import Invalid
 from ..schemas import cursors
+from ..schemas.events import TIMESTAMP, Timestamp
 from ..schemas.memory import NOT_SPACE
 from ..storage.home import REPO_ROOT_RE, ULID_RE
 from ..storage.memory.names import NAME_RE
@@ -66,8 +68,19 @@ def parse_etag_match(value: str | None) -> str | None:
     return f'"{match[2]}"'
 
 
+def checked_time(value: str, name: str) -> str:
+    """A time a request names, as an event's time is checked (RFC 3339, a calendar day)."""
+    try:
+        return str(_TIME.validate_python(value))
+    except ValidationError:
+        raise Invalid(f"{name} must be an RFC 3339 time, like 2026-01-02T03:04:05Z") from None
+
+
+_TIME: TypeAdapter[str] = TypeAdapter(Timestamp)
+
 # Parameter name → pattern, wherever the parameter is (path, query or body).
 PATTERNS: dict[str, str] = {
+    "modified_at": TIMESTAMP,
     "session_id": ULID_RE.pattern,
     "entry_id": ULID_RE.pattern,
     "repo_root": REPO_ROOT_RE.pattern,

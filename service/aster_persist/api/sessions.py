@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
@@ -16,16 +14,15 @@ from ..importers import CHOICES
 from ..schemas import cursors
 from ..services.sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
-from ..storage.events import SessionHeader, validate_events
+from ..storage.events import SessionHeader
 from ..storage.home import check_session_id, normalize_repo_root
-from ..storage.transcripts import AppendResult
 from . import body as strict
+from .appends import appended_body, appended_headers, appended_status, handle_append
 from .models import (
     LIST_LIMIT,
     AppendOut,
     ChatMessages,
     EventPage,
-    EventsIn,
     ImportOut,
     Problem,
     ProjectList,
@@ -39,7 +36,7 @@ from .models import (
     page_of,
     summary_of,
 )
-from .rules import parse_seq_match
+from .rules import checked_time, parse_seq_match
 from .session_docs import APPEND_DOC, NDJSON_DOC, REPLAYED
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
@@ -48,7 +45,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for code in (400, 404, 409, 412, 413, 422, 500, 507)
 }
 NDJSON = "application/x-ndjson"
-MAX_KEY = 200
 if TYPE_CHECKING:
     ImportFormat = str
 else:  # the importers' registry names the formats; the OpenAPI enum follows it
@@ -68,22 +64,6 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
 
 def etag(seq: int) -> str:
     return f'"{seq}"'
-
-
-def _check_key(key: object) -> None:
-    """An idempotency key, in the header or the body, is 1 to 200 characters (the header
-    wins when both are sent)."""
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_KEY):
-        raise Invalid(f"an idempotency key is a string of 1 to {MAX_KEY} characters")
-
-
-def _json(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        with contextlib.suppress(ValueError):  # a body too deep for orjson says so
-            strict.loads(raw)
-        raise Invalid(f"the body is not valid JSON: {exc}") from None
 
 
 def _summary(info: Any) -> dict[str, Any]:
@@ -266,15 +246,22 @@ async def import_sessions(
     request: Request,
     format: ImportFormat = "auto",
     repo_root: str | None = None,
+    modified_at: str | None = None,
 ) -> Response:
     """Import a transcript file written by another tool, or exported from here: one
     session per conversation, in the project of the source's working folder (or
-    `repo_root`). Importing the same source again creates nothing and says so (200)."""
+    `repo_root`). Importing the same source again creates nothing and says so (200);
+    again once it grew, it appends what it gained to the same session (`updated`).
+    `modified_at`, the file's time, dates a file that holds no times of its own."""
     if repo_root is not None:  # a bad parameter is said before the file is read
         await asyncio.to_thread(normalize_repo_root, repo_root)
+    if modified_at is not None:
+        modified_at = checked_time(modified_at, "modified_at")
     raw = await request.body()
     await asyncio.to_thread(strict.check_document, raw)
-    result = await _sessions(request).import_file(raw, format=format, repo_root=repo_root)
+    result = await _sessions(request).import_file(
+        raw, format=format, repo_root=repo_root, modified_at=modified_at
+    )
     return json_response(result, 201 if result["imported"] else 200)
 
 
@@ -324,75 +311,6 @@ async def append_events(request: Request, session_id: str) -> Response:
         media_type="application/json",
         headers=appended_headers(result),
     )
-
-
-def appended_status(result: AppendResult) -> int:
-    """201 for a new write, 200 for a replay of an idempotency key."""
-    return 200 if result.replayed else 201
-
-
-def appended_headers(result: AppendResult) -> dict[str, str]:
-    out = {"ETag": f'"{result.last_seq}"'}
-    if result.replayed:
-        out["Idempotent-Replayed"] = "true"
-    return out
-
-
-def appended_body(result: AppendResult) -> bytes:
-    return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
-        result.first_seq,
-        result.last_seq,
-        result.count,
-    )
-
-
-def _batch_loc(path: strict.Path) -> str:
-    return "events" + strict.brackets(path)
-
-
-def _event_loc(path: strict.Path) -> str:
-    return "events[0]" + strict.brackets(path)
-
-
-def _wrapped_loc(path: strict.Path) -> str:
-    if len(path) > 1 and path[0] == "events" and isinstance(path[1], int):
-        return _batch_loc(path[1:])
-    return strict.body_loc(path)
-
-
-async def handle_append(
-    sessions: Sessions, session_id: str, headers: Mapping[str, str], raw: bytes
-) -> AppendResult:
-    """Parse, validate and append one request body; the whole append path."""
-    check_session_id(session_id)
-    content_type = headers.get("content-type")
-    if content_type is not None and "json" not in content_type:
-        raise Invalid(f"send the events as application/json, not {content_type[:60]}")
-    key = headers.get("idempotency-key")
-    data = _json(raw)
-    if isinstance(data, list):
-        strict.check(raw, data, _batch_loc)
-        events = data
-    elif isinstance(data, dict) and "type" not in data and "events" in data:
-        strict.check(raw, data, _wrapped_loc)
-        strict.refuse_unknown(data.keys() - EventsIn.model_fields.keys())
-        events = data["events"]
-        body_key = data.get("idempotency_key")
-        _check_key(body_key)
-        key = key if key is not None else body_key
-        if not isinstance(events, list):
-            raise Invalid("events must be a JSON array")
-    elif isinstance(data, dict):
-        strict.check(raw, data, _event_loc)  # (a key inside an event is refused with it)
-        events = [data]
-    else:
-        raise Invalid('send an event object, an array of events, or {"events": [...]}')
-    events = validate_events(events)
-    if not events:
-        raise Invalid("the batch holds no events")
-    _check_key(key)
-    if_match = parse_seq_match(headers.get("if-match"))
-    return await sessions.append(session_id, events, key=key, if_match=if_match)
 
 
 @router.get(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -250,10 +251,16 @@ def import_command(
         for path in files:
             row: dict[str, Any] = {"file": str(path)}
             try:
-                done = aster.import_file(path.read_bytes(), format=format, repo_root=repo_root)
+                done = aster.import_file(
+                    path.read_bytes(),
+                    format=format,
+                    repo_root=repo_root,
+                    modified_at=file_time(path),
+                )
                 row |= {
                     "format": done.format,
                     "imported": done.imported,
+                    "updated": done.updated,
                     "already_imported": done.already_imported,
                     "sessions": [s.id for s in done.sessions],
                 }
@@ -269,6 +276,7 @@ def import_command(
             "file",
             "format",
             "imported",
+            "updated",
             "already here",
             "failed",
             rows=[
@@ -276,6 +284,7 @@ def import_command(
                     r["file"],
                     r.get("format", "-"),
                     r.get("imported", 0),
+                    r.get("updated", 0),
                     r.get("already_imported", 0),
                     r.get("failed", ""),
                 ]
@@ -284,11 +293,18 @@ def import_command(
         )
         typer.echo(
             f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
+            f"{sum(r.get('updated', 0) for r in results)} brought up to date, "
             f"{sum(r.get('already_imported', 0) for r in results)} already here, "
             f"{len(failed)} files failed"
         )
     if failed:
         raise typer.Exit(EXIT_REFUSED)
+
+
+def file_time(path: Path) -> str:
+    """A file's modification time, which dates a transcript that holds no times."""
+    moment = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def transcript_files(paths: list[Path]) -> list[Path]:

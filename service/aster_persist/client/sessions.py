@@ -156,13 +156,16 @@ class SessionEndpoints:
         *,
         format: str = "auto",
         repo_root: str | None = None,
+        modified_at: str | None = None,
     ) -> Call[ImportOut]:
-        """``POST /v1/sessions/import``: one file's bytes; importing it again adds nothing."""
+        """``POST /v1/sessions/import``: one file's bytes; importing it again adds nothing,
+        and again once it grew adds what it gained. ``modified_at`` (the file's time)
+        dates a file that holds no times of its own."""
         return Call(
             "POST",
             "/v1/sessions/import",
             read_model(ImportOut),
-            params={"format": format, "repo_root": repo_root},
+            params={"format": format, "repo_root": repo_root, "modified_at": modified_at},
             content=data,
             headers={"Content-Type": "application/octet-stream"},
             timeout=300,

@@ -102,8 +102,11 @@ def _top(data: bytes) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def read(data: bytes, format: str = "auto") -> tuple[str, list[Conversation]]:
-    """The format and the conversations of a file; raise ImportProblem saying why not."""
+def read(
+    data: bytes, format: str = "auto", modified_at: str | None = None
+) -> tuple[str, list[Conversation]]:
+    """The format and the conversations of a file; raise ImportProblem saying why not.
+    A file without times of its own is dated ``modified_at`` (its modification time)."""
     # Loaded here, not at import: the CLI reads the registry and stays a client.
     from ..storage.events import validate_events
 
@@ -113,7 +116,8 @@ def read(data: bytes, format: str = "auto") -> tuple[str, list[Conversation]]:
         raise ImportProblem(f"unknown format {format!r}; use one of {', '.join(CHOICES)}")
     conversations = _BY_NAME[format].read(data)
     for conversation in conversations:
-        fill_times(conversation.events)
+        conversation.created_at = conversation.created_at or modified_at
+        fill_times(conversation.events, conversation.created_at)
         try:
             conversation.events = validate_events(conversation.events)
         except Invalid as exc:

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head, ImportProblem
-from .records import Events, fingerprint
+from .records import Events, by_source, fingerprint
 from .times import timestamp
 
 NAME = "chatgpt"
@@ -72,16 +72,18 @@ def read(data: bytes) -> list[Conversation]:
         extra = {k: v for k, v in record.items() if k != "mapping"}
         slug = record.get("default_model_slug")
         title = record.get("title")
-        conversations.append(
-            Conversation(
-                fingerprint=fingerprint(NAME, orjson.dumps(record, option=orjson.OPT_SORT_KEYS)),
-                events=events,
-                created_at=_time(record.get("create_time")),
-                model=slug if isinstance(slug, str) and slug else model,
-                title=title if isinstance(title, str) and title.strip() else None,
-                source={"tool": NAME, "record": extra},
-            )
+        conversation = Conversation(
+            fingerprint=fingerprint(NAME, orjson.dumps(record, option=orjson.OPT_SORT_KEYS)),
+            events=events,
+            created_at=_time(record.get("create_time")),
+            model=slug if isinstance(slug, str) and slug else model,
+            title=title if isinstance(title, str) and title.strip() else None,
+            source={"tool": NAME, "record": extra},
         )
+        own = record.get("conversation_id") or record.get("id")
+        if isinstance(own, str) and own:  # a later export of it grew: the same session
+            by_source(conversation, NAME, own)
+        conversations.append(conversation)
     return conversations
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head
-from .records import Events, fingerprint, json_lines
+from .records import Events, by_source, fingerprint, json_lines
 from .times import timestamp
 
 NAME = "claude-code"
@@ -64,13 +64,14 @@ def read(data: bytes) -> list[Conversation]:
     records = json_lines(data)
     out = Events()
     cwd = model = title = created = None
-    session = None
+    session = agent = None
     last_assistant: dict[str, Any] | None = None
     last_message_id = None
     for record in records:
         kind = record.get("type")
         cwd = cwd or record.get("cwd")
         session = session or record.get("sessionId")
+        agent = agent or record.get("agentId")  # a sub-agent's file: its own source
         ts = timestamp(record.get("timestamp"))
         created = created or ts
         marks = {"x_sidechain": True} if record.get("isSidechain") else {}
@@ -140,6 +141,8 @@ def read(data: bytes) -> list[Conversation]:
                 }
             )
             last_message_id = message_id
+        elif record.get("uuid"):  # the turn goes on: the record it now ends with
+            last_assistant["x_source"]["last_uuid"] = record["uuid"]
         _add_blocks(last_assistant, content)
     events = out.done()
     for event in events:  # an assistant turn made only of thinking still says so
@@ -149,17 +152,18 @@ def read(data: bytes) -> list[Conversation]:
             and not event.get("tool_calls")
         ):
             event["content"] = ""
-    return [
-        Conversation(
-            fingerprint=fingerprint(NAME, data),
-            events=events,
-            created_at=created,
-            cwd=cwd,
-            model=model,
-            title=title,
-            source={"tool": NAME, "session_id": session},
-        )
-    ]
+    conversation = Conversation(
+        fingerprint=fingerprint(NAME, data),
+        events=events,
+        created_at=created,
+        cwd=cwd,
+        model=model,
+        title=title,
+        source={"tool": NAME, "session_id": session, **({"agent_id": agent} if agent else {})},
+    )
+    if isinstance(session, str) and session:
+        by_source(conversation, NAME, f"{session}/{agent}" if agent else session)
+    return [conversation]
 
 
 def _add_user(

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head
-from .records import Events, fingerprint, json_lines
+from .records import Events, by_source, fingerprint, json_lines
 from .times import timestamp
 
 NAME = "codex"
@@ -91,24 +91,25 @@ def read(data: bytes) -> list[Conversation]:
             )
         else:
             out.keep(record)  # reasoning (often encrypted), web searches…
-    return [
-        Conversation(
-            fingerprint=fingerprint(NAME, data),
-            events=out.done(),
-            created_at=timestamp(meta.get("timestamp"))
-            or (out.events[0].get("ts") if out.events else None),
-            cwd=meta.get("cwd"),
-            model=model,
-            source={
-                "tool": NAME,
-                **{
-                    k: meta[k]
-                    for k in ("id", "cli_version", "originator", "model_provider")
-                    if k in meta
-                },
+    conversation = Conversation(
+        fingerprint=fingerprint(NAME, data),
+        events=out.done(),
+        created_at=timestamp(meta.get("timestamp"))
+        or (out.events[0].get("ts") if out.events else None),
+        cwd=meta.get("cwd"),
+        model=model,
+        source={
+            "tool": NAME,
+            **{
+                k: meta[k]
+                for k in ("id", "cli_version", "originator", "model_provider")
+                if k in meta
             },
-        )
-    ]
+        },
+    )
+    if isinstance(meta.get("id"), str) and meta["id"]:
+        by_source(conversation, NAME, meta["id"])
+    return [conversation]
 
 
 def _add_call(out: Events, payload: dict[str, Any], item: str, ts: str | None) -> None:

@@ -5,8 +5,9 @@ docs read it from the registry), a short description, a test on the start of a f
 (``Head``), and a reader that turns the whole file into ``Conversation``s or raises
 ``ImportProblem`` saying why not. A reader never writes anything.
 
-A conversation's fingerprint (the format and the bytes it came from) fixes the id of the
-session it becomes, so importing the same source again finds it instead of copying it.
+A conversation's fingerprint (its source: the tool and the source's own session id, or
+else the format and the bytes it came from) is what the journal remembers of an import,
+so importing the same source again finds its session instead of copying it.
 """
 
 from __future__ import annotations
@@ -41,13 +42,17 @@ class Conversation:
     title: str | None = None
     session_id: str | None = None  # native exports keep theirs
     source: dict[str, Any] = field(default_factory=dict)
-    keys: list[str | None] | None = None  # native: each event's idempotency key, if any
+    # each event's idempotency key: a native export's own, or the source record's
+    keys: list[str | None] | None = None
 
     def id(self) -> str:
-        """The session id this conversation always becomes."""
+        """The session id this conversation becomes (the first time: after that, the
+        journal remembers which session its source became)."""
         if self.session_id:
             return self.session_id
         digest = hashlib.sha256(self.fingerprint.encode()).digest()
+        # the time it began, or its file's (an id must be the same each time it is
+        # worked out: with no time at all, a fixed one, which no event ever shows)
         start = moment(self.created_at) or datetime(2000, 1, 1, tzinfo=UTC)
         if start.timestamp() < 0:  # before 1970: a ULID cannot say so
             start = datetime(1970, 1, 1, tzinfo=UTC)

@@ -44,6 +44,28 @@ def fingerprint(name: str, source: bytes) -> str:
     return f"{name}:{hashlib.sha256(source).hexdigest()}"
 
 
+def by_source(conversation: Any, tool: str, source_id: str) -> None:
+    """Key a conversation by its source (the tool and the source's own session id) and
+    each event by the record it came from, so that an import of the same source again,
+    grown since, finds the session and appends only what it does not hold.
+
+    An event's record is its ``x_source`` ``last_uuid`` or ``uuid`` (Claude Code's
+    records), its ``node`` (ChatGPT's), else its place among the events: a source is
+    written by appending, so a place keeps naming the same record."""
+    conversation.fingerprint = f"{tool}:source:{source_id}"
+    keys: list[str | None] = []
+    for n, event in enumerate(conversation.events):
+        found = event.get("x_source") if isinstance(event.get("x_source"), dict) else {}
+        record = found.get("last_uuid") or found.get("uuid") or found.get("node") or f"#{n}"
+        keys.append(f"{tool}:{source_id}:{record}"[:200])
+    seen: set[str | None] = set()
+    for n, key in enumerate(keys):  # one record made several events: number them
+        if key in seen:
+            keys[n] = f"{key}/{n}"[:200]
+        seen.add(keys[n])
+    conversation.keys = keys
+
+
 class Events:
     """Events being built, with source records waiting for the next event to carry them."""
 

@@ -2,8 +2,8 @@
 
 A source time is whatever ISO 8601 the tool wrote (``Z`` or an offset, with or without
 fractions, naive taken as UTC). What comes out is RFC 3339 UTC with milliseconds, or
-nothing: a time that cannot be read, or that falls outside years 1 to 9999 in UTC, is
-no time at all rather than a wrong one.
+nothing: a time that cannot be read, or that falls outside the years 1000 to 2999 in
+UTC (the years an event's time may name), is no time at all rather than a wrong one.
 """
 
 from __future__ import annotations
@@ -37,14 +37,19 @@ def timestamp(value: Any) -> str | None:
         found = found.astimezone(UTC)
     except OverflowError:  # before year 1 or after 9999 in UTC: not a time to keep
         return None
+    if not 1000 <= found.year <= 2999:
+        return None
     return found.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def fill_times(events: list[dict[str, Any]]) -> None:
+def fill_times(events: list[dict[str, Any]], fallback: str | None = None) -> None:
     """A record without a time (a summary line) takes its neighbour's, so the session
-    keeps its own dates instead of the moment of the import."""
+    keeps its own dates instead of the moment of the import; a file with no times at
+    all takes ``fallback`` (its modification time), when given."""
     known = [e.get("ts") for e in events]
     if not any(known):
+        for event in events if fallback else ():
+            event["ts"] = fallback
         return
     previous = next(t for t in known if t)
     for event in events:

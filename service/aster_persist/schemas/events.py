@@ -120,11 +120,14 @@ def _a_calendar_date(value: str) -> str:
 
 # RFC 3339 with its offset, in the years 1000 to 2999 (so that every one is a time in UTC
 # too), on a day of the calendar (the format says so; the pattern cannot).
+TIMESTAMP = (
+    r"^[12]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:"
+    r"[0-5]\d(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
 Timestamp = Annotated[
     str,
     Field(
-        pattern=r"^[12]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:"
-        r"[0-5]\d(\.\d{1,9})?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$",
+        pattern=TIMESTAMP,
         description="RFC 3339 date-time",
         json_schema_extra={"format": "date-time"},
     ),

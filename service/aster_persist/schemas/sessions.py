@@ -183,12 +183,16 @@ class Problem(BaseModel):
 
 class ImportedSession(BaseModel):
     id: str
-    status: Literal["imported", "already_imported"]
-    events: int | None = None
+    status: Literal["imported", "updated", "already_imported"] = Field(
+        description="imported: a new session; updated: the source grew since, and what it "
+        "holds now that the session did not was appended; already_imported: nothing new"
+    )
+    events: int | None = Field(default=None, description="The events written now.")
 
 
 class ImportOut(BaseModel):
     format: str
     imported: int
+    updated: int = 0
     already_imported: int
     sessions: list[ImportedSession]

@@ -72,6 +72,10 @@ class GroupCommitter:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
 
+    async def open(self, session_id: str) -> None:
+        """Hold a session open for appends (its recent keys read back from the file)."""
+        await self._ensure_writer(session_id)
+
     async def _ensure_writer(self, session_id: str) -> None:
         """Open the session's file for appends, once for all who ask at the same time.
 

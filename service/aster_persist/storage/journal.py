@@ -61,10 +61,21 @@ class Journal:
             for line in parsed.lines
             if line.get("op") in BORN and isinstance(line.get("session"), str)
         }
+        # what each imported session came from (a source, or a file's bytes) → its id
+        self.sources: dict[str, str] = {}
+        for line in parsed.lines:
+            self._note_source(line)
         ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
         if ids and ULID_RE.fullmatch(max(ids)):
             self._last = ULID.from_str(max(ids))
         self._fd = fd
+
+    def _note_source(self, entry: dict[str, Any]) -> None:
+        detail = entry.get("detail")
+        if entry.get("op") == "session.imported" and isinstance(detail, dict):
+            source, session = detail.get("source"), entry.get("session")
+            if isinstance(source, str) and isinstance(session, str):
+                self.sources.setdefault(source, session)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -134,6 +145,7 @@ class Journal:
             entry["revertible"] = revertible(op)  # derived from the table, never stored
             if op in BORN and session is not None:
                 self.sessions.add(session)
+            self._note_source(entry)
             # Published under the lock, so listeners see entries in id order.
             for listener in self.listeners:
                 listener(entry)

@@ -6,6 +6,7 @@ file's last known offset instead of reading the whole transcript again.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -63,7 +64,7 @@ class SessionInfo:
                 if isinstance(title, str) and title:
                     self.title_event = title
             elif kind == "message" and self.first_user is None and line.get("role") == "user":
-                self.first_user = first_text(line.get("content"))
+                self.first_user = said_first(line)
         if bad:
             self.bad_lines.extend(bad)
             self.state = "damaged"
@@ -100,6 +101,37 @@ def canonical_ts(ts: str) -> str:
     except OverflowError:  # a valid form, but before year 1 or after 9999 in UTC
         return ts
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# What tools put in a user turn that the user did not say: Claude Code's command and
+# hook wrappers and reminders, Codex's environment and AGENTS.md instructions.
+INJECTED = re.compile(
+    r"\s*(<(command-[a-z]+|local-command-[a-z]+|system-reminder|user-prompt-submit-hook|"
+    r"environment_context|user_instructions|permissions instructions)>"
+    r"|# AGENTS\.md instructions|Caveat: The messages below were generated)"
+)
+
+
+COMMAND = re.compile(
+    r"<command-name>\s*(.*?)\s*</command-name>(?:.*?<command-args>\s*(.*?)\s*</command-args>)?",
+    re.S,
+)
+
+
+def said_first(line: dict[str, Any]) -> str | None:
+    """What a user message gives a session's fallback title: its first text, unless a
+    tool put it there (marked ``x_meta``, or one of the wrappers ``INJECTED`` knows); of
+    a slash command's wrapper, the command the user typed (``/init``)."""
+    if line.get("x_meta"):
+        return None
+    text = first_text(line.get("content"))
+    if text is None or not INJECTED.match(text):
+        return text
+    command = COMMAND.search(" ".join(text_parts(line.get("content"), previews=False)))
+    if command is None:
+        return None
+    typed = " ".join(f"{command[1]} {command[2] or ''}".split())
+    return typed[:TITLE_CUT] or None
 
 
 def first_text(content: Any) -> str | None:

@@ -13,7 +13,7 @@ import orjson
 from ...storage.summary import SessionInfo
 from .. import search
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: a fallback title skips what tools put in a user turn
 _COLUMNS = (
     "id",
     "slug",

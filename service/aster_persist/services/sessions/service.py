@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,12 @@ class Sessions(Parts):
             )
         return result
 
+    async def recent_keys(self, session_id: str) -> Container[str]:
+        """The idempotency keys of the session's latest appends (``KEYS_KEPT`` of them)."""
+        await self.committer.open(session_id)
+        writer = self.store.writer(session_id)
+        return writer.keys if writer is not None else ()
+
     def open_summary(self, session_id: str) -> tuple[int, SessionInfo] | None:
         """For a session held open for appends: the bytes acknowledged so far and its
         summary; None when it is not open (read it instead)."""
@@ -293,10 +300,23 @@ class Sessions(Parts):
         return await asyncio.to_thread(export)
 
     async def import_file(
-        self, data: bytes, *, format: str = "auto", repo_root: str | None = None
+        self,
+        data: bytes,
+        *,
+        format: str = "auto",
+        repo_root: str | None = None,
+        modified_at: str | None = None,
     ) -> dict[str, Any]:
         """Sessions from a file another tool wrote (or an export of this one)."""
-        return await imports.import_file(self, data, format=format, repo_root=repo_root)
+        return await imports.import_file(
+            self,
+            data,
+            append=self.append,
+            recent_keys=self.recent_keys,
+            format=format,
+            repo_root=repo_root,
+            modified_at=modified_at,
+        )
 
     async def reconcile(self, paths: list[Path]) -> None:
         """Take in transcripts another program appended to (or added)."""

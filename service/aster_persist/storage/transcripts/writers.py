@@ -28,7 +28,7 @@ from ...errors import (
 )
 from .. import fs
 from ..jsonl import Parsed, parse, read_bytes, write_new
-from ..summary import SessionInfo, canonical_ts, first_text
+from ..summary import SessionInfo, canonical_ts, said_first
 from .base import _Store
 from .clock import format_ts
 from .records import (
@@ -204,7 +204,7 @@ class _Writers(_Store):
         chunks = []
         batch = len(events)
         seq = first
-        latest = now
+        latest = ""  # the newest time among the lines, as a summary of the file reads it
         title = None
         for event in events:
             line = {"type": event["type"], "seq": seq, **event}
@@ -212,6 +212,8 @@ class _Writers(_Store):
             ts = line.get("ts")
             if ts is None:
                 line["ts"] = now
+                if now > latest:
+                    latest = now
             else:
                 ts = canonical_ts(ts)
                 if len(ts) != len(now):
@@ -236,7 +238,7 @@ class _Writers(_Store):
             if kind == "title":
                 title = line["title"]
             elif first_user is None and kind == "message" and line["role"] == "user":
-                first_user = first_text(line.get("content"))
+                first_user = said_first(line)
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
             n = [len(c) for c in chunks].index(biggest)

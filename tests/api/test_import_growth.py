@@ -1,0 +1,114 @@
+"""A source imported again, grown since, adds exactly what it gained to the same session;
+the same source again adds nothing; and an imported session lists by its own times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from fastapi.testclient import TestClient
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+CLAUDE = (
+    FIXTURES / "claude-code" / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+)
+CODEX = next((FIXTURES / "codex" / "codemie-code").glob("rollout-*.jsonl"))
+
+
+def lines(home: Path, sid: str) -> list[dict]:
+    [path] = home.glob(f"sessions/*/{sid}.jsonl")
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def imported(client: TestClient, data: bytes) -> dict:
+    r = client.post("/v1/sessions/import", content=data)
+    assert r.status_code in (200, 201), r.text
+    return r.json()
+
+
+@pytest.mark.parametrize("path", [CLAUDE, CODEX], ids=["claude-code", "codex"])
+def test_a_grown_file_appends_only_its_new_records(
+    client: TestClient, home: Path, path: Path
+) -> None:
+    whole = path.read_bytes()
+    start = b"".join(whole.splitlines(keepends=True)[:15])
+    first = imported(client, start)
+    [made] = first["sessions"]
+    assert made["status"] == "imported" and first["imported"] == 1
+    sid = made["id"]
+    before = lines(home, sid)
+    grown = imported(client, whole)
+    assert grown["sessions"][0]["id"] == sid and grown["updated"] == 1
+    after = lines(home, sid)
+    assert after[: len(before)] == before  # what was there is as it was
+    assert grown["sessions"][0]["events"] == len(after) - len(before) > 0
+    again = imported(client, whole)
+    assert again["sessions"][0]["status"] == "already_imported" and again["updated"] == 0
+    assert lines(home, sid) == after  # the same file again adds nothing
+    assert client.get("/v1/sessions").json()["items"][0]["id"] == sid  # one session
+    assert len(client.get("/v1/sessions").json()["items"]) == 1
+    # what one import of the whole file makes, less the lines the first one kept whole
+    keys = [line.get("idempotency_key") for line in after[1:]]
+    assert all(keys) and len(set(keys)) == len(keys)
+
+
+def test_an_imported_session_lists_and_prunes_by_its_own_times(
+    client: TestClient, home: Path
+) -> None:
+    old = imported(client, CLAUDE.read_bytes())["sessions"][0]["id"]
+    new = client.post("/v1/sessions", json={"repo_root": "/srv/now"}).json()["id"]
+    listed = [s["id"] for s in client.get("/v1/sessions").json()["items"]]
+    assert listed == [new, old]  # newest activity first: the import is from 2025
+    summary = next(s for s in client.get("/v1/sessions").json()["items"] if s["id"] == old)
+    detail = client.get(f"/v1/sessions/{old}").json()
+    assert summary["updated_at"] == detail["updated_at"] < "2026"
+    pruned = client.post("/v1/sessions/prune", json={"older_than_days": 90}).json()
+    assert [s["id"] for s in pruned["trashed"]] == [old]  # by its time, not the import's
+
+
+@pytest.mark.parametrize(
+    "path",
+    [CODEX, *sorted((FIXTURES / "claude-code").rglob("*.jsonl"))],
+    ids=lambda p: p.name[:24],
+)
+def test_a_fallback_title_is_what_the_user_said_not_what_a_tool_put_in(
+    client: TestClient, path: Path
+) -> None:
+    from aster_persist.storage.summary import INJECTED
+
+    sid = imported(client, path.read_bytes())["sessions"][0]["id"]
+    [summary] = [s for s in client.get("/v1/sessions").json()["items"] if s["id"] == sid]
+    title = summary["title"] or ""
+    assert title and not INJECTED.match(title), title
+    for bad in ("<command-", "AGENTS.md instructions", "<environment_context>"):
+        assert bad not in title
+    if path == CLAUDE:  # the user typed a slash command, and nothing else
+        assert title == "/init"
+
+
+def test_a_file_without_times_is_dated_by_its_modification_time_never_a_fixed_date(
+    client: TestClient, home: Path
+) -> None:
+    from ulid import ULID
+
+    [path, *_] = sorted((FIXTURES / "swe-agent").rglob("*.traj"))
+    data = path.read_bytes()
+    when = "2024-05-06T07:08:09.000Z"
+    r = client.post("/v1/sessions/import", params={"modified_at": when}, content=data)
+    assert r.status_code == 201, r.text
+    sid = r.json()["sessions"][0]["id"]
+    events = lines(home, sid)
+    assert events[0]["created_at"] == when and {e["ts"] for e in events[1:]} == {when}
+    assert ULID.from_str(sid).datetime.year == 2024  # the id says the file's time too
+    # copied (a new modification time) and imported again: the same session, nothing new
+    again = client.post(
+        "/v1/sessions/import", params={"modified_at": "2026-01-01T00:00:00Z"}, content=data
+    )
+    assert again.json()["sessions"][0] == {"id": sid, "status": "already_imported"}
+    # no time given at all: the import's own time, not 2000-01-01
+    other = sorted((FIXTURES / "swe-agent").rglob("*.traj"))[-1]
+    made = imported(client, other.read_bytes())["sessions"][0]["id"]
+    assert lines(home, made)[0]["created_at"] == "2026-01-02T03:04:05.678Z"
+    bad = client.post("/v1/sessions/import", params={"modified_at": "yesterday"}, content=data)
+    assert bad.status_code == 422 and "modified_at" in bad.json()["detail"]

@@ -35,6 +35,7 @@ from .learning.learner import Learner
 from .learning.model import ModelClient
 from .learning.queue import JobQueue
 from .live.feed import APPENDED, JOURNAL, Feed
+from .live.follow import Following
 from .live.watcher import watch
 from .mcp.lazy import LazyMcp
 from .services.memory import Memory
@@ -171,6 +172,10 @@ def create_app(
             if settings.watch
             else None
         )
+        following = Following(store, home.root, settings.follow)
+        app.state.following = following
+        stop_following = asyncio.Event()
+        follower = asyncio.get_running_loop().create_task(following.run(stop_following))
         pruner = None
         if settings.memory_prune_every_hours > 0:
             pruner = asyncio.get_running_loop().create_task(prune_on_schedule(memory, settings))
@@ -184,6 +189,9 @@ def create_app(
             await learner.stop(settings.llm_drain_seconds)
             await mcp.close()
             stop_watching.set()
+            stop_following.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(follower, 5)
             if watcher is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(watcher, 5)

@@ -99,6 +99,11 @@ class Settings(BaseSettings):
         le=300,
         description="Idle event streams get a comment line this often.",
     )
+    follow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Folders of other agents' sessions to import as they grow (absolute "
+        "paths; `aster-persist follow add` keeps more in <home>/follow.json).",
+    )
     watch: bool = Field(
         default=True,
         description="Journal and index changes made to the data home by people and programs.",
@@ -154,10 +159,18 @@ class Settings(BaseSettings):
         default="info", description="Log level."
     )
 
-    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @field_validator("allowed_hosts", "cors_origins", "follow", mode="before")
     @classmethod
     def _lists(cls, value: object) -> object:
         return _split_list(value)
+
+    @field_validator("follow")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for folder in value:
+            if not folder.startswith(("/", "~")):
+                raise ValueError(f"a folder to follow is an absolute path, not {folder!r}")
+        return value
 
     @field_validator("cors_origins")
     @classmethod

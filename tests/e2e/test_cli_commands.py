@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-# Read from `aster-persist --help`, `sessions --help` and `memory --help` before the split.
+# Read from `aster-persist --help`, `sessions --help` and `memory --help` before the split
+# (and `follow`, the group added since).
 BEFORE = {
-    (): ["serve", "reindex", "journal", "search", "doctor", "openapi", "sessions", "memory"],
+    (): [
+        *("serve", "reindex", "journal", "search", "doctor", "openapi"),
+        *("sessions", "memory", "follow"),
+    ],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),
         "import",

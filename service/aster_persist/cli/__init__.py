@@ -10,6 +10,7 @@ One module per command group, registered here in the order ``--help`` lists them
     search.py       search
     sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/import
     memory.py       memory list/show/add/remove/archive/restore/context/search
+    follow.py       follow add/remove/list (the folders of other agents' sessions)
     common.py       failing with an exit code, settings, the daemon connection, tables, JSON
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import typer
 
 from .common import load_settings
+from .follow import follow_app
 from .journal import journal_command
 from .maintenance import doctor, openapi, openapi_text, reindex
 from .memory import memory_app
@@ -49,6 +51,7 @@ app.command(epilog=settings_help())(serve)
 app.command()(reindex)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
+app.add_typer(follow_app, name="follow")
 app.command("journal")(journal_command)
 app.command("search")(search_command)
 app.command()(doctor)

@@ -1,0 +1,196 @@
+"""Following other agents' folders: every session they write is imported as it grows.
+
+The folders followed are the ``ASTER_FOLLOW`` setting and the list in
+``<home>/follow.json`` (``aster-persist follow add|remove`` edits it; the daemon reads it
+again when it changes). Each transcript file in them (``*.jsonl``, ``*.json``,
+``*.traj``) is imported when it appears and each time it changes: an import of a source
+already here appends exactly the records it gained (``services/sessions/imports.py``),
+so a file followed while an agent writes it becomes one session that grows with it.
+
+What was taken in of each file (its size and modification time) is kept in
+``<home>/follow-state.json``, so a restart reads again only the files that changed
+meanwhile, and nothing is done while nothing changes. A file deleted or truncated at
+its source changes nothing here: what was imported stays. Links are never followed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from watchfiles import Change, awatch
+
+from ..errors import AsterError
+from ..services.sessions import Sessions
+from ..storage import fs
+
+log = logging.getLogger("aster_persist")
+
+LIST = "follow.json"
+STATE = "follow-state.json"
+SUFFIXES = (".jsonl", ".json", ".traj")
+DEBOUNCE_MS = 200  # a line appended is imported within about this, once it is quiet
+STEP_MS = 50
+USUAL = ("~/.claude/projects", "~/.codex/sessions")  # Claude Code's and Codex's
+
+
+def listed(home: Path) -> list[str]:
+    """The folders ``follow.json`` names (a file that is missing or unreadable: none)."""
+    data = fs.read_or_none(home / LIST)
+    try:
+        folders = orjson.loads(data).get("folders", []) if data else []
+    except (orjson.JSONDecodeError, AttributeError):
+        log.warning("%s is not a JSON object with a list of folders; following none", LIST)
+        return []
+    return [f for f in folders if isinstance(f, str)]
+
+
+def write_list(home: Path, folders: Iterable[str]) -> None:
+    """Replace the list ``follow.json`` holds (atomically: the daemon may be reading)."""
+    unique = sorted(set(folders))
+    fs.atomic_write(home / LIST, orjson.dumps({"folders": unique}, option=orjson.OPT_INDENT_2))
+
+
+def usual_locations() -> list[str]:
+    """Where Claude Code and Codex keep their sessions, those that are there."""
+    return [str(Path(p).expanduser()) for p in USUAL if Path(p).expanduser().is_dir()]
+
+
+def transcripts(folder: Path) -> list[Path]:
+    """Every transcript file under a folder, never through a link."""
+    found = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix in SUFFIXES and path.is_file() and not _through_link(path, folder):
+            found.append(path)
+    return found
+
+
+def _through_link(path: Path, root: Path) -> bool:
+    return any(p.is_symlink() for p in [path, *path.parents] if p != root and root in p.parents)
+
+
+class Following:
+    """The followed folders' files, imported as they change."""
+
+    def __init__(self, sessions: Sessions, home: Path, configured: list[str]) -> None:
+        self.sessions = sessions
+        self.home = home
+        self.configured = configured
+        self.state: dict[str, list[int]] = self._load_state()
+        self.errors: dict[str, str] = {}  # a file that cannot be imported: why
+
+    def folders(self) -> list[Path]:
+        """The folders to follow now: configured and listed, those that are folders."""
+        out = []
+        for name in dict.fromkeys([*self.configured, *listed(self.home)]):
+            folder = Path(name).expanduser()
+            if folder.is_absolute() and folder.is_dir() and not folder.is_symlink():
+                out.append(folder)
+        return out
+
+    async def take_in(self, paths: Iterable[Path]) -> int:
+        """Import the files that changed since they were last taken in; how many."""
+        done = 0
+        for path in paths:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue  # gone: what was imported of it stays
+            seen = [stat.st_size, stat.st_mtime_ns]
+            if self.state.get(str(path)) == seen:
+                continue
+            try:
+                data = await asyncio.to_thread(path.read_bytes)
+                moment = datetime.fromtimestamp(stat.st_mtime, UTC)
+                await self.sessions.import_file(
+                    data, modified_at=moment.isoformat(timespec="milliseconds")[:23] + "Z"
+                )
+                self.errors.pop(str(path), None)
+            except AsterError as exc:  # not a transcript, or not yet a whole one
+                self.errors[str(path)] = exc.detail
+                log.info("following %s: not imported: %s", path, exc.detail)
+            except OSError as exc:
+                self.errors[str(path)] = str(exc)
+                continue
+            self.state[str(path)] = seen
+            done += 1
+        if done:
+            await asyncio.to_thread(self._save_state)
+        return done
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Follow until ``stop`` is set, taking up a changed list of folders as it comes."""
+        await _either(stop, self.sessions.ready).wait()  # once the catalog caught up
+        while not stop.is_set():
+            folders = self.folders()
+            listing = fs.lstat(self.home / LIST)
+            mark = (listing.st_mtime_ns, listing.st_size) if listing else None
+            for folder in folders:
+                await self.take_in(await asyncio.to_thread(transcripts, folder))
+            if not folders:  # nothing to watch: look again at the list now and then
+                await _wait(stop, 1.0)
+                continue
+            changed = asyncio.Event()
+            watching = awatch(
+                *folders,
+                watch_filter=lambda change, name: (
+                    change != Change.deleted and name.endswith(SUFFIXES)
+                ),
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                stop_event=_either(stop, changed),
+                recursive=True,
+                yield_on_timeout=True,
+                rust_timeout=1000,
+            )
+            async for batch in watching:
+                now = fs.lstat(self.home / LIST)
+                if ((now.st_mtime_ns, now.st_size) if now else None) != mark:
+                    changed.set()  # the list changed: watch its folders instead
+                    break
+                paths = sorted({Path(name) for _change, name in batch})
+                await self.take_in(p for p in paths if p.is_file() and not p.is_symlink())
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "folders": [str(f) for f in self.folders()],
+            "files": len(self.state),
+            "errors": dict(sorted(self.errors.items())[:20]),
+        }
+
+    def _load_state(self) -> dict[str, list[int]]:
+        data = fs.read_or_none(self.home / STATE)
+        try:
+            state = orjson.loads(data) if data else {}
+        except orjson.JSONDecodeError:
+            return {}  # a damaged state only means reading the files once more
+        return state if isinstance(state, dict) else {}
+
+    def _save_state(self) -> None:
+        fs.atomic_write(self.home / STATE, orjson.dumps(self.state), sync=False)
+
+
+def _either(stop: asyncio.Event, changed: asyncio.Event) -> asyncio.Event:
+    """An event set as soon as either is (watchfiles takes one stop event)."""
+    both = asyncio.Event()
+
+    async def relay() -> None:
+        waits = [asyncio.ensure_future(e.wait()) for e in (stop, changed)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        both.set()
+
+    asyncio.get_running_loop().create_task(relay())
+    return both
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,97 @@
+"""Following a folder on a real daemon: a new file and a line appended to it are imported
+within a second or two, as one session that grows; a deleted source leaves the session
+as it was; a restart reads again only what changed; the CLI keeps the list."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..conftest import Daemon
+
+FIXTURE = (
+    Path(__file__).parents[1]
+    / "fixtures"
+    / "claude-code"
+    / "claude-code-viewer"
+    / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+)
+
+
+def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASTER_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "aster_persist", "follow", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def until(check: Callable[[], Any], seconds: float = 15) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s")
+
+
+def sessions(url: str) -> list[dict[str, Any]]:
+    return list(httpx.get(f"{url}/v1/sessions").json()["items"])
+
+
+def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
+    home, agent = tmp_path / "home", tmp_path / "agent" / "projects" / "demo"
+    agent.mkdir(parents=True)
+    daemon = Daemon(home).start()
+    try:
+        added = cli(home, "add", str(agent.parents[0]))
+        assert added.returncode == 0 and "following" in added.stdout, added.stderr
+        listed = cli(home, "list", "--json")
+        assert str(agent.parents[0]) in listed.stdout
+        whole = FIXTURE.read_bytes().splitlines(keepends=True)
+        source = agent / FIXTURE.name
+        source.write_bytes(b"".join(whole[:10]))
+        started = time.monotonic()
+        [made] = until(lambda: sessions(daemon.url))
+        first_seen = time.monotonic() - started
+        first = made["events"]
+        with source.open("ab") as handle:  # the agent goes on writing
+            handle.write(b"".join(whole[10:]))
+        grown = until(lambda: [s for s in sessions(daemon.url) if s["events"] > first])
+        assert [s["id"] for s in grown] == [made["id"]]  # one session, grown
+        assert first_seen < 10
+        events = grown[0]["events"]
+
+        source.unlink()  # gone from its source: what was imported stays
+        time.sleep(1.0)
+        [kept] = sessions(daemon.url)
+        assert kept["events"] == events
+        journal = httpx.get(f"{daemon.url}/v1/journal", params={"op": "session"}).json()
+        assert [e["op"] for e in journal["items"]] == ["session.imported"]
+    finally:
+        daemon.stop()
+
+    again = Daemon(home, port=daemon.port).start()  # a restart: nothing changed, nothing read
+    try:
+        time.sleep(1.5)
+        [same] = sessions(again.url)
+        assert same["events"] == events
+        source.write_bytes(b"".join(whole))  # a file the agent wrote again, whole
+        time.sleep(2.0)
+        [still] = sessions(again.url)
+        assert still["events"] == events  # its records are all there: nothing appended
+        assert cli(home, "remove", str(agent.parents[0])).returncode == 0
+        assert cli(home, "list", "--json").stdout.count(str(agent.parents[0])) == 0
+    finally:
+        again.stop()

@@ -87,6 +87,15 @@ def tool(call_id: str, content: str) -> dict[str, Any]:
     return {"type": "message", "role": "tool", "tool_call_id": call_id, "content": content}
 
 
+def wait_until(check: Any, timeout: float = 20) -> Any:
+    """``check()``'s first true value, asked every 50 ms; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"not within {timeout} s"
+        time.sleep(0.05)
+    return found
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under root with its bytes (the lock and index excluded)."""
     out = {}

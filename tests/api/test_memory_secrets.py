@@ -6,14 +6,13 @@ flagged, and cleared by the edit that removes it."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from ..conftest import make_client, snapshot
+from ..conftest import make_client, snapshot, wait_until
 
 MD = {"content-type": "text/markdown"}
 TOKEN = "ghp_" + "AIxNKu8iS2G8NPRVdD53X83RZJzzzzgEOzdm"
@@ -244,21 +243,13 @@ def test_a_real_session_id_is_kept_as_provenance(client: TestClient, home: Path)
 # -- by hand ------------------------------------------------------------------------------
 
 
-def wait_for(check: Any, timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
-
-
 def hand_entries(client: TestClient, name: str, count: int) -> list[dict[str, Any]]:
     def entries() -> list[dict[str, Any]] | None:
         items = client.get("/v1/journal", params={"limit": 1000}).json()["items"]
         mine = [e for e in items if e["actor"] == "watcher" and e["name"] == name]
         return mine if len(mine) >= count else None
 
-    return wait_for(entries)  # type: ignore[no-any-return]
+    return wait_until(entries)  # type: ignore[no-any-return]
 
 
 def outside_the_file(home: Path, *files: str) -> bytes:
@@ -274,7 +265,7 @@ def snapshot_all(home: Path) -> dict[str, bytes]:
 
 def test_a_secret_left_by_hand_is_journaled_withheld_flagged_and_cleared(home: Path) -> None:
     with make_client(home) as client:
-        wait_for(lambda: client.get("/v1/info").json().get("watching"))
+        wait_until(lambda: client.get("/v1/info").json().get("watching"))
         existing(client)
         client.post("/v1/memory/remember", json={"note": "Run the linter before pushing."})
         folder = home / "memory"
@@ -357,7 +348,7 @@ def test_a_secret_left_by_hand_is_journaled_withheld_flagged_and_cleared(home: P
         context = client.get("/v1/memory/context").json()
         assert "- deploy:" in context["content"] and "Run the linter" in context["content"]
         assert context["withheld"] == []
-        wait_for(
+        wait_until(
             lambda: (
                 "deploy"
                 in [

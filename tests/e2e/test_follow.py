@@ -8,13 +8,12 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from ..conftest import Daemon
+from ..conftest import Daemon, wait_until
 
 FIXTURE = (
     Path(__file__).parents[1]
@@ -36,16 +35,6 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def until(check: Callable[[], Any], seconds: float = 15) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s")
-
-
 def sessions(url: str) -> list[dict[str, Any]]:
     return list(httpx.get(f"{url}/v1/sessions").json()["items"])
 
@@ -63,12 +52,12 @@ def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
         source = agent / FIXTURE.name
         source.write_bytes(b"".join(whole[:10]))
         started = time.monotonic()
-        [made] = until(lambda: sessions(daemon.url))
+        [made] = wait_until(lambda: sessions(daemon.url))
         first_seen = time.monotonic() - started
         first = made["events"]
         with source.open("ab") as handle:  # the agent goes on writing
             handle.write(b"".join(whole[10:]))
-        grown = until(lambda: [s for s in sessions(daemon.url) if s["events"] > first])
+        grown = wait_until(lambda: [s for s in sessions(daemon.url) if s["events"] > first])
         assert [s["id"] for s in grown] == [made["id"]]  # one session, grown
         assert first_seen < 10
         events = grown[0]["events"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from ..conftest import Daemon, assistant, call, tool, user
+from ..conftest import Daemon, assistant, call, tool, user, wait_until
 from ..model_server import Reply, ScriptedModel
 
 ROOT = "/srv/learning"
@@ -47,16 +47,6 @@ def learning(home: Path, model: ScriptedModel) -> Iterator[Daemon]:
     daemon = start(home, model)
     yield daemon
     daemon.kill()
-
-
-def wait_until(check: Callable[[], Any], timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
 
 
 def status(daemon: Daemon) -> dict[str, Any]:

@@ -5,7 +5,6 @@ consolidation; MCP writes and the learner's extraction refuse secrets like the A
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from ..conftest import Daemon, assistant, user
+from ..conftest import Daemon, assistant, user, wait_until
 from ..model_server import ScriptedModel
 from .test_learning import GOOD, start
 
@@ -23,17 +22,9 @@ TOKEN = "ghp_" + "AIxNKu8iS2G8NPRVdD53X83RZJzzzzgEOzdm"
 KEY = "sk_live_" + "q4i9DoV8gz4FkQ1okTBGzvAm"
 
 
-def wait_for(check: Any, timeout: float = 20) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return found
-
-
 def leave_a_secret(url: str, home: Path) -> None:
     """Two blocks; one is then edited by hand to hold a token, and the watcher sees it."""
-    wait_for(lambda: httpx.get(f"{url}/v1/info").json()["watching"])
+    wait_until(lambda: httpx.get(f"{url}/v1/info").json()["watching"])
     for name, content in (("deploy", "Deploy with make."), ("ports", "Postgres is on 5433.")):
         r = httpx.post(f"{url}/v1/memory/blocks", json={"name": name, "content": content})
         assert r.status_code == 201, r.text
@@ -44,7 +35,7 @@ def leave_a_secret(url: str, home: Path) -> None:
         items = httpx.get(f"{url}/v1/journal", params={"limit": 1000}).json()["items"]
         return any(e["actor"] == "watcher" and e["detail"].get("secrets") for e in items)
 
-    wait_for(flagged)
+    wait_until(flagged)
 
 
 @pytest.fixture
@@ -130,9 +121,9 @@ def test_the_learner_never_shows_or_keeps_a_secret(
         items = httpx.get(f"{learning.url}/v1/memory/blocks", params=params).json()["items"]
         return [b["name"] for b in items]
 
-    entries = wait_for(lambda: len(rejected()) == 2 and rejected())
+    entries = wait_until(lambda: len(rejected()) == 2 and rejected())
     assert all("secret" in e["detail"]["reason"] for e in entries)
-    assert wait_for(lambda: "tabs" in kept())
+    assert wait_until(lambda: "tabs" in kept())
     assert "stripe" not in kept() and "push" not in kept()
     assert KEY not in json.dumps(entries)
     assert KEY.encode() not in b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())

@@ -37,6 +37,7 @@ import orjson
 
 from .reader import Conversation, Format, Head, ImportProblem
 from .records import Events, by_source, fingerprint
+from .records import message as message_event
 from .times import timestamp
 
 NAME = "chatgpt"
@@ -190,15 +191,7 @@ def _message(
             "content": text,
             "ts": ts,
         }
-    event: dict[str, Any] = {
-        "type": "message",
-        "role": role if role in _ROLES else "system",
-        "content": text,
-        "ts": ts,
-    }
-    if role not in _ROLES:
-        event["x_role"] = role
-    return event
+    return message_event(role, text, ts, _ROLES)
 
 
 def _keep_branches(

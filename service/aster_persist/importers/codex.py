@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head
-from .records import Events, by_source, fingerprint, json_lines
+from .records import Events, by_source, fingerprint, json_lines, message
 from .times import timestamp
 
 NAME = "codex"
@@ -67,15 +67,7 @@ def read(data: bytes) -> list[Conversation]:
                 for part in payload.get("content") or []
                 if isinstance(part, dict)
             )
-            event: dict[str, Any] = {
-                "type": "message",
-                "role": role if role in _ROLES else "system",
-                "content": text,
-                "ts": ts,
-            }
-            if role not in _ROLES:
-                event["x_role"] = role
-            out.add(event)
+            out.add(message(role, text, ts, _ROLES))
         elif item in ("function_call", "custom_tool_call"):
             _add_call(out, payload, item, ts)
         elif item in ("function_call_output", "custom_tool_call_output"):

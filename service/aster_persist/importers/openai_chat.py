@@ -18,12 +18,10 @@ becomes the same session wherever in a file it is and however its keys are order
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from .reader import Conversation, Format, Head, ImportProblem
-from .records import fingerprint, json_lines
+from .records import documents, fingerprint
 
 NAME = "openai-chat"
 
@@ -35,12 +33,7 @@ def detects(head: Head) -> bool:
 
 def read(data: bytes) -> list[Conversation]:
     """One conversation per messages list, in the order of the file."""
-    records: list[Any]
-    try:
-        document = orjson.loads(data)
-        records = document if isinstance(document, list) else [document]
-    except orjson.JSONDecodeError:
-        records = json_lines(data)
+    records = documents(data)
     if records and isinstance(records[0], dict) and "role" in records[0]:
         records = [{"messages": records}]  # one bare messages list
     conversations = []

@@ -17,6 +17,29 @@ import orjson
 from .reader import ImportProblem
 
 
+def documents(data: bytes) -> list[Any]:
+    """A file's records: one JSON document (an array of them, or one), else JSON Lines."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json_lines(data)
+    return document if isinstance(document, list) else [document]
+
+
+def message(role: Any, text: str, ts: str | None, roles: tuple[str, ...]) -> dict[str, Any]:
+    """A message event; a role this store has no name for is ``system``, keeping its
+    own under ``x_role``."""
+    event: dict[str, Any] = {
+        "type": "message",
+        "role": role if role in roles else "system",
+        "content": text,
+        "ts": ts,
+    }
+    if role not in roles:
+        event["x_role"] = role
+    return event
+
+
 def json_lines(data: bytes) -> list[dict[str, Any]]:
     """One JSON object per non-blank line; raise ImportProblem naming the first bad line."""
     records = []

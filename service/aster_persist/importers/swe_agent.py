@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head, ImportProblem
-from .records import Events, fingerprint, json_lines
+from .records import Events, documents, fingerprint
 
 NAME = "swe-agent"
 
@@ -54,12 +54,7 @@ def detects(head: Head) -> bool:
 
 def read(data: bytes) -> list[Conversation]:
     """One conversation per trajectory, in the order of the file."""
-    records: list[Any]
-    try:
-        document = orjson.loads(data)
-        records = document if isinstance(document, list) else [document]
-    except orjson.JSONDecodeError:
-        records = json_lines(data)
+    records = documents(data)
     if not records:
         raise ImportProblem("the file holds no trajectory")
     conversations = []

@@ -12,6 +12,8 @@ from pydantic_core import InitErrorDetails
 
 from .tools import ToolName
 
+_OWN_KEYS: dict[str, Any] = {"patternProperties": {"^x_": {}}, "additionalProperties": False}
+
 
 class BlockFields(BaseModel):
     """A block's body and the frontmatter keys to set, as ``PUT /v1/memory/blocks/{name}``
@@ -23,8 +25,7 @@ class BlockFields(BaseModel):
         strict=True,
         extra="allow",
         json_schema_extra={
-            "patternProperties": {"^x_": {}},
-            "additionalProperties": False,
+            **_OWN_KEYS,
             "examples": [
                 {
                     "content": "Run the tests with `make test`; they need Docker running.",
@@ -72,8 +73,7 @@ class BlockIn(BlockFields):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "patternProperties": {"^x_": {}},
-            "additionalProperties": False,
+            **_OWN_KEYS,
             "examples": [
                 {
                     "name": "testing",

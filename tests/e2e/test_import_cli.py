@@ -36,7 +36,22 @@ def test_import_a_folder_twice(daemon: Daemon, tmp_path: Path) -> None:
     (tree / "broken.jsonl").unlink()
     second = run(str(tree), "--url", daemon.url)
     assert second.returncode == 0, second.stderr
-    assert "0 sessions imported, 4 already here, 0 files failed" in second.stdout
+    assert "0 sessions imported, 0 brought up to date, 4 already here, 0 files failed" in (
+        second.stdout
+    )
+    # a transcript its agent went on writing: brought up to date, in the same session
+    [small] = sorted((tree / "claude").rglob("1af7fc5e-*.jsonl"))
+    whole = small.read_bytes()
+    small.write_bytes(b"".join(whole.splitlines(keepends=True)[:10]))
+    shutil.rmtree(tree / "codex")
+    third = run(str(small), "--url", daemon.url)
+    assert "0 sessions imported, 0 brought up to date, 1 already here" in third.stdout
+    small.write_bytes(whole)
+    with small.open("ab") as handle:  # and one record more than the fixture holds
+        handle.write(whole.splitlines(keepends=True)[-1].replace(b'"uuid":"', b'"uuid":"x', 1))
+    fourth = run(str(small), "--json", "--url", daemon.url)
+    [row] = json.loads(fourth.stdout)["files"]
+    assert row["updated"] == 1 and row["imported"] == 0, row
 
 
 def test_import_says_when_the_daemon_is_not_running(tmp_path: Path) -> None:

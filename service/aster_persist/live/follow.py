@@ -21,7 +21,6 @@ import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 from watchfiles import Change, awatch
@@ -128,41 +127,40 @@ class Following:
         """Follow until ``stop`` is set, taking up a changed list of folders as it comes."""
         await _either(stop, self.sessions.ready).wait()  # once the catalog caught up
         while not stop.is_set():
-            folders = self.folders()
-            listing = fs.lstat(self.home / LIST)
-            mark = (listing.st_mtime_ns, listing.st_size) if listing else None
-            for folder in folders:
-                await self.take_in(await asyncio.to_thread(transcripts, folder))
-            if not folders:  # nothing to watch: look again at the list now and then
+            try:
+                await self._follow(stop)
+            except Exception:  # a fault of ours must not end following: log, go on
+                log.exception("following failed; starting again in a second")
                 await _wait(stop, 1.0)
-                continue
-            changed = asyncio.Event()
-            watching = awatch(
-                *folders,
-                watch_filter=lambda change, name: (
-                    change != Change.deleted and name.endswith(SUFFIXES)
-                ),
-                debounce=DEBOUNCE_MS,
-                step=STEP_MS,
-                stop_event=_either(stop, changed),
-                recursive=True,
-                yield_on_timeout=True,
-                rust_timeout=1000,
-            )
-            async for batch in watching:
-                now = fs.lstat(self.home / LIST)
-                if ((now.st_mtime_ns, now.st_size) if now else None) != mark:
-                    changed.set()  # the list changed: watch its folders instead
-                    break
-                paths = sorted({Path(name) for _change, name in batch})
-                await self.take_in(p for p in paths if p.is_file() and not p.is_symlink())
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "folders": [str(f) for f in self.folders()],
-            "files": len(self.state),
-            "errors": dict(sorted(self.errors.items())[:20]),
-        }
+    async def _follow(self, stop: asyncio.Event) -> None:
+        """One round: the folders as listed now, until the list changes (or ``stop``)."""
+        folders = self.folders()
+        listing = fs.lstat(self.home / LIST)
+        mark = (listing.st_mtime_ns, listing.st_size) if listing else None
+        for folder in folders:
+            await self.take_in(await asyncio.to_thread(transcripts, folder))
+        if not folders:  # nothing to watch: look again at the list now and then
+            await _wait(stop, 1.0)
+            return
+        changed = asyncio.Event()
+        watching = awatch(
+            *folders,
+            watch_filter=lambda change, name: change != Change.deleted and name.endswith(SUFFIXES),
+            debounce=DEBOUNCE_MS,
+            step=STEP_MS,
+            stop_event=_either(stop, changed),
+            recursive=True,
+            yield_on_timeout=True,
+            rust_timeout=1000,
+        )
+        async for batch in watching:
+            now = fs.lstat(self.home / LIST)
+            if ((now.st_mtime_ns, now.st_size) if now else None) != mark:
+                changed.set()  # the list changed: watch its folders instead
+                break
+            paths = sorted({Path(name) for _change, name in batch})
+            await self.take_in(p for p in paths if p.is_file() and not p.is_symlink())
 
     def _load_state(self) -> dict[str, list[int]]:
         data = fs.read_or_none(self.home / STATE)

@@ -112,3 +112,25 @@ def test_a_file_without_times_is_dated_by_its_modification_time_never_a_fixed_da
     assert lines(home, made)[0]["created_at"] == "2026-01-02T03:04:05.678Z"
     bad = client.post("/v1/sessions/import", params={"modified_at": "yesterday"}, content=data)
     assert bad.status_code == 422 and "modified_at" in bad.json()["detail"]
+
+
+def test_the_session_a_source_became_is_remembered_across_a_restart(home: Path) -> None:
+    """A file with no times of its own, copied (another modification time, so another
+    id would be worked out), is still the session the journal says it became."""
+    from ..conftest import make_client
+
+    [path, *_] = sorted((FIXTURES / "swe-agent").rglob("*.traj"))
+    with make_client(home) as client:
+        first = client.post(
+            "/v1/sessions/import",
+            params={"modified_at": "2024-01-01T00:00:00Z"},
+            content=path.read_bytes(),
+        ).json()["sessions"][0]
+    with make_client(home) as client:  # a restart: the journal is read again
+        again = client.post(
+            "/v1/sessions/import",
+            params={"modified_at": "2025-06-01T00:00:00Z"},
+            content=path.read_bytes(),
+        ).json()["sessions"][0]
+        assert again == {"id": first["id"], "status": "already_imported"}
+        assert len(client.get("/v1/sessions").json()["items"]) == 1

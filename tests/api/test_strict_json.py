@@ -476,3 +476,38 @@ def test_a_tool_call_with_an_argument_the_tool_does_not_take_is_refused(
     r = client.post("/v1/memory/tools/call", json={"name": "remember", "arguments": fine})
     assert r.status_code == 200, r.text
     assert (home / "memory" / "database-port.md").exists()
+
+
+def test_an_integer_beyond_64_bits_or_a_coerced_number_is_refused_and_nothing_written(
+    client: TestClient, home: Path
+) -> None:
+    """orjson reads an integer beyond 64 bits as a float, so the line written would not
+    say what was sent; a string or a boolean for a number was once converted."""
+    from ..conftest import new_session, snapshot, user
+
+    sid = new_session(client)
+    before = snapshot(home)
+    for sent in (
+        {**user("x"), "x_big": 2**64},
+        [user("x"), {**user("y"), "x_deep": {"a": [-(2**63) - 1]}}],
+        {"type": "summary", "content": "s", "through_seq": "1"},
+        {"type": "summary", "content": "s", "through_seq": False},
+    ):
+        r = client.post(f"/v1/sessions/{sid}/events", content=exact_json(sent))
+        assert r.status_code == 422, (sent, r.text)
+        assert snapshot(home) == before
+    ok = client.post(f"/v1/sessions/{sid}/events", json={**user("x"), "x_big": 2**64 - 1})
+    assert ok.status_code == 201
+    stored = orjson.loads(session_path(home, sid).read_bytes().splitlines()[-1])
+    assert stored["x_big"] == 2**64 - 1 and isinstance(stored["x_big"], int)
+
+
+def exact_json(value: object) -> bytes:
+    import json
+
+    return json.dumps(value).encode()  # the standard library writes any integer exactly
+
+
+def session_path(home: Path, sid: str) -> Path:
+    [path] = home.glob(f"sessions/*/{sid}.jsonl")
+    return path

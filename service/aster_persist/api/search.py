@@ -51,8 +51,9 @@ async def search(
     query.kinds += [k for k in kinds or [] if k not in query.kinds]
     query.roles += [r for r in role or [] if r not in query.roles]
     query.repo = query.repo or repo_root
-    if session_id is not None:
-        query.session = query.session or check_session_id(session_id)
+    if session_id is not None:  # checked even when q names a session too
+        session_id = check_session_id(session_id)
+    query.session = query.session or session_id
     items: list[dict[str, object]] = []
     next_cursor = None
     if kind != "memory":

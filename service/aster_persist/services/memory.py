@@ -45,7 +45,6 @@ class Memory:
     async def remember(self, body: BlockIn, repo_root: str | None) -> tuple[BlockMeta, bool]:
         """Write a block (or merge it into its duplicate): the block, and whether merged."""
         scope = await self.scope_of(repo_root)
-        _session(body.session_id)
         name = (
             check_name(body.name)
             if body.name is not None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from ..conftest import Daemon, wait_until
 
@@ -39,6 +40,16 @@ def sessions(url: str) -> list[dict[str, Any]]:
     return list(httpx.get(f"{url}/v1/sessions").json()["items"])
 
 
+def taken_in(home: Path, source: Path) -> int | None:
+    """How many bytes of ``source`` the daemon has imported, as its follow state says."""
+    try:
+        state = orjson.loads((home / "follow-state.json").read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    seen = state.get(str(source))
+    return seen[0] if seen else None
+
+
 def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
     home, agent = tmp_path / "home", tmp_path / "agent" / "projects" / "demo"
     agent.mkdir(parents=True)
@@ -57,7 +68,9 @@ def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
         first = made["events"]
         with source.open("ab") as handle:  # the agent goes on writing
             handle.write(b"".join(whole[10:]))
-        grown = wait_until(lambda: [s for s in sessions(daemon.url) if s["events"] > first])
+        # a read may catch the write half done: wait until the whole file was taken in
+        wait_until(lambda: taken_in(home, source) == source.stat().st_size)
+        grown = [s for s in sessions(daemon.url) if s["events"] > first]
         assert [s["id"] for s in grown] == [made["id"]]  # one session, grown
         assert first_seen < 10
         events = grown[0]["events"]

@@ -99,8 +99,10 @@ def test_claude_code_files(client: TestClient, path: Path) -> None:
     kept = sum(len((e.get("x_source") or {}).get("records", [])) for e in events)
     assert kept == expected["kept"]  # progress, snapshots, queue operations: none dropped
     source = [json.loads(line) for line in path.read_text().splitlines()]
-    sidechain = sum(
-        bool(r.get("isSidechain")) for r in source if r.get("type") in ("user", "assistant")
+    sidechain = sum(  # a sub-agent's own file: its turns are its own, not marked
+        bool(r.get("isSidechain") and not r.get("agentId"))
+        for r in source
+        if r.get("type") in ("user", "assistant")
     )
     assert (sum(bool(e.get("x_sidechain")) for e in events) > 0) == (sidechain > 0)
     thinking = sum(

@@ -52,9 +52,11 @@ def test_each_transcript_is_detected_and_becomes_the_same_session(path: Path) ->
     assert first.id() == again.id() == IDS[path]
     assert first.fingerprint.startswith("claude-code:")
     source = records(path)
+    branch = next((r["gitBranch"] for r in source if r.get("gitBranch")), None)
     assert first.source == {
         "tool": "claude-code",
         "session_id": next(r["sessionId"] for r in source if r.get("sessionId")),
+        **({"git_branch": branch} if branch else {}),
     }
     assert first.cwd == next(r["cwd"] for r in source if r.get("cwd"))
     assert first.created_at == utc_ms(next(r["timestamp"] for r in source if r.get("timestamp")))

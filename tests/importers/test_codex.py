@@ -54,6 +54,7 @@ def test_session_meta_is_the_header() -> None:
         "cli_version": "0.125.0",
         "originator": "codex-tui",
         "model_provider": "openai",
+        "git_branch": meta["git"]["branch"],
     }
     assert one.title is None
 

@@ -63,8 +63,10 @@ __all__ = [
 ]
 
 
-def summary_of(info: SessionInfo) -> SessionSummary:
-    """A session's summary on the wire, from the catalog's row."""
+def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) -> SessionSummary:
+    """A session's summary on the wire, from the catalog's row (and, for a session
+    another started, that one's id and call)."""
+    stats = info.stats
     return SessionSummary(
         id=info.id,
         project=info.slug,
@@ -77,6 +79,17 @@ def summary_of(info: SessionInfo) -> SessionSummary:
         last_seq=info.last_seq,
         bytes=info.offset,
         state=info.state,  # type: ignore[arg-type]
+        source_tool=info.source_tool,
+        git_branch=info.git_branch,
+        parent_id=parent[0] if parent else None,
+        parent_tool_call_id=parent[1] if parent else None,
+        turns=stats.turns,
+        tool_calls=stats.tool_calls,
+        tool_errors=stats.tool_errors,
+        tokens_in=stats.tokens_in,
+        tokens_out=stats.tokens_out,
+        models=stats.models,
+        duration_ms=info.duration_ms,
     )
 
 

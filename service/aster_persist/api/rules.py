@@ -82,6 +82,7 @@ _TIME: TypeAdapter[str] = TypeAdapter(Timestamp)
 PATTERNS: dict[str, str] = {
     "modified_at": TIMESTAMP,
     "session_id": ULID_RE.pattern,
+    "parent_id": ULID_RE.pattern,
     "entry_id": ULID_RE.pattern,
     "repo_root": REPO_ROOT_RE.pattern,
 }

@@ -66,8 +66,14 @@ def etag(seq: int) -> str:
     return f'"{seq}"'
 
 
-def _summary(info: Any) -> dict[str, Any]:
-    return summary_of(info).model_dump()
+def _summary(info: Any, parent: tuple[str, str | None] | None = None) -> dict[str, Any]:
+    return summary_of(info, parent).model_dump()
+
+
+async def _linked(sessions: Sessions, info: Any) -> dict[str, Any]:
+    """A session's summary with the session that started it, if one did."""
+    parent, _children = await sessions.links(info)
+    return _summary(info, parent)
 
 
 @router.post(
@@ -109,14 +115,17 @@ async def list_sessions(
     state: Literal["ok", "damaged", "read_only"] | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: str | None = None,
+    parent_id: str | None = None,
 ) -> Response:
-    """Sessions, newest activity first, served from the catalog (no transcript is read)."""
+    """Sessions, newest activity first, served from the catalog (no transcript is read).
+    With `parent_id`, the sessions that one started (its sub-agents)."""
+    if parent_id is not None:
+        check_session_id(parent_id)
     page = await _sessions(request).listing(
-        repo_root=repo_root, state=state, limit=limit, cursor=cursor
+        repo_root=repo_root, state=state, limit=limit, cursor=cursor, parent=parent_id
     )
-    return json_response(
-        {"items": [_summary(i) for i in page.items], "next_cursor": page.next_cursor}
-    )
+    items = [_summary(i, page.parents.get(i.id)) for i in page.items]
+    return json_response({"items": items, "next_cursor": page.next_cursor})
 
 
 @router.get(
@@ -127,8 +136,8 @@ async def list_sessions(
 )
 async def latest_session(request: Request, repo_root: str) -> Response:
     """The session of a repository with the most recent activity (`--continue`)."""
-    info = await _sessions(request).latest(repo_root)
-    return json_response(_summary(info))
+    sessions = _sessions(request)
+    return json_response(await _linked(sessions, await sessions.latest(repo_root)))
 
 
 @router.get(
@@ -169,7 +178,12 @@ async def get_session(
     if if_none_match is not None and tag in [t.strip() for t in if_none_match.split(",")]:
         return Response(status_code=304, headers={"ETag": tag})
     header = lines[0] if lines and lines[0].get("type") == "session" else {}
-    body = _summary(info) | {"header": header, "bad_lines": info.bad_lines}
+    parent, children = await _sessions(request).links(info)
+    body = _summary(info, parent) | {
+        "header": header,
+        "bad_lines": info.bad_lines,
+        "children": children,
+    }
     return json_response(body, headers={"ETag": tag})
 
 
@@ -191,7 +205,7 @@ async def rename_session(
     sessions = _sessions(request)
     await sessions.rename(session_id, body.title, if_match=parse_seq_match(if_match))
     _lines, _raw, info = await sessions.read(session_id, inline=False)
-    return json_response(_summary(info), headers={"ETag": etag(info.last_seq)})
+    return json_response(await _linked(sessions, info), headers={"ETag": etag(info.last_seq)})
 
 
 @router.delete(
@@ -225,7 +239,7 @@ async def restore_session(request: Request, session_id: str) -> Response:
     sessions = _sessions(request)
     await sessions.restore(session_id)
     _lines, _raw, info = await sessions.read(session_id, inline=False)
-    return json_response(_summary(info))
+    return json_response(await _linked(sessions, info))
 
 
 @router.post(

@@ -7,12 +7,20 @@ message, plus ``summary``, ``system``, ``progress``, ``file-history-snapshot`` a
 - user and assistant records become messages; one API message split over several
   records (the same ``message.id`` in a row) is joined again into one turn;
 - ``tool_use`` and ``tool_result`` blocks become OpenAI-shape ``tool_calls`` and
-  ``tool`` messages linked by id (``x_is_error`` on a failed result, the record's
+  ``tool`` messages linked by id (``is_error`` on a failed result, the record's
   ``toolUseResult`` under ``x_source``); ``thinking`` blocks are kept on the turn;
+- each assistant turn keeps its ``model`` and its token ``usage`` (Anthropic's counts as
+  this store's ``Usage``: input counts the cached tokens too; the record's own under
+  ``x_source.usage``); the session keeps the git branch it began on;
 - ``summary`` records (Claude Code's name for a conversation) give the title and a
   summary that folds nothing; ``compact_boundary`` and ``isCompactSummary`` records
   become summaries that fold the turns before them;
-- sub-agent (sidechain) records are kept and marked ``x_sidechain``;
+- sub-agent (sidechain) records are kept and marked ``x_sidechain``, unless the file is
+  a sub-agent's own (``<session>/subagents/agent-<id>.jsonl``: every record names its
+  ``agentId``): then it is a child session, its source the parent's and the agent's
+  ids, linked to the parent's source (``x_import.parent``), and its turns are its own;
+- a tool result that says which sub-agent ran (``toolUseResult.agentId``) names the
+  child's source (``x_subagent``), so the parent links to it by the call that ran it;
 - every other record (progress, snapshots, queue operations, local commands…) travels
   under ``x_source.records``; ``uuid`` and ``parentUuid`` stay under ``x_source``.
 
@@ -63,18 +71,20 @@ def read(data: bytes) -> list[Conversation]:
     """The one conversation a transcript holds, its sub-agents' turns included."""
     records = json_lines(data)
     out = Events()
-    cwd = model = title = created = None
+    cwd = model = title = created = branch = None
     session = agent = None
     last_assistant: dict[str, Any] | None = None
     last_message_id = None
     for record in records:
         kind = record.get("type")
         cwd = cwd or record.get("cwd")
+        branch = branch or record.get("gitBranch")
         session = session or record.get("sessionId")
-        agent = agent or record.get("agentId")  # a sub-agent's file: its own source
         ts = timestamp(record.get("timestamp"))
         created = created or ts
-        marks = {"x_sidechain": True} if record.get("isSidechain") else {}
+        agent = agent or record.get("agentId")  # a sub-agent's file: its own source
+        own = isinstance(agent, str) and agent == record.get("agentId")
+        marks = {"x_sidechain": True} if record.get("isSidechain") and not own else {}
         source = {k: record[k] for k in ("uuid", "parentUuid") if record.get(k)}
         if kind == "summary":
             # Claude Code's name for a conversation (its leaf), written anywhere in the
@@ -144,6 +154,9 @@ def read(data: bytes) -> list[Conversation]:
         elif record.get("uuid"):  # the turn goes on: the record it now ends with
             last_assistant["x_source"]["last_uuid"] = record["uuid"]
         _add_blocks(last_assistant, content)
+        if isinstance(message.get("usage"), dict):  # each record of a turn: the latest
+            last_assistant["usage"] = usage_of(message["usage"])
+            last_assistant["x_source"]["usage"] = message["usage"]
     events = out.done()
     for event in events:  # an assistant turn made only of thinking still says so
         if (
@@ -152,6 +165,11 @@ def read(data: bytes) -> list[Conversation]:
             and not event.get("tool_calls")
         ):
             event["content"] = ""
+    parent = None
+    if isinstance(session, str) and session:
+        _link_subagents(events, session)
+        if isinstance(agent, str) and agent:
+            parent = {"source": f"{NAME}:source:{session}"}
     conversation = Conversation(
         fingerprint=fingerprint(NAME, data),
         events=events,
@@ -159,11 +177,38 @@ def read(data: bytes) -> list[Conversation]:
         cwd=cwd,
         model=model,
         title=title,
-        source={"tool": NAME, "session_id": session, **({"agent_id": agent} if agent else {})},
+        source={
+            "tool": NAME,
+            "session_id": session,
+            **({"agent_id": agent} if agent else {}),
+            **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
+            **({"parent": parent} if parent else {}),
+        },
     )
     if isinstance(session, str) and session:
         by_source(conversation, NAME, f"{session}/{agent}" if agent else session)
     return [conversation]
+
+
+def _link_subagents(events: list[dict[str, Any]], session: str) -> None:
+    """Name on each tool result that ran a sub-agent the source of the sub-agent's own
+    file, so the parent's session links to the child's by the call."""
+    for event in events:
+        found = event.get("x_source") or {}
+        result = found.get("toolUseResult") if event.get("role") == "tool" else None
+        agent = result.get("agentId") if isinstance(result, dict) else None
+        if isinstance(agent, str) and agent:
+            event["x_subagent"] = {"agent_id": agent, "source": f"{NAME}:source:{session}/{agent}"}
+
+
+def usage_of(usage: dict[str, Any]) -> dict[str, int]:
+    """Anthropic's token counts as this store's ``Usage``: its ``input_tokens`` leave
+    out what was read from or written to the cache, so they are added in."""
+    count = {k: v for k, v in usage.items() if type(v) is int and v >= 0}
+    cached = count.get("cache_read_input_tokens", 0)
+    read = count.get("input_tokens", 0) + cached + count.get("cache_creation_input_tokens", 0)
+    out = {"input_tokens": read, "output_tokens": count.get("output_tokens", 0)}
+    return {**out, "cached_input_tokens": cached} if cached else out
 
 
 def _add_user(
@@ -189,7 +234,7 @@ def _add_user(
                 **marks,
             }
             if block.get("is_error"):
-                event["x_is_error"] = True
+                event["is_error"] = True
             if record.get("toolUseResult") is not None:
                 event["x_source"]["toolUseResult"] = record["toolUseResult"]
             out.add(event)

@@ -12,7 +12,11 @@ One JSON record per line, each ``{timestamp, type, payload}``: ``session_meta``,
   messages with tool calls and ``tool`` messages linked by ``call_id``; calls made
   together (no message or output between them) are one assistant turn;
 - reasoning (often encrypted), web searches, turn contexts and events (token counts,
-  command ends, agent messages…) ride along under ``x_source.records``.
+  command ends, agent messages…) ride along under ``x_source.records``;
+- each assistant turn keeps the model of its turn context and the tokens of the model
+  calls counted after it (``token_count``'s ``last_token_usage``, added up); a tool
+  result whose command exited non-zero or whose patch failed is ``is_error``; the
+  session keeps the git branch ``session_meta`` names.
 
 The fingerprint is the file's bytes, so the same rollout always becomes the same session.
 """
@@ -43,7 +47,9 @@ def read(data: bytes) -> list[Conversation]:
     records = json_lines(data)
     out = Events()
     meta: dict[str, Any] = {}
-    model = None
+    model = turn_model = None
+    failed: set[str] = set()  # calls whose command or patch failed
+    totals: list[Any] = [None]  # the running total last counted (a repeat adds nothing)
     for record in records:
         kind = record.get("type")
         raw = record.get("payload")
@@ -54,10 +60,12 @@ def read(data: bytes) -> list[Conversation]:
             meta = payload
             continue
         if kind == "turn_context":
-            model = model or payload.get("model")
+            turn_model = payload.get("model") or turn_model
+            model = model or turn_model
             out.keep(record)
             continue
         if kind != "response_item":
+            _note_event(out, payload, failed, totals)
             out.keep(record)  # event_msg: token counts, command ends, agent messages…
             continue
         if item == "message":
@@ -67,9 +75,11 @@ def read(data: bytes) -> list[Conversation]:
                 for part in payload.get("content") or []
                 if isinstance(part, dict)
             )
-            out.add(message(role, text, ts, _ROLES))
+            event = out.add(message(role, text, ts, _ROLES))
+            if role == "assistant" and turn_model:
+                event["model"] = turn_model
         elif item in ("function_call", "custom_tool_call"):
-            _add_call(out, payload, item, ts)
+            _add_call(out, payload, item, ts, turn_model)
         elif item in ("function_call_output", "custom_tool_call_output"):
             output = payload.get("output")
             out.add(
@@ -83,9 +93,15 @@ def read(data: bytes) -> list[Conversation]:
             )
         else:
             out.keep(record)  # reasoning (often encrypted), web searches…
+    events = out.done()
+    for event in events:
+        if event.get("role") == "tool" and event.get("tool_call_id") in failed:
+            event["is_error"] = True
+    git = meta.get("git")
+    branch = git.get("branch") if isinstance(git, dict) else None
     conversation = Conversation(
         fingerprint=fingerprint(NAME, data),
-        events=out.done(),
+        events=events,
         created_at=timestamp(meta.get("timestamp"))
         or (out.events[0].get("ts") if out.events else None),
         cwd=meta.get("cwd"),
@@ -97,6 +113,7 @@ def read(data: bytes) -> list[Conversation]:
                 for k in ("id", "cli_version", "originator", "model_provider")
                 if k in meta
             },
+            **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
         },
     )
     if isinstance(meta.get("id"), str) and meta["id"]:
@@ -104,7 +121,35 @@ def read(data: bytes) -> list[Conversation]:
     return [conversation]
 
 
-def _add_call(out: Events, payload: dict[str, Any], item: str, ts: str | None) -> None:
+def _note_event(out: Events, payload: dict[str, Any], failed: set[str], totals: list[Any]) -> None:
+    """What an ``event_msg`` tells of the turns before it: the tokens of the model call
+    just made (on the last assistant turn; a count repeated, same running total, is
+    counted once), a command or a patch that failed."""
+    kind = payload.get("type")
+    if kind == "token_count":
+        info = payload.get("info")
+        last = info.get("last_token_usage") if isinstance(info, dict) else None
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        turn = next((e for e in reversed(out.events) if e.get("role") == "assistant"), None)
+        if isinstance(last, dict) and turn is not None and (total is None or total != totals[0]):
+            totals[0] = total
+            usage = turn.setdefault("usage", {})
+            for key in _USAGE_KEYS:
+                if type(last.get(key)) is int and last[key] >= 0:
+                    usage[key] = usage.get(key, 0) + last[key]
+    elif isinstance(payload.get("call_id"), str) and (
+        (kind == "exec_command_end" and payload.get("exit_code") not in (0, None))
+        or (kind == "patch_apply_end" and payload.get("success") is False)
+    ):
+        failed.add(payload["call_id"])
+
+
+_USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+
+
+def _add_call(
+    out: Events, payload: dict[str, Any], item: str, ts: str | None, model: str | None
+) -> None:
     """A tool call: a turn of its own, or one more on the turn of calls just before it."""
     arguments = payload.get("arguments")
     if item == "custom_tool_call":
@@ -136,6 +181,7 @@ def _add_call(out: Events, payload: dict[str, Any], item: str, ts: str | None) -
             "content": None,
             "tool_calls": [call],
             "ts": ts,
+            **({"model": model} if model else {}),
             "x_source": {"type": item},
         }
     )

@@ -258,7 +258,7 @@ class McpFront:
             page = await self._query(
                 self.sessions.listing(repo_root=repo_root, state=None, limit=limit, cursor=None)
             )
-            items = [summary_of(info).model_dump() for info in page.items]
+            items = [summary_of(i, page.parents.get(i.id)).model_dump() for i in page.items]
             lines = [
                 f"- {s['id']} {s['title'] or '(untitled)'} · {s['events']} events · {s['updated_at']}"
                 for s in items

@@ -196,6 +196,7 @@ class ToolMessage(TypedDict):
     tool_call_id: Annotated[str, Field(min_length=1)]
     content: TextContent
     tool_calls: NotRequired[None]
+    is_error: NotRequired[Annotated[bool | None, Field(description="The tool failed.")]]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]
     idempotency_key: NotRequired[NoKey]
@@ -223,12 +224,30 @@ def _has_content_or_calls(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+Tokens = Annotated[int, Field(ge=0, le=MAX_SEQ), WHOLE]
+
+
+@with_config(ConfigDict(extra="allow"))
+class Usage(TypedDict):
+    """What a model call cost, in tokens: ``input_tokens`` counts every token the
+    model read (those served from a cache too, ``cached_input_tokens`` of them), and
+    ``output_tokens`` every token it wrote (reasoning too, ``reasoning_output_tokens``
+    of them). Keys a provider adds are kept."""
+
+    input_tokens: NotRequired[Tokens]
+    output_tokens: NotRequired[Tokens]
+    cached_input_tokens: NotRequired[Tokens]
+    reasoning_output_tokens: NotRequired[Tokens]
+
+
 @with_config(ConfigDict(extra="allow", json_schema_extra=_CONTENT_OR_CALLS))
 class AssistantMessage(TypedDict):
     type: Literal["message"]
     role: Literal["assistant"]
     content: NotRequired[AssistantContent | None]
     tool_calls: NotRequired[list[ToolCall] | None]
+    model: NotRequired[Annotated[str | None, Field(description="The model that wrote it.")]]
+    usage: NotRequired[Usage | None]
     ts: NotRequired[Timestamp | None]
     seq: NotRequired[ServerSeq]
     idempotency_key: NotRequired[NoKey]

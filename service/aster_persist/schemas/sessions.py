@@ -85,11 +85,38 @@ class SessionSummary(BaseModel):
     last_seq: int
     bytes: int
     state: Literal["ok", "damaged", "read_only"]
+    source_tool: str | None = Field(
+        description="The tool an imported session came from (`claude-code`, `codex`…); "
+        "null for one written through this API."
+    )
+    git_branch: str | None = Field(description="The git branch its source records.")
+    parent_id: str | None = Field(
+        description="The session that started this one (a sub-agent's parent)."
+    )
+    parent_tool_call_id: str | None = Field(
+        description="The parent's tool call that started it, once the parent says so."
+    )
+    turns: int = Field(description="User and assistant messages.")
+    tool_calls: int
+    tool_errors: int = Field(description="Tool results that were errors.")
+    tokens_in: int = Field(description="Input tokens of the turns that say (cached ones too).")
+    tokens_out: int
+    models: list[str] = Field(description="The models that wrote its turns, first used first.")
+    duration_ms: int = Field(description="From its first time to its last activity.")
+
+
+class ChildSession(BaseModel):
+    id: str
+    title: str | None
+    tool_call_id: str | None = Field(description="The call of the parent that started it.")
 
 
 class SessionDetail(SessionSummary):
     header: dict[str, Any]
     bad_lines: list[int] = Field(default_factory=list)
+    children: list[ChildSession] = Field(
+        default_factory=list, description="The sessions it started (sub-agents), oldest first."
+    )
 
 
 class SessionPage(BaseModel):

@@ -7,13 +7,89 @@ file's last known offset instead of reading the whole transcript again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from ..schemas.rendering import text_parts
 
 TITLE_CUT = 80
+
+
+MAX_MODELS = 8  # models a summary names, the first ones used
+
+
+@dataclass
+class Stats:
+    """What a session is made of, counted as its lines are folded in: conversation turns
+    (user and assistant messages), tool calls and the results that were errors, tokens
+    in and out where the turns say, the models that wrote it, and its first time."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    models: list[str] = field(default_factory=list)
+    first_ts: str = ""
+    # the sessions it started, by their source (a sub-agent's): the call that did
+    spawned: dict[str, str] = field(default_factory=dict)
+
+    def count(self, line: dict[str, Any], ts: str | None) -> None:
+        """Fold one event in (a summary's own copy: ``copy`` first if it is shared)."""
+        if ts and (not self.first_ts or ts < self.first_ts):
+            self.first_ts = ts
+        if line.get("type") != "message":
+            return
+        role = line.get("role")
+        if role == "tool":
+            self.tool_errors += bool(line.get("is_error") or line.get("x_is_error"))
+            child = line.get("x_subagent")
+            if isinstance(child, dict) and isinstance(child.get("source"), str):
+                self.spawned[child["source"]] = str(line.get("tool_call_id") or "")
+            return
+        if role not in ("user", "assistant"):
+            return
+        self.turns += 1
+        calls = line.get("tool_calls")
+        self.tool_calls += len(calls) if isinstance(calls, list) else 0
+        usage = line.get("usage")
+        if isinstance(usage, dict):
+            self.tokens_in += _tokens(usage.get("input_tokens"))
+            self.tokens_out += _tokens(usage.get("output_tokens"))
+        model = line.get("model")
+        if (
+            role == "assistant"
+            and isinstance(model, str)
+            and model
+            and model not in self.models
+            and len(self.models) < MAX_MODELS
+        ):
+            self.models.append(model)
+
+    def copy(self) -> Stats:
+        return replace(self, models=list(self.models), spawned=dict(self.spawned))
+
+    def plus(self, more: Stats) -> Stats:
+        """These counts and ``more``'s, as a new ``Stats`` (a summary copied for what
+        was acknowledged keeps its own)."""
+        out = self.copy()
+        out.turns += more.turns
+        out.tool_calls += more.tool_calls
+        out.tool_errors += more.tool_errors
+        out.tokens_in += more.tokens_in
+        out.tokens_out += more.tokens_out
+        for model in more.models:
+            if model not in out.models and len(out.models) < MAX_MODELS:
+                out.models.append(model)
+        if more.first_ts and (not out.first_ts or more.first_ts < out.first_ts):
+            out.first_ts = more.first_ts
+        out.spawned.update(more.spawned)
+        return out
+
+
+def _tokens(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
 
 
 @dataclass
@@ -36,9 +112,17 @@ class SessionInfo:
     lines: int = 0  # complete lines folded in so far
     file_size: int = 0
     file_mtime_ns: int = 0
+    # where it came from (an import's header): the tool, the git branch, the source's
+    # key, and the source of the session that started this one
+    source_tool: str | None = None
+    git_branch: str | None = None
+    source_key: str | None = None
+    parent_source: str | None = None
+    stats: Stats = field(default_factory=lambda: Stats())
 
     def absorb(self, lines: list[dict[str, Any]], bad: list[int]) -> None:
         """Fold readable lines (and the numbers of bad ones) into the summary."""
+        self.stats = stats = self.stats.copy()  # a copy of this summary keeps its own
         for line in lines:
             kind = line.get("type")
             if kind == "session":
@@ -49,6 +133,7 @@ class SessionInfo:
                     self.header_title = title if isinstance(title, str) and title else None
                     if not self.updated_at:
                         self.updated_at = self.created_at
+                    self._source(line)
                 continue
             self.events += 1
             seq = line.get("seq")
@@ -59,6 +144,7 @@ class SessionInfo:
                 ts = canonical_ts(ts)
                 if ts > self.updated_at:
                     self.updated_at = ts
+            stats.count(line, ts if isinstance(ts, str) else None)
             if kind == "title":
                 title = line.get("title")
                 if isinstance(title, str) and title:
@@ -68,6 +154,29 @@ class SessionInfo:
         if bad:
             self.bad_lines.extend(bad)
             self.state = "damaged"
+
+    def _source(self, header: dict[str, Any]) -> None:
+        """Where an imported session came from, as its header says."""
+        found = header.get("x_import")
+        if not isinstance(found, dict):
+            return
+        text = {k: v for k, v in found.items() if isinstance(v, str) and v}
+        self.source_tool = text.get("tool") or text.get("format")
+        self.git_branch = text.get("git_branch")
+        key = text.get("fingerprint", "")
+        self.source_key = key if ":source:" in key else None
+        parent = found.get("parent")
+        source = parent.get("source") if isinstance(parent, dict) else None
+        self.parent_source = source if isinstance(source, str) else None
+
+    @property
+    def duration_ms(self) -> int:
+        """From its first time to its last activity, in milliseconds."""
+        start = moment_of(self.stats.first_ts or self.created_at)
+        end = moment_of(self.updated_at)
+        if start is None or end is None:
+            return 0
+        return max(0, round((end - start).total_seconds() * 1000))
 
     @property
     def title(self) -> str | None:
@@ -82,6 +191,15 @@ class SessionInfo:
         if self.first_user:
             return "first_message"
         return None
+
+
+def moment_of(ts: str) -> datetime | None:
+    """A stored time as a moment (None when it is not one)."""
+    try:
+        moment = datetime.fromisoformat(canonical_ts(ts).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def canonical_ts(ts: str) -> str:

@@ -15,6 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ...errors import UnsafePath
 from ...storage import fs
 from ...storage.jsonl import parse, read_bytes
@@ -257,12 +259,16 @@ class Catalog:
         state: str | None,
         limit: int,
         after: tuple[str, str] | None,
+        parent: str | None = None,
     ) -> list[SessionInfo]:
         where = []
         args: list[Any] = []
         if repo_root is not None:
             where.append("repo_root = ?")
             args.append(repo_root)
+        if parent is not None:  # the sessions it started: their parent is its source
+            where.append("parent_source = (SELECT source_key FROM sessions WHERE id = ?)")
+            args.append(parent)
         if state is not None:
             where.append("state = ?")
             args.append(state)
@@ -275,6 +281,43 @@ class Catalog:
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
         args.append(limit)
         return [_info(r) for r in self.db.execute(sql, args)]
+
+    def parents(self, infos: Iterable[SessionInfo]) -> dict[str, tuple[str, str | None]]:
+        """Of each session another started, the id of that one and the call that did
+        (None until the parent's result of it is in): by the child's id."""
+        wanted = {i.parent_source: i for i in infos if i.parent_source}
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        rows = self.db.execute(
+            f"SELECT source_key, id, stats FROM sessions WHERE source_key IN ({marks})",
+            list(wanted),
+        )
+        found = {key: (sid, orjson.loads(stats).get("spawned", {})) for key, sid, stats in rows}
+        out = {}
+        for info in infos:
+            if info.parent_source in found:
+                sid, spawned = found[info.parent_source]
+                out[info.id] = (sid, spawned.get(info.source_key or "") or None)
+        return out
+
+    def children(self, info: SessionInfo) -> list[dict[str, Any]]:
+        """The sessions a session started, oldest first, each with the call that did."""
+        if not info.source_key:
+            return []
+        rows = self.db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE parent_source = ? "
+            "ORDER BY created_at, id",
+            (info.source_key,),
+        )
+        return [
+            {
+                "id": child.id,
+                "title": child.title,
+                "tool_call_id": info.stats.spawned.get(child.source_key or "") or None,
+            }
+            for child in map(_info, rows)
+        ]
 
     def projects(self) -> list[dict[str, Any]]:
         rows = self.db.execute(

@@ -6,14 +6,15 @@ A schema of another version is never migrated: the catalog is rebuilt from the f
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import asdict
 from typing import Any
 
 import orjson
 
-from ...storage.summary import SessionInfo
+from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 3  # 3: a fallback title skips what tools put in a user turn
+SCHEMA_VERSION = 4  # 4: where a session came from and what it is made of
 _COLUMNS = (
     "id",
     "slug",
@@ -31,6 +32,11 @@ _COLUMNS = (
     "lines",
     "file_size",
     "file_mtime_ns",
+    "source_tool",
+    "git_branch",
+    "source_key",
+    "parent_source",
+    "stats",
 )
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS sessions (
@@ -49,10 +55,18 @@ CREATE TABLE IF NOT EXISTS sessions (
     offset INTEGER NOT NULL,
     lines INTEGER NOT NULL,
     file_size INTEGER NOT NULL,
-    file_mtime_ns INTEGER NOT NULL
+    file_mtime_ns INTEGER NOT NULL,
+    source_tool TEXT,
+    git_branch TEXT,
+    source_key TEXT,
+    parent_source TEXT,
+    stats TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_source ON sessions (source_key) WHERE source_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_source)
+    WHERE parent_source IS NOT NULL;
 {search.SCHEMA}
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -80,10 +94,16 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
         info.lines,
         info.file_size,
         info.file_mtime_ns,
+        info.source_tool,
+        info.git_branch,
+        info.source_key,
+        info.parent_source,
+        orjson.dumps(asdict(info.stats)).decode(),
     )
 
 
 def _info(row: sqlite3.Row) -> SessionInfo:
     values = dict(zip(_COLUMNS, row, strict=True))
     values["bad_lines"] = orjson.loads(values["bad_lines"])
+    values["stats"] = Stats(**orjson.loads(values["stats"]))
     return SessionInfo(**values)

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Container
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import FileEntry
+from ...index.catalog import Catalog, FileEntry
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage.home import normalize_repo_root, project_slug
@@ -41,6 +41,8 @@ class Page:
 
     items: list[SessionInfo]
     next_cursor: str | None
+    # of each session another started: that one's id and the call that did
+    parents: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
 class Sessions(Parts):
@@ -374,6 +376,7 @@ class Sessions(Parts):
         state: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        parent: str | None = None,
     ) -> Page:
         after = None
         if cursor is not None:
@@ -388,17 +391,29 @@ class Sessions(Parts):
             else None
         )
         await self.ready.wait()
-        items = await asyncio.wrap_future(
-            self.catalog.submit(
-                lambda c: c.page(repo_root=root, state=state, limit=limit + 1, after=after)
-            )
-        )
+
+        def page(c: Catalog) -> tuple[list[SessionInfo], dict[str, tuple[str, str | None]]]:
+            items = c.page(repo_root=root, state=state, limit=limit + 1, after=after, parent=parent)
+            return items, c.parents(items[:limit])
+
+        items, parents = await asyncio.wrap_future(self.catalog.submit(page))
         next_cursor = None
         if len(items) > limit:
             items = items[:limit]
             last = items[-1]
             next_cursor = listing_cursor(last.updated_at, last.id)
-        return Page(items, next_cursor)
+        return Page(items, next_cursor, parents)
+
+    async def links(
+        self, info: SessionInfo
+    ) -> tuple[tuple[str, str | None] | None, list[dict[str, Any]]]:
+        """The session that started this one (its id and call), and those it started."""
+        await self.ready.wait()
+
+        def links(c: Catalog) -> tuple[tuple[str, str | None] | None, list[dict[str, Any]]]:
+            return c.parents([info]).get(info.id), c.children(info)
+
+        return await asyncio.wrap_future(self.catalog.submit(links))
 
     # -- changes made by other programs ---------------------------------------------
 

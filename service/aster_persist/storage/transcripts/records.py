@@ -16,7 +16,7 @@ import orjson
 
 from ...errors import AsterError, InsufficientStorage, StorageFailed
 from ..jsonl import Parsed
-from ..summary import SessionInfo
+from ..summary import SessionInfo, Stats
 
 KEYS_KEPT = 10_000
 PLACED_KEPT = 10_000
@@ -73,6 +73,7 @@ class _Lines:
     latest: str  # the newest ts among them (or now)
     title: str | None
     first_user: str | None
+    stats: Stats
 
 
 def _fold(info: SessionInfo, lines: _Lines) -> None:
@@ -86,6 +87,7 @@ def _fold(info: SessionInfo, lines: _Lines) -> None:
     if lines.title is not None:
         info.title_event = lines.title
     info.first_user = lines.first_user
+    info.stats = info.stats.plus(lines.stats)
 
 
 @dataclass

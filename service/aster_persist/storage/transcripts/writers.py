@@ -28,7 +28,7 @@ from ...errors import (
 )
 from .. import fs
 from ..jsonl import Parsed, parse, read_bytes, write_new
-from ..summary import SessionInfo, canonical_ts, said_first
+from ..summary import SessionInfo, Stats, canonical_ts, said_first
 from .base import _Store
 from .clock import format_ts
 from .records import (
@@ -206,6 +206,7 @@ class _Writers(_Store):
         seq = first
         latest = ""  # the newest time among the lines, as a summary of the file reads it
         title = None
+        stats = Stats()
         for event in events:
             line = {"type": event["type"], "seq": seq, **event}
             line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
@@ -239,13 +240,14 @@ class _Writers(_Store):
                 title = line["title"]
             elif first_user is None and kind == "message" and line["role"] == "user":
                 first_user = said_first(line)
+            stats.count(line, line["ts"])
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
             n = [len(c) for c in chunks].index(biggest)
             raise PayloadTooLarge(
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
-        return _Lines(chunks, first, seq - 1, latest, title, first_user)
+        return _Lines(chunks, first, seq - 1, latest, title, first_user, stats)
 
     def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)

@@ -25,12 +25,13 @@ same source again finds it instead of copying it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..errors import Invalid
-from . import chatgpt, claude_code, codex, native, openai_chat, swe_agent
+from . import chatgpt, claude_code, codex, lines, native, openai_chat, swe_agent
 from .reader import Conversation, Format, Head, ImportProblem
 from .times import fill_times
 
@@ -42,6 +43,9 @@ __all__ = [
     "Format",
     "ImportProblem",
     "detect",
+    "detect_file",
+    "lines",
+    "named",
     "read",
 ]
 
@@ -63,6 +67,38 @@ CHOICES = ("auto", *FORMATS)  # what a caller may name: a format, or "auto" to d
 _LAST = (openai_chat.FORMAT, claude_code.FORMAT)
 _DETECTION = (*(f for f in REGISTRY if f not in _LAST), *_LAST)
 _BY_NAME = {f.name: f for f in REGISTRY}
+
+
+def named(format: str) -> Format:
+    """The format of that name; raise ImportProblem if there is none."""
+    if format not in _BY_NAME:
+        raise ImportProblem(f"unknown format {format!r}; use one of {', '.join(CHOICES)}")
+    return _BY_NAME[format]
+
+
+def detect_file(path: Path, limit: int | None = None) -> str:
+    """The format of a file, from its first line (the whole of it only when it is one
+    JSON document)."""
+    with path.open("rb") as handle:
+        first = handle.readline() if limit is None else handle.readline(limit)
+    start = first.lstrip()
+    if start[:1] == b"{" and first.endswith(b"\n"):
+        try:
+            orjson.loads(start)
+            return detect(first)  # JSON Lines: line 1 tells
+        except orjson.JSONDecodeError:
+            pass
+    if not start:  # blank lines first: a rare file, read whole
+        pass
+    elif start[:1] not in b"[{":
+        return detect(start)  # says it is neither
+    data = path.read_bytes() if limit is None else _prefix(path, limit)
+    return detect(data)
+
+
+def _prefix(path: Path, limit: int) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(limit)
 
 
 def detect(data: bytes) -> str:
@@ -114,7 +150,12 @@ def read(
         format = detect(data)
     if format not in _BY_NAME:
         raise ImportProblem(f"unknown format {format!r}; use one of {', '.join(CHOICES)}")
-    conversations = _BY_NAME[format].read(data)
+    form = _BY_NAME[format]
+    if form.lines is not None:
+        conversations = lines.read_whole(form, data)
+    else:
+        assert form.read is not None
+        conversations = form.read(data)
     for conversation in conversations:
         conversation.created_at = conversation.created_at or modified_at
         fill_times(conversation.events, conversation.created_at)

@@ -24,7 +24,8 @@ message, plus ``summary``, ``system``, ``progress``, ``file-history-snapshot`` a
 - every other record (progress, snapshots, queue operations, local commands…) travels
   under ``x_source.records``; ``uuid`` and ``parentUuid`` stay under ``x_source``.
 
-The fingerprint is the file's bytes, so the same file always becomes the same session.
+A transcript is known by its source, its ``sessionId`` (and a sub-agent's ``agentId``),
+else by its bytes, so the same file always becomes the same session.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head
-from .records import Events, by_source, fingerprint, json_lines
+from .records import Events
 from .times import timestamp
 
 NAME = "claude-code"
@@ -67,29 +68,39 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def read(data: bytes) -> list[Conversation]:
-    """The one conversation a transcript holds, its sub-agents' turns included."""
-    records = json_lines(data)
-    out = Events()
-    cwd = model = title = created = branch = None
-    session = agent = None
-    last_assistant: dict[str, Any] | None = None
-    last_message_id = None
-    for record in records:
+class Reader:
+    """A transcript read one record at a time (``importers.lines`` drives it)."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self.out = Events()
+        self.cwd: Any = None
+        self.model: Any = None
+        self.title: Any = None
+        self.created: str | None = None
+        self.branch: Any = None
+        self.session: Any = None
+        self.agent: Any = None
+        self.last_assistant: dict[str, Any] | None = None
+        self.last_message_id: Any = None
+
+    def feed(self, record: dict[str, Any]) -> None:
+        out = self.out
         kind = record.get("type")
-        cwd = cwd or record.get("cwd")
-        branch = branch or record.get("gitBranch")
-        session = session or record.get("sessionId")
+        self.cwd = self.cwd or record.get("cwd")
+        self.branch = self.branch or record.get("gitBranch")
+        self.session = self.session or record.get("sessionId")
         ts = timestamp(record.get("timestamp"))
-        created = created or ts
-        agent = agent or record.get("agentId")  # a sub-agent's file: its own source
-        own = isinstance(agent, str) and agent == record.get("agentId")
+        self.created = self.created or ts
+        self.agent = self.agent or record.get("agentId")  # a sub-agent's file: its own source
+        own = isinstance(self.agent, str) and self.agent == record.get("agentId")
         marks = {"x_sidechain": True} if record.get("isSidechain") and not own else {}
         source = {k: record[k] for k in ("uuid", "parentUuid") if record.get(k)}
         if kind == "summary":
             # Claude Code's name for a conversation (its leaf), written anywhere in the
             # file, even into another session's: a label, so it folds no turn.
-            title = title or record.get("summary")
+            self.title = self.title or record.get("summary")
             out.add(
                 {
                     "type": "summary",
@@ -98,48 +109,49 @@ def read(data: bytes) -> list[Conversation]:
                     "x_source": {"type": "summary", "leafUuid": record.get("leafUuid")},
                 }
             )
-            last_assistant = None
-            continue
+            self.last_assistant = None
+            return
         if kind == "system" and record.get("subtype") == "compact_boundary":
             out.add(
                 {
                     "type": "summary",
                     "content": str(record.get("content") or "conversation compacted"),
-                    "through_seq": len(out.events),
+                    "through_seq": out.count,
                     "ts": ts,
                     "x_source": {"type": "system", "subtype": "compact_boundary", **source},
                     **marks,
                 }
             )
-            last_assistant = None
-            continue
+            self.last_assistant = None
+            return
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, dict):
             out.keep(record)  # progress, snapshots, queue operations, local commands…
-            continue
+            return
         content = message.get("content")
         if kind == "user" and record.get("isCompactSummary"):
             out.add(
                 {
                     "type": "summary",
                     "content": _text_of(content),
-                    "through_seq": len(out.events),
+                    "through_seq": out.count,
                     "ts": ts,
                     "x_source": {"isCompactSummary": True, **source},
                     **marks,
                 }
             )
-            last_assistant = None
-            continue
+            self.last_assistant = None
+            return
         if kind == "user":
-            last_assistant = None
+            self.last_assistant = None
             _add_user(out, record, content, ts, source, marks)
-            continue
+            return
         # assistant: one API message may be split over several records; join them again
-        model = model or message.get("model")
+        self.model = self.model or message.get("model")
         message_id = message.get("id")
-        if last_assistant is None or message_id is None or message_id != last_message_id:
-            last_assistant = out.add(
+        turn = self.last_assistant
+        if turn is None or message_id is None or message_id != self.last_message_id:
+            turn = self.last_assistant = out.add(
                 {
                     "type": "message",
                     "role": "assistant",
@@ -150,44 +162,50 @@ def read(data: bytes) -> list[Conversation]:
                     **marks,
                 }
             )
-            last_message_id = message_id
+            self.last_message_id = message_id
         elif record.get("uuid"):  # the turn goes on: the record it now ends with
-            last_assistant["x_source"]["last_uuid"] = record["uuid"]
-        _add_blocks(last_assistant, content)
+            turn["x_source"]["last_uuid"] = record["uuid"]
+        _add_blocks(turn, content)
         if isinstance(message.get("usage"), dict):  # each record of a turn: the latest
-            last_assistant["usage"] = usage_of(message["usage"])
-            last_assistant["x_source"]["usage"] = message["usage"]
-    events = out.done()
-    for event in events:  # an assistant turn made only of thinking still says so
-        if (
-            event.get("role") == "assistant"
-            and not event.get("content")
-            and not event.get("tool_calls")
-        ):
-            event["content"] = ""
-    parent = None
-    if isinstance(session, str) and session:
-        _link_subagents(events, session)
-        if isinstance(agent, str) and agent:
-            parent = {"source": f"{NAME}:source:{session}"}
-    conversation = Conversation(
-        fingerprint=fingerprint(NAME, data),
-        events=events,
-        created_at=created,
-        cwd=cwd,
-        model=model,
-        title=title,
-        source={
-            "tool": NAME,
-            "session_id": session,
-            **({"agent_id": agent} if agent else {}),
-            **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
-            **({"parent": parent} if parent else {}),
-        },
-    )
-    if isinstance(session, str) and session:
-        by_source(conversation, NAME, f"{session}/{agent}" if agent else session)
-    return [conversation]
+            turn["usage"] = usage_of(message["usage"])
+            turn["x_source"]["usage"] = message["usage"]
+
+    def settle(self, events: list[dict[str, Any]]) -> None:
+        """Events no later record can change: their last touches."""
+        for event in events:  # an assistant turn made only of thinking still says so
+            if (
+                event.get("role") == "assistant"
+                and not event.get("content")
+                and not event.get("tool_calls")
+            ):
+                event["content"] = ""
+        if isinstance(self.session, str) and self.session:
+            _link_subagents(events, self.session)
+
+    def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
+        return None  # keyed by the source, when it names itself
+
+    def conversation(self) -> tuple[Conversation, str | None]:
+        """What the records said of the whole (no events), and the source's own id."""
+        session, agent, branch = self.session, self.agent, self.branch
+        named = isinstance(session, str) and bool(session)
+        parent = {"source": f"{NAME}:source:{session}"} if named and agent else None
+        conversation = Conversation(
+            fingerprint="",
+            events=[],
+            created_at=self.created,
+            cwd=self.cwd,
+            model=self.model,
+            title=self.title,
+            source={
+                "tool": NAME,
+                "session_id": session,
+                **({"agent_id": agent} if agent else {}),
+                **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
+                **({"parent": parent} if parent else {}),
+            },
+        )
+        return conversation, (f"{session}/{agent}" if agent else session) if named else None
 
 
 def _link_subagents(events: list[dict[str, Any]], session: str) -> None:
@@ -282,4 +300,4 @@ def _add_blocks(turn: dict[str, Any], content: Any) -> None:
             turn["x_source"].setdefault("blocks", []).append(block)
 
 
-FORMAT = Format(NAME, "Claude Code transcripts (~/.claude/projects)", detects, read)
+FORMAT = Format(NAME, "Claude Code transcripts (~/.claude/projects)", detects, lines=Reader)

@@ -18,7 +18,8 @@ One JSON record per line, each ``{timestamp, type, payload}``: ``session_meta``,
   result whose command exited non-zero or whose patch failed is ``is_error``; the
   session keeps the git branch ``session_meta`` names.
 
-The fingerprint is the file's bytes, so the same rollout always becomes the same session.
+A rollout is known by its source, the ``session_meta`` id, else by its bytes, so the
+same rollout always becomes the same session.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head
-from .records import Events, by_source, fingerprint, json_lines, message
+from .records import Events, message
 from .times import timestamp
 
 NAME = "codex"
@@ -42,32 +43,38 @@ def detects(head: Head) -> bool:
     return head.first.get("type") in _RECORD_TYPES
 
 
-def read(data: bytes) -> list[Conversation]:
-    """The one conversation a rollout holds."""
-    records = json_lines(data)
-    out = Events()
-    meta: dict[str, Any] = {}
-    model = turn_model = None
-    failed: set[str] = set()  # calls whose command or patch failed
-    totals: list[Any] = [None]  # the running total last counted (a repeat adds nothing)
-    for record in records:
+class Reader:
+    """A rollout read one record at a time (``importers.lines`` drives it)."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self.out = Events()
+        self.meta: dict[str, Any] = {}
+        self.model: Any = None
+        self.turn_model: Any = None
+        self.failed: set[str] = set()  # calls whose command or patch failed
+        self.totals: list[Any] = [None]  # the running total last counted (a repeat adds nothing)
+
+    def feed(self, record: dict[str, Any]) -> None:
+        out = self.out
         kind = record.get("type")
         raw = record.get("payload")
         payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
         ts = timestamp(record.get("timestamp"))
         item = payload.get("type")
         if kind == "session_meta":
-            meta = payload
-            continue
+            self.meta = payload
+            return
         if kind == "turn_context":
-            turn_model = payload.get("model") or turn_model
-            model = model or turn_model
+            self.turn_model = payload.get("model") or self.turn_model
+            self.model = self.model or self.turn_model
             out.keep(record)
-            continue
+            return
         if kind != "response_item":
-            _note_event(out, payload, failed, totals)
+            _note_event(out, payload, self.failed, self.totals)
             out.keep(record)  # event_msg: token counts, command ends, agent messages…
-            continue
+            return
         if item == "message":
             role = payload.get("role")
             text = "\n".join(
@@ -76,10 +83,10 @@ def read(data: bytes) -> list[Conversation]:
                 if isinstance(part, dict)
             )
             event = out.add(message(role, text, ts, _ROLES))
-            if role == "assistant" and turn_model:
-                event["model"] = turn_model
+            if role == "assistant" and self.turn_model:
+                event["model"] = self.turn_model
         elif item in ("function_call", "custom_tool_call"):
-            _add_call(out, payload, item, ts, turn_model)
+            _add_call(out, payload, item, ts, self.turn_model)
         elif item in ("function_call_output", "custom_tool_call_output"):
             output = payload.get("output")
             out.add(
@@ -93,32 +100,39 @@ def read(data: bytes) -> list[Conversation]:
             )
         else:
             out.keep(record)  # reasoning (often encrypted), web searches…
-    events = out.done()
-    for event in events:
-        if event.get("role") == "tool" and event.get("tool_call_id") in failed:
-            event["is_error"] = True
-    git = meta.get("git")
-    branch = git.get("branch") if isinstance(git, dict) else None
-    conversation = Conversation(
-        fingerprint=fingerprint(NAME, data),
-        events=events,
-        created_at=timestamp(meta.get("timestamp"))
-        or (out.events[0].get("ts") if out.events else None),
-        cwd=meta.get("cwd"),
-        model=model,
-        source={
-            "tool": NAME,
-            **{
-                k: meta[k]
-                for k in ("id", "cli_version", "originator", "model_provider")
-                if k in meta
+
+    def settle(self, events: list[dict[str, Any]]) -> None:
+        """Events no later record can change: a result whose command failed says so."""
+        for event in events:
+            if event.get("role") == "tool" and event.get("tool_call_id") in self.failed:
+                event["is_error"] = True
+
+    def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
+        return None  # keyed by the source, when it names itself
+
+    def conversation(self) -> tuple[Conversation, str | None]:
+        """What the records said of the whole (no events), and the source's own id."""
+        meta = self.meta
+        git = meta.get("git")
+        branch = git.get("branch") if isinstance(git, dict) else None
+        conversation = Conversation(
+            fingerprint="",
+            events=[],
+            created_at=timestamp(meta.get("timestamp")) or self.out.first_ts,
+            cwd=meta.get("cwd"),
+            model=self.model,
+            source={
+                "tool": NAME,
+                **{
+                    k: meta[k]
+                    for k in ("id", "cli_version", "originator", "model_provider")
+                    if k in meta
+                },
+                **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
             },
-            **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
-        },
-    )
-    if isinstance(meta.get("id"), str) and meta["id"]:
-        by_source(conversation, NAME, meta["id"])
-    return [conversation]
+        )
+        own = meta.get("id")
+        return conversation, own if isinstance(own, str) and own else None
 
 
 def _note_event(out: Events, payload: dict[str, Any], failed: set[str], totals: list[Any]) -> None:
@@ -187,4 +201,4 @@ def _add_call(
     )
 
 
-FORMAT = Format(NAME, "Codex CLI rollouts (~/.codex/sessions)", detects, read)
+FORMAT = Format(NAME, "Codex CLI rollouts (~/.codex/sessions)", detects, lines=Reader)

@@ -11,12 +11,14 @@ an append would.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .reader import Conversation, Format, Head, ImportProblem
-from .records import json_lines
+from .records import Events
 
 NAME = "native"
 
-_SERVER_KEYS = ("seq", "idempotency_key", "batch_size")
+_RENUMBERED = ("seq", "batch_size")  # assigned again; the idempotency key is kept
 _HEADER_KEYS = (
     "type",
     "seq",
@@ -37,29 +39,47 @@ def detects(head: Head) -> bool:
     return first.get("type") == "session" and "v" in first and "repo_root" in first
 
 
-def read(data: bytes) -> list[Conversation]:
-    """The one session an export holds."""
-    records = json_lines(data)
-    header = records[0]
-    if header.get("type") != "session":
-        raise ImportProblem("line 1: a native transcript starts with its session header")
-    events = [{k: v for k, v in r.items() if k not in _SERVER_KEYS} for r in records[1:]]
-    return [
-        Conversation(
+class Reader:
+    """An export read one line at a time (``importers.lines`` drives it)."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self.out = Events()
+        self.header: dict[str, Any] | None = None
+
+    def feed(self, record: dict[str, Any]) -> None:
+        if self.header is None:
+            if record.get("type") != "session":
+                raise ImportProblem("line 1: a native transcript starts with its session header")
+            self.header = record
+            return
+        # the key stays on the event until ``keys`` takes it off
+        self.out.add({k: v for k, v in record.items() if k not in _RENUMBERED})
+
+    def settle(self, events: list[dict[str, Any]]) -> None:
+        pass
+
+    def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
+        """Each event's own idempotency key, taken off it."""
+        return [event.pop("idempotency_key", None) for event in events]
+
+    def conversation(self) -> tuple[Conversation, str | None]:
+        header = self.header or {}
+        conversation = Conversation(
             fingerprint=f"{NAME}:{header.get('id')}",
-            events=events,
+            events=[],
             created_at=header.get("created_at"),
             cwd=header.get("cwd"),
             model=header.get("model"),
             title=header.get("title"),
             session_id=str(header.get("id") or "") or None,
-            keys=[r.get("idempotency_key") for r in records[1:]],
             source={
                 "repo_root": header.get("repo_root"),
                 **{k: v for k, v in header.items() if k not in _HEADER_KEYS},
             },
         )
-    ]
+        return conversation, None
 
 
-FORMAT = Format(NAME, "this store's own export (JSON Lines, header first)", detects, read)
+FORMAT = Format(NAME, "this store's own export (JSON Lines, header first)", detects, lines=Reader)

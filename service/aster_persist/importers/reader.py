@@ -16,12 +16,15 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ulid import ULID
 
 from ..errors import Invalid
 from .times import moment
+
+if TYPE_CHECKING:
+    from .records import Events
 
 
 class ImportProblem(Invalid):
@@ -70,11 +73,35 @@ class Head:
     top: dict[str, Any] = field(default_factory=dict)
 
 
+class LineReader(Protocol):
+    """A reader of a JSON Lines format, fed one record at a time, so that a file of any
+    size is read with the memory of a few records (``importers.lines`` drives it)."""
+
+    name: str
+    out: Events  # the events made so far, those a later record may still change last
+
+    def feed(self, record: dict[str, Any]) -> None:
+        """Take in the next record (raise ImportProblem if it cannot be one)."""
+
+    def settle(self, events: list[dict[str, Any]]) -> None:
+        """Give events that no later record can change their last touches."""
+
+    def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
+        """The events' own idempotency keys (a native export's), or None."""
+
+    def conversation(self) -> tuple[Conversation, str | None]:
+        """What the records said of the whole conversation (no events), and the
+        source's own session id when it names one (it is then keyed by its source)."""
+
+
 @dataclass(frozen=True)
 class Format:
-    """One format this service reads, as the registry lists it."""
+    """One format this service reads, as the registry lists it: a reader of a whole
+    file (``read``: a document such as a JSON array), or of JSON Lines one record at a
+    time (``lines``: a new ``LineReader`` for each file)."""
 
     name: str
     description: str
     detects: Callable[[Head], bool]
-    read: Callable[[bytes], list[Conversation]]
+    read: Callable[[bytes], list[Conversation]] | None = None
+    lines: Callable[[], LineReader] | None = None

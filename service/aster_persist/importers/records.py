@@ -10,6 +10,7 @@ all).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -42,8 +43,14 @@ def message(role: Any, text: str, ts: str | None, roles: tuple[str, ...]) -> dic
 
 def json_lines(data: bytes) -> list[dict[str, Any]]:
     """One JSON object per non-blank line; raise ImportProblem naming the first bad line."""
-    records = []
-    for number, line in enumerate(data.splitlines(), 1):
+    return [record for _number, record in numbered_records(data.splitlines())]
+
+
+def numbered_records(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line's number and JSON object, one at a time; raise ImportProblem
+    naming the first bad line, or saying there was none at all."""
+    found = False
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -56,15 +63,45 @@ def json_lines(data: bytes) -> list[dict[str, Any]]:
             raise ImportProblem(
                 f"line {number}: expected a JSON object, found {type(record).__name__}"
             )
-        records.append(record)
-    if not records:
+        found = True
+        yield number, record
+    if not found:
         raise ImportProblem("the file holds no records")
-    return records
 
 
 def fingerprint(name: str, source: bytes) -> str:
     """What a conversation came from: its format and the SHA-256 of its bytes."""
     return f"{name}:{hashlib.sha256(source).hexdigest()}"
+
+
+class SourceKeys:
+    """Each event's key by the record it came from, worked out one event at a time in
+    the order of the file: ``tool:source:record``, the record being the event's
+    ``x_source`` ``last_uuid`` or ``uuid`` (Claude Code's records), its ``node``
+    (ChatGPT's), else its place among the events (a source is written by appending, so
+    a place keeps naming the same record); one record that made several events numbers
+    them."""
+
+    def __init__(self, tool: str, source_id: str) -> None:
+        self.prefix = f"{tool}:{source_id}:"
+        self.n = 0
+        self.seen: set[str] = set()
+
+    def of(self, events: Iterable[dict[str, Any]]) -> list[str | None]:
+        keys: list[str | None] = []
+        for event in events:
+            kept = event.get("x_source")
+            found: dict[str, Any] = kept if isinstance(kept, dict) else {}
+            record = (
+                found.get("last_uuid") or found.get("uuid") or found.get("node") or f"#{self.n}"
+            )
+            key = f"{self.prefix}{record}"[:200]
+            if key in self.seen:
+                key = f"{key}/{self.n}"[:200]
+            self.seen.add(key)
+            keys.append(key)
+            self.n += 1
+        return keys
 
 
 def by_source(conversation: Any, tool: str, source_id: str) -> None:
@@ -76,33 +113,35 @@ def by_source(conversation: Any, tool: str, source_id: str) -> None:
     records), its ``node`` (ChatGPT's), else its place among the events: a source is
     written by appending, so a place keeps naming the same record."""
     conversation.fingerprint = f"{tool}:source:{source_id}"
-    keys: list[str | None] = []
-    for n, event in enumerate(conversation.events):
-        found = event.get("x_source") if isinstance(event.get("x_source"), dict) else {}
-        record = found.get("last_uuid") or found.get("uuid") or found.get("node") or f"#{n}"
-        keys.append(f"{tool}:{source_id}:{record}"[:200])
-    seen: set[str | None] = set()
-    for n, key in enumerate(keys):  # one record made several events: number them
-        if key in seen:
-            keys[n] = f"{key}/{n}"[:200]
-        seen.add(keys[n])
-    conversation.keys = keys
+    conversation.keys = SourceKeys(tool, source_id).of(conversation.events)
 
 
 class Events:
     """Events being built, with source records waiting for the next event to carry them."""
 
     def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []  # those not taken yet
         self.pending: list[Any] = []
+        self.count = 0  # events added, those taken included
+        self.first_ts: str | None = None  # the first event's time
 
     def add(self, event: dict[str, Any]) -> dict[str, Any]:
         """Append ``event``, carrying the records kept since the last one."""
         if self.pending:
             event.setdefault("x_source", {})["records"] = self.pending
             self.pending = []
+        if not self.count:
+            self.first_ts = event.get("ts")
         self.events.append(event)
+        self.count += 1
         return event
+
+    def take(self, hold: int) -> list[dict[str, Any]]:
+        """The events but the last ``hold`` (which a later record may still change)."""
+        if len(self.events) <= hold:
+            return []
+        done, self.events = self.events[:-hold], self.events[-hold:]
+        return done
 
     def keep(self, record: Any) -> None:
         """Keep a record with no event of its own for the next event to carry."""

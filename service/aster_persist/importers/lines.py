@@ -1,0 +1,190 @@
+"""JSON Lines formats read one record at a time, so that a file of any size imports with
+the memory of a batch of events and the largest record.
+
+A format's ``LineReader`` is fed records; the events it made that no later record can
+change (all but the last ``HOLD``) are taken from it in batches. A file is read twice:
+
+- ``scan`` reads it all and checks every event against this store's schema, writing
+  nothing: a file that is not a transcript of its format is refused whole, naming the
+  line or the event. It learns what the conversation says of itself (its source, its
+  times, its title), the digest of its bytes, and a hash of each event's key, so that
+  the import can see where a session already holding the source's start leaves off;
+- ``batches`` reads it again, the events now with their times and their keys, for the
+  import to write a batch at a time.
+
+A whole file in memory (``read_whole``) goes through the same steps, so both ways give
+the same events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Invalid
+from .reader import Conversation, Format, ImportProblem, LineReader
+from .records import SourceKeys, by_source, fingerprint, numbered_records
+
+HOLD = 64  # events a later record may still change: a turn's calls, a result's exit code
+BATCH = 512  # events handed on at once
+CHUNK = 1 << 20  # bytes read from a file at once
+
+
+def converted(
+    reader: LineReader, records: Iterable[tuple[int, dict[str, Any]]]
+) -> Iterator[list[dict[str, Any]]]:
+    """The events of ``records`` in batches, each settled (no later record changes it)."""
+    out = reader.out
+    for _number, record in records:
+        reader.feed(record)
+        if len(out.events) >= HOLD + BATCH:
+            done = out.take(HOLD)
+            reader.settle(done)
+            yield done
+    done = out.done()
+    reader.settle(done)
+    if done:
+        yield done
+
+
+def read_whole(form: Format, data: bytes) -> list[Conversation]:
+    """The one conversation of a JSON Lines file held in memory."""
+    assert form.lines is not None
+    reader = form.lines()
+    events: list[dict[str, Any]] = []
+    own: list[str | None] = []
+    for batch in converted(reader, numbered_records(data.splitlines())):
+        own += reader.keys(batch) or []
+        events += batch
+    conversation, source_id = reader.conversation()
+    conversation.events = events
+    if source_id:
+        by_source(conversation, form.name, source_id)
+    elif reader.keys([]) is not None:  # a format with keys of its own
+        conversation.keys = own
+    conversation.fingerprint = conversation.fingerprint or fingerprint(form.name, data)
+    return [conversation]
+
+
+def file_lines(path: Path, limit: int | None, digest: Any = None) -> Iterator[bytes]:
+    """A file's lines, read a chunk at a time up to ``limit`` bytes (what it held when
+    it was looked at: a file an agent is writing may be longer by now); the bytes read
+    go into ``digest`` too."""
+    left = limit if limit is not None else -1
+    rest = b""
+    with path.open("rb") as handle:
+        while left:
+            chunk = handle.read(CHUNK if left < 0 else min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk) if left > 0 else 0
+            if digest is not None:
+                digest.update(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            yield from lines
+    if rest:
+        yield rest
+
+
+@dataclass
+class Scan:
+    """What reading a whole file once told, before anything is written."""
+
+    name: str  # the format's
+    conversation: Conversation  # its header's fields and its fingerprint (no events)
+    source_id: str | None  # the source's own id: the conversation is keyed by its source
+    events: int = 0
+    first_ts: str | None = None  # the first time any event has
+    # a hash of each event's key (the part after its source's prefix), in order
+    keys: array[int] = field(default_factory=lambda: array("q"))
+
+    def after(self, key: str | None) -> int | None:
+        """Where the events after the one keyed ``key`` start (None: no event is)."""
+        if key is None:
+            return None
+        wanted = hash(key.removeprefix(self.prefix))
+        for n in range(len(self.keys) - 1, -1, -1):
+            if self.keys[n] == wanted:
+                return n + 1
+        return None
+
+    @property
+    def prefix(self) -> str:
+        return SourceKeys(self.name, self.source_id or "").prefix
+
+
+def scan(form: Format, path: Path, limit: int | None) -> Scan:
+    """Read a file once, checking every event; raise ImportProblem saying why not."""
+    assert form.lines is not None
+    reader = form.lines()
+    digest = hashlib.sha256()
+    suffixes = SourceKeys("", "")
+    keys = array("q")
+    events = 0
+    first_ts = None
+    for batch in converted(reader, numbered_records(file_lines(path, limit, digest))):
+        reader.keys(batch)  # a native export's own keys, taken off as the import will
+        for key in suffixes.of(batch):
+            keys.append(hash(key))
+        for event in batch:
+            first_ts = first_ts or event.get("ts")
+        _checked(form, batch, events)
+        events += len(batch)
+    conversation, source_id = reader.conversation()
+    if source_id:
+        conversation.fingerprint = f"{form.name}:source:{source_id}"
+    elif not conversation.fingerprint:
+        conversation.fingerprint = f"{form.name}:{digest.hexdigest()}"
+    if source_id is None:
+        keys = array("q")  # not keyed by its source: no event is looked for by its key
+    return Scan(form.name, conversation, source_id, events, first_ts, keys)
+
+
+def batches(
+    form: Format, path: Path, limit: int | None, scanned: Scan, modified_at: str | None
+) -> Iterator[tuple[list[dict[str, Any]], list[str | None]]]:
+    """The file's events again, a batch at a time, with their times and their keys."""
+    assert form.lines is not None
+    reader = form.lines()
+    keys = SourceKeys(form.name, scanned.source_id) if scanned.source_id else None
+    # a record with no time takes the one before it (the first known, at the start);
+    # a file with no times at all, its own time
+    previous = scanned.first_ts or scanned.conversation.created_at or modified_at
+    done = 0
+    for batch in converted(reader, numbered_records(file_lines(path, limit))):
+        own = reader.keys(batch)
+        for event in batch:
+            if event.get("ts"):
+                previous = event["ts"]
+            elif previous:
+                event["ts"] = previous
+        checked = _checked(form, batch, done)
+        done += len(batch)
+        yield checked, keys.of(batch) if keys is not None else own or [None] * len(batch)
+
+
+def _checked(form: Format, events: list[dict[str, Any]], before: int) -> list[dict[str, Any]]:
+    """Events as this store takes them, or ImportProblem naming the one refused."""
+    from ..storage.events import validate_events  # the CLI reads the registry: a client
+
+    try:
+        return list(validate_events(events))
+    except Invalid as exc:
+        detail = _renumbered(exc.detail, before)
+        raise ImportProblem(
+            f"the {form.name} file gives an event this store refuses: {detail}"
+        ) from None
+
+
+def _renumbered(detail: str, before: int) -> str:
+    """A problem naming ``events[n]`` of a batch, as the n-th event of the file."""
+    if before and detail.startswith("events["):
+        number, _, rest = detail[7:].partition("]")
+        if number.isdigit():
+            return f"events[{int(number) + before}]{rest}"
+    return detail

@@ -244,6 +244,7 @@ def create_app(
         allowed_origins=origins,
         token=token,
         max_body_bytes=settings.max_body_bytes,
+        max_import_bytes=settings.max_import_bytes,
         max_requests=settings.max_requests,
         warning=home.degraded,
     )

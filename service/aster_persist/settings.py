@@ -70,6 +70,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest request body (413 past it)."
     )
+    max_import_bytes: int = Field(
+        default=16 * 1024**3,
+        ge=1024,
+        description="Largest file one import takes; it is held on disk, not in memory.",
+    )
     max_event_bytes: int = Field(
         default=4 * 1024 * 1024, ge=256, description="Largest single stored event line."
     )

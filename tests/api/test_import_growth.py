@@ -134,3 +134,48 @@ def test_the_session_a_source_became_is_remembered_across_a_restart(home: Path) 
         ).json()["sessions"][0]
         assert again == {"id": first["id"], "status": "already_imported"}
         assert len(client.get("/v1/sessions").json()["items"]) == 1
+
+
+@pytest.mark.parametrize("path", [CLAUDE, CODEX], ids=["claude-code", "codex"])
+def test_a_source_cut_short_adds_nothing_and_one_rewritten_is_kept_beside(
+    client: TestClient, home: Path, path: Path
+) -> None:
+    whole = path.read_bytes()
+    [made] = imported(client, whole)["sessions"]
+    sid, stored = made["id"], lines(home, made["id"])
+    cut = b"".join(whole.splitlines(keepends=True)[:12])  # the agent's file, truncated
+    assert imported(client, cut)["sessions"] == [{"id": sid, "status": "already_imported"}]
+    assert lines(home, sid) == stored
+    if path == CODEX:
+        return  # a rollout's records are known by their places: a rewrite is not seen
+    # the same source, rewritten: none of its records is one the session holds
+    rewritten = whole.replace(b'"uuid":"', b'"uuid":"new-')
+    result = imported(client, rewritten)
+    [beside] = result["sessions"]
+    assert beside["status"] == "imported" and beside["rewrite_of"] == sid and beside["id"] != sid
+    assert lines(home, sid) == stored  # never merged into the session it was
+    header = lines(home, beside["id"])[0]
+    assert header["x_import"]["rewrite_of"] == sid
+    assert ":rewritten:" in header["x_import"]["fingerprint"]
+    again = imported(client, rewritten)["sessions"]
+    assert again == [{"id": beside["id"], "status": "already_imported", "rewrite_of": sid}]
+    journal = client.get("/v1/journal", params={"op": "session.imported"}).json()["items"]
+    sources = {e["session"]: e["detail"]["source"] for e in journal}
+    assert sources[beside["id"]].startswith(sources[sid] + ":rewritten:")
+
+
+def test_the_notices_of_an_import_name_its_source(client: TestClient) -> None:
+    heard: list[dict] = []
+    sessions = client.app.state.sessions  # type: ignore[attr-defined]
+    sessions.listeners.append(lambda notice: heard.append(notice.wire()))
+    whole = CLAUDE.read_bytes()
+    start = b"".join(whole.splitlines(keepends=True)[:15])
+    sid = imported(client, start)["sessions"][0]["id"]
+    imported(client, whole)
+    [made, grown] = [n for n in heard if n["session_id"] == sid]
+    session_id = orjson.loads(whole.splitlines()[1])["sessionId"]
+    assert made["source"] == grown["source"] == f"claude-code:source:{session_id}"
+    assert grown["first_seq"] == made["last_seq"] + 1
+    appended = client.post(f"/v1/sessions/{sid}/events", json={"type": "title", "title": "t"})
+    assert appended.status_code == 201
+    assert "source" not in heard[-1]  # an agent's own append came from no file

@@ -29,7 +29,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from fastapi import Request, Response
@@ -138,7 +138,33 @@ def loads(raw: bytes | str, loc: Loc = body_loc, whole: Callable[[str], int] | N
     return value
 
 
-def check_document(raw: bytes) -> None:
+def check_file(handle: BinaryIO) -> None:
+    """``check_document`` on an open file of any size: a line at a time when it is
+    JSON Lines (its first line a whole JSON value), else whole."""
+    from ..importers.lines import file_lines
+
+    lines = file_lines(handle, None)
+    first = next(lines, b"")
+    number = 1
+    while not first.strip():
+        try:
+            first = next(lines)
+        except StopIteration:
+            return
+        number += 1
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        handle.seek(0)
+        check_document(handle.read())  # one document over several lines
+        return
+    check_document(first, number)
+    for n, line in enumerate(lines, number + 1):
+        if line.strip():
+            check_document(line, n)
+
+
+def check_document(raw: bytes, first_line: int = 1) -> None:
     """Refuse a file of JSON values (one document, or one value a line) in which a value
     repeats a key or nests too deeply. Whatever is not JSON is left to its reader."""
     try:
@@ -147,7 +173,7 @@ def check_document(raw: bytes) -> None:
         return
     pairs = _Pairs()
     decoder = json.JSONDecoder(object_pairs_hook=pairs)
-    pos, line = 0, 1
+    pos, line = 0, first_line
     while True:
         space = _SPACE.match(text, pos)
         start = space.end() if space else pos

@@ -89,6 +89,10 @@ FEED_DOC = _stream_doc(
                 "first_seq": {"type": "integer"},
                 "last_seq": {"type": "integer"},
                 "kinds": {"type": "array", "items": {"type": "string"}},
+                "source": {
+                    "type": "string",
+                    "description": "What an import brought them from (its source's key).",
+                },
             },
             "required": ["session_id", "scope", "first_seq", "last_seq", "kinds"],
         },

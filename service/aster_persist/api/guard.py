@@ -61,6 +61,10 @@ def host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+STREAMED = frozenset({"/v1/sessions/import"})  # bodies the route reads as they come
+IMPORT_LIMIT = "ASTER_MAX_IMPORT_BYTES"
+
+
 class Guard:
     """The front door: Host allowlist, Origin check, bearer token, body size, request
     count and client timeouts, refused with a problem body before any framework code runs."""
@@ -73,6 +77,7 @@ class Guard:
         allowed_origins: list[str],
         token: str | None,
         max_body_bytes: int,
+        max_import_bytes: int | None = None,
         max_requests: int = 1024,
         warning: str | None = None,
     ) -> None:
@@ -82,6 +87,7 @@ class Guard:
         self.origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.token = token.encode() if token else None
         self.max_body = max_body_bytes
+        self.max_import = max_import_bytes if max_import_bytes is not None else max_body_bytes
         self.max_requests = max_requests
         self.active = 0
         self.warning = warning
@@ -162,6 +168,13 @@ class Guard:
         """The ``receive`` to hand on: the whole body replayed, or the original when there
         is no body; None when the request was answered here or the client left."""
         length = declared_length(headers)
+        if scope["path"] in STREAMED and scope.get("method") == "POST":
+            # an import's file is handed on as it arrives, held on disk by the route,
+            # which keeps to the limit of its own (it may be larger than memory)
+            if length is not None and length > self.max_import:
+                await self._too_large(send, f"the file is {length} bytes", IMPORT_LIMIT)
+                return None
+            return receive
         if length is not None and length > self.max_body:
             await self._too_large(send, f"the body is {length} bytes")
             return None
@@ -183,8 +196,9 @@ class Guard:
             more = message.get("more_body", False)
         return _replay(b"".join(chunks), receive)
 
-    async def _too_large(self, send: Send, what: str) -> None:
-        detail = f"{what}; the limit is {self.max_body} bytes (ASTER_MAX_BODY_BYTES)"
+    async def _too_large(self, send: Send, what: str, setting: str = "") -> None:
+        limit = self.max_import if setting else self.max_body
+        detail = f"{what}; the limit is {limit} bytes ({setting or 'ASTER_MAX_BODY_BYTES'})"
         await send_problem(send, 413, "payload_too_large", "Payload too large", detail)
 
     def _warn(self, send: Send) -> Send:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+import errno
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
 import orjson
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
-from ..errors import Invalid
+from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
 from ..importers import CHOICES
 from ..schemas import cursors
 from ..services.sessions import Sessions
@@ -271,12 +272,46 @@ async def import_sessions(
         await asyncio.to_thread(normalize_repo_root, repo_root)
     if modified_at is not None:
         modified_at = checked_time(modified_at, "modified_at")
-    raw = await request.body()
-    await asyncio.to_thread(strict.check_document, raw)
-    result = await _sessions(request).import_file(
-        raw, format=format, repo_root=repo_root, modified_at=modified_at
-    )
+    sessions = _sessions(request)
+    limit = request.app.state.settings.max_import_bytes
+    with await asyncio.to_thread(sessions.spool) as spool:
+        await _spooled(request, spool, limit)
+        await asyncio.to_thread(strict.check_file, spool)
+        result = await sessions.import_stream(
+            spool, format=format, repo_root=repo_root, modified_at=modified_at
+        )
     return json_response(result, 201 if result["imported"] else 200)
+
+
+async def _spooled(request: Request, spool: BinaryIO, limit: int) -> None:
+    """The body, as it arrives, into ``spool`` (a file: it may be larger than memory)."""
+    size = held = 0
+    pending: list[bytes] = []
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(
+                f"the file is longer; the limit is {limit} bytes (ASTER_MAX_IMPORT_BYTES)"
+            )
+        pending.append(chunk)
+        held += len(chunk)
+        if held >= SPOOL_CHUNK:
+            await asyncio.to_thread(_write_out, spool, pending)
+            pending, held = [], 0
+    await asyncio.to_thread(_write_out, spool, pending)
+
+
+SPOOL_CHUNK = 1 << 20
+
+
+def _write_out(spool: BinaryIO, chunks: list[bytes]) -> None:
+    try:
+        spool.writelines(chunks)
+        spool.flush()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise InsufficientStorage("the disk is full: the file was not imported") from None
+        raise
 
 
 @router.post(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -238,7 +239,7 @@ def import_command(
 ) -> None:
     """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
     tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
-    from rich.progress import Progress
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     if format not in CHOICES:
         raise fail(f"unknown format {format!r}; use one of {', '.join(CHOICES)}", 2)
@@ -246,13 +247,22 @@ def import_command(
     if not files:
         raise fail("no .jsonl or .json files found there", 2)
     results: list[dict[str, Any]] = []
-    with daemon(url) as aster, Progress(transient=True, disable=json_out) as bar:
-        task = bar.add_task("importing", total=len(files))
+    total = sum(path.stat().st_size for path in files)
+    bar = Progress(
+        *Progress.get_default_columns(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=Console(stderr=True),  # stdout is the result's
+        transient=True,
+        disable=json_out,
+    )
+    with daemon(url) as aster, bar:
+        task = bar.add_task("importing", total=total)
         for path in files:
             row: dict[str, Any] = {"file": str(path)}
             try:
                 done = aster.import_file(
-                    path.read_bytes(),
+                    chunks(path, lambda n: bar.advance(task, n)),
                     format=format,
                     repo_root=repo_root,
                     modified_at=file_time(path),
@@ -267,7 +277,6 @@ def import_command(
             except (api.ApiError, OSError) as exc:
                 row["failed"] = str(exc)
             results.append(row)
-            bar.advance(task)
     failed = [r for r in results if "failed" in r]
     if json_out:
         emit_json({"files": results})
@@ -299,6 +308,18 @@ def import_command(
         )
     if failed:
         raise typer.Exit(EXIT_REFUSED)
+
+
+CHUNK = 1 << 20
+
+
+def chunks(path: Path, sent: Callable[[int], object]) -> Iterator[bytes]:
+    """A file's bytes a chunk at a time, telling ``sent`` of each (the progress bar):
+    a file of any size goes to the daemon as a stream, never whole in memory."""
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+            sent(len(chunk))
 
 
 def file_time(path: Path) -> str:

@@ -9,7 +9,7 @@ repeated parameters. The readers here turn a successful reply into its model.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
@@ -50,7 +50,7 @@ class Call(Generic[T]):
     read: Callable[[httpx.Response], T]
     params: dict[str, Any] = field(default_factory=dict)
     json: Any = None
-    content: bytes | None = None
+    content: bytes | Iterable[bytes] | None = None  # an iterable: sent as it is read
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
     answers: tuple[int, ...] = ()  # refusal statuses that are answers, not errors

@@ -152,15 +152,16 @@ class SessionEndpoints:
 
     @endpoint
     def import_file(
-        data: bytes,
+        data: bytes | Iterable[bytes],
         *,
         format: str = "auto",
         repo_root: str | None = None,
         modified_at: str | None = None,
     ) -> Call[ImportOut]:
-        """``POST /v1/sessions/import``: one file's bytes; importing it again adds nothing,
-        and again once it grew adds what it gained. ``modified_at`` (the file's time)
-        dates a file that holds no times of its own."""
+        """``POST /v1/sessions/import``: one file's bytes (or, with the blocking client,
+        its chunks as they are read: a file of any size is sent as a stream); importing
+        it again adds nothing, and again once it grew adds what it gained.
+        ``modified_at`` (the file's time) dates a file that holds no times of its own."""
         return Call(
             "POST",
             "/v1/sessions/import",

@@ -25,8 +25,7 @@ same source again finds it instead of copying it.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -47,6 +46,7 @@ __all__ = [
     "lines",
     "named",
     "read",
+    "read_prefix",
 ]
 
 REGISTRY: tuple[Format, ...] = (
@@ -76,11 +76,11 @@ def named(format: str) -> Format:
     return _BY_NAME[format]
 
 
-def detect_file(path: Path, limit: int | None = None) -> str:
-    """The format of a file, from its first line (the whole of it only when it is one
-    JSON document)."""
-    with path.open("rb") as handle:
-        first = handle.readline() if limit is None else handle.readline(limit)
+def detect_file(handle: BinaryIO, limit: int | None = None) -> str:
+    """The format of an open file, from its first line (the whole of it only when it is
+    one JSON document)."""
+    handle.seek(0)
+    first = handle.readline() if limit is None else handle.readline(limit)
     start = first.lstrip()
     if start[:1] == b"{" and first.endswith(b"\n"):
         try:
@@ -92,13 +92,13 @@ def detect_file(path: Path, limit: int | None = None) -> str:
         pass
     elif start[:1] not in b"[{":
         return detect(start)  # says it is neither
-    data = path.read_bytes() if limit is None else _prefix(path, limit)
-    return detect(data)
+    return detect(read_prefix(handle, limit))
 
 
-def _prefix(path: Path, limit: int) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(limit)
+def read_prefix(handle: BinaryIO, limit: int | None = None) -> bytes:
+    """An open file's bytes from its start, up to ``limit``."""
+    handle.seek(0)
+    return handle.read() if limit is None else handle.read(limit)
 
 
 def detect(data: bytes) -> str:

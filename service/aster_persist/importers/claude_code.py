@@ -71,8 +71,6 @@ def _text_of(content: Any) -> str:
 class Reader:
     """A transcript read one record at a time (``importers.lines`` drives it)."""
 
-    name = NAME
-
     def __init__(self) -> None:
         self.out = Events()
         self.cwd: Any = None

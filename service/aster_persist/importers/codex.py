@@ -46,8 +46,6 @@ def detects(head: Head) -> bool:
 class Reader:
     """A rollout read one record at a time (``importers.lines`` drives it)."""
 
-    name = NAME
-
     def __init__(self) -> None:
         self.out = Events()
         self.meta: dict[str, Any] = {}

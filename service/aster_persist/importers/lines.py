@@ -22,8 +22,7 @@ import hashlib
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import Invalid
 from .reader import Conversation, Format, ImportProblem, LineReader
@@ -70,23 +69,23 @@ def read_whole(form: Format, data: bytes) -> list[Conversation]:
     return [conversation]
 
 
-def file_lines(path: Path, limit: int | None, digest: Any = None) -> Iterator[bytes]:
-    """A file's lines, read a chunk at a time up to ``limit`` bytes (what it held when
-    it was looked at: a file an agent is writing may be longer by now); the bytes read
-    go into ``digest`` too."""
+def file_lines(handle: BinaryIO, limit: int | None, digest: Any = None) -> Iterator[bytes]:
+    """An open file's lines from its start, read a chunk at a time up to ``limit`` bytes
+    (what it held when it was looked at: a file an agent is writing may be longer by
+    now); the bytes read go into ``digest`` too."""
+    handle.seek(0)
     left = limit if limit is not None else -1
     rest = b""
-    with path.open("rb") as handle:
-        while left:
-            chunk = handle.read(CHUNK if left < 0 else min(CHUNK, left))
-            if not chunk:
-                break
-            left -= len(chunk) if left > 0 else 0
-            if digest is not None:
-                digest.update(chunk)
-            lines = (rest + chunk).split(b"\n")
-            rest = lines.pop()
-            yield from lines
+    while left:
+        chunk = handle.read(CHUNK if left < 0 else min(CHUNK, left))
+        if not chunk:
+            break
+        left -= len(chunk) if left > 0 else 0
+        if digest is not None:
+            digest.update(chunk)
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        yield from lines
     if rest:
         yield rest
 
@@ -98,18 +97,18 @@ class Scan:
     name: str  # the format's
     conversation: Conversation  # its header's fields and its fingerprint (no events)
     source_id: str | None  # the source's own id: the conversation is keyed by its source
+    digest: str  # of the bytes read
     events: int = 0
     first_ts: str | None = None  # the first time any event has
     # a hash of each event's key (the part after its source's prefix), in order
     keys: array[int] = field(default_factory=lambda: array("q"))
 
-    def after(self, key: str | None) -> int | None:
-        """Where the events after the one keyed ``key`` start (None: no event is)."""
-        if key is None:
-            return None
-        wanted = hash(key.removeprefix(self.prefix))
+    def after(self, known: Iterable[str]) -> int | None:
+        """Where the events after the last one keyed as in ``known`` start (None: no
+        event is): a source grows at its end, so what is new follows it."""
+        held = {hash(key.removeprefix(self.prefix)) for key in known}
         for n in range(len(self.keys) - 1, -1, -1):
-            if self.keys[n] == wanted:
+            if self.keys[n] in held:
                 return n + 1
         return None
 
@@ -118,7 +117,7 @@ class Scan:
         return SourceKeys(self.name, self.source_id or "").prefix
 
 
-def scan(form: Format, path: Path, limit: int | None) -> Scan:
+def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     """Read a file once, checking every event; raise ImportProblem saying why not."""
     assert form.lines is not None
     reader = form.lines()
@@ -127,7 +126,7 @@ def scan(form: Format, path: Path, limit: int | None) -> Scan:
     keys = array("q")
     events = 0
     first_ts = None
-    for batch in converted(reader, numbered_records(file_lines(path, limit, digest))):
+    for batch in converted(reader, numbered_records(file_lines(handle, limit, digest))):
         reader.keys(batch)  # a native export's own keys, taken off as the import will
         for key in suffixes.of(batch):
             keys.append(hash(key))
@@ -142,11 +141,11 @@ def scan(form: Format, path: Path, limit: int | None) -> Scan:
         conversation.fingerprint = f"{form.name}:{digest.hexdigest()}"
     if source_id is None:
         keys = array("q")  # not keyed by its source: no event is looked for by its key
-    return Scan(form.name, conversation, source_id, events, first_ts, keys)
+    return Scan(form.name, conversation, source_id, digest.hexdigest(), events, first_ts, keys)
 
 
 def batches(
-    form: Format, path: Path, limit: int | None, scanned: Scan, modified_at: str | None
+    form: Format, handle: BinaryIO, limit: int | None, scanned: Scan, modified_at: str | None
 ) -> Iterator[tuple[list[dict[str, Any]], list[str | None]]]:
     """The file's events again, a batch at a time, with their times and their keys."""
     assert form.lines is not None
@@ -156,7 +155,7 @@ def batches(
     # a file with no times at all, its own time
     previous = scanned.first_ts or scanned.conversation.created_at or modified_at
     done = 0
-    for batch in converted(reader, numbered_records(file_lines(path, limit))):
+    for batch in converted(reader, numbered_records(file_lines(handle, limit))):
         own = reader.keys(batch)
         for event in batch:
             if event.get("ts"):

@@ -42,8 +42,6 @@ def detects(head: Head) -> bool:
 class Reader:
     """An export read one line at a time (``importers.lines`` drives it)."""
 
-    name = NAME
-
     def __init__(self) -> None:
         self.out = Events()
         self.header: dict[str, Any] | None = None

@@ -16,15 +16,12 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ulid import ULID
 
 from ..errors import Invalid
 from .times import moment
-
-if TYPE_CHECKING:
-    from .records import Events
 
 
 class ImportProblem(Invalid):
@@ -73,12 +70,24 @@ class Head:
     top: dict[str, Any] = field(default_factory=dict)
 
 
+class Made(Protocol):
+    """The events a reader made (``records.Events``), as the driver takes them."""
+
+    @property
+    def events(self) -> list[dict[str, Any]]: ...
+
+    def take(self, hold: int) -> list[dict[str, Any]]: ...
+
+    def done(self) -> list[dict[str, Any]]: ...
+
+
 class LineReader(Protocol):
     """A reader of a JSON Lines format, fed one record at a time, so that a file of any
     size is read with the memory of a few records (``importers.lines`` drives it)."""
 
-    name: str
-    out: Events  # the events made so far, those a later record may still change last
+    @property
+    def out(self) -> Made:
+        """The events made so far (those a later record may still change last)."""
 
     def feed(self, record: dict[str, Any]) -> None:
         """Take in the next record (raise ImportProblem if it cannot be one)."""

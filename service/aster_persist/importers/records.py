@@ -79,13 +79,15 @@ class SourceKeys:
     the order of the file: ``tool:source:record``, the record being the event's
     ``x_source`` ``last_uuid`` or ``uuid`` (Claude Code's records), its ``node``
     (ChatGPT's), else its place among the events (a source is written by appending, so
-    a place keeps naming the same record); one record that made several events numbers
-    them."""
+    a place keeps naming the same record); one record that made several events (they
+    come together) numbers them."""
+
+    SEEN = 1024  # the events of one record come together: the latest keys are enough
 
     def __init__(self, tool: str, source_id: str) -> None:
-        self.prefix = f"{tool}:{source_id}:"
+        self.prefix = f"{tool}:{source_id}:" if tool else ""  # no tool: the records' part
         self.n = 0
-        self.seen: set[str] = set()
+        self.seen: dict[str, None] = {}  # the latest keys, oldest first
 
     def of(self, events: Iterable[dict[str, Any]]) -> list[str | None]:
         keys: list[str | None] = []
@@ -98,7 +100,9 @@ class SourceKeys:
             key = f"{self.prefix}{record}"[:200]
             if key in self.seen:
                 key = f"{key}/{self.n}"[:200]
-            self.seen.add(key)
+            self.seen[key] = None
+            if len(self.seen) > self.SEEN:
+                del self.seen[next(iter(self.seen))]
             keys.append(key)
             self.n += 1
         return keys

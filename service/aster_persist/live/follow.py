@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 from watchfiles import Change, awatch
@@ -70,6 +72,11 @@ def transcripts(folder: Path) -> list[Path]:
     return found
 
 
+def _open(path: Path) -> BinaryIO:
+    """A followed file, read as a stream (a file of any size), never through a link."""
+    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb")
+
+
 def _through_link(path: Path, root: Path) -> bool:
     return any(p.is_symlink() for p in [path, *path.parents] if p != root and root in p.parents)
 
@@ -105,11 +112,13 @@ class Following:
             if self.state.get(str(path)) == seen:
                 continue
             try:
-                data = await asyncio.to_thread(path.read_bytes)
                 moment = datetime.fromtimestamp(stat.st_mtime, UTC)
-                await self.sessions.import_file(
-                    data, modified_at=moment.isoformat(timespec="milliseconds")[:23] + "Z"
-                )
+                with await asyncio.to_thread(_open, path) as handle:
+                    await self.sessions.import_stream(
+                        handle,
+                        limit=stat.st_size,  # what it held when looked at: no half line more
+                        modified_at=moment.isoformat(timespec="milliseconds")[:23] + "Z",
+                    )
                 self.errors.pop(str(path), None)
             except AsterError as exc:  # not a transcript, or not yet a whole one
                 self.errors[str(path)] = exc.detail

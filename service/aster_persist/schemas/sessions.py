@@ -215,6 +215,11 @@ class ImportedSession(BaseModel):
         "holds now that the session did not was appended; already_imported: nothing new"
     )
     events: int | None = Field(default=None, description="The events written now.")
+    rewrite_of: str | None = Field(
+        default=None,
+        description="The session its source became before it was rewritten: the rewritten "
+        "file is a session of its own, kept beside that one, never merged into it.",
+    )
 
 
 class ImportOut(BaseModel):

@@ -11,8 +11,8 @@ key, so a grown file adds exactly what it gained and the same file again adds no
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Container
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Container, Iterable
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
 from ...storage.home import project_slug
@@ -44,10 +44,7 @@ async def import_file(
     """
     found, conversations = await asyncio.to_thread(importers.read, data, format, modified_at)
     for conversation in conversations:
-        if not (repo_root or conversation.source.get("repo_root") or conversation.cwd):
-            raise importers.ImportProblem(
-                "the file does not say which project it belongs to; pass repo_root"
-            )
+        _check_project(conversation, repo_root)
     written = await sessions.committer.call(
         _write_imported, sessions, found, conversations, repo_root
     )
@@ -61,17 +58,8 @@ async def import_file(
             continue
         _header, info = done
         results.append({"id": sid, "status": "imported", "events": info.events})
-        if info.events and sessions.listeners:
-            scope = sessions.scope_of(sid)
-            events = conversation.events
-            sessions.announce(Appended(sid, scope, 1, info.last_seq, events=events))
-    return {
-        "format": found,
-        "imported": sum(r["status"] == "imported" for r in results),
-        "updated": sum(r["status"] == "updated" for r in results),
-        "already_imported": sum(r["status"] == "already_imported" for r in results),
-        "sessions": results,
-    }
+        _announce(sessions, sid, info.last_seq, conversation)
+    return _imported(found, results)
 
 
 async def _bring_up_to_date(
@@ -86,13 +74,164 @@ async def _bring_up_to_date(
         return 0  # keyed by its bytes: the same bytes, so nothing can be new
     known = await recent_keys(sid)
     start = next((n + 1 for n in range(len(keys) - 1, -1, -1) if keys[n] in known), 0)
-    written = 0
-    for events, key in _keyed_runs(conversation.events[start:], keys[start:]):
-        if key in known:
-            continue
-        result = await append(sid, events, key=key, learn=False)
-        written += 0 if result.replayed else result.count
-    return written
+    new = [
+        (event, key)
+        for event, key in zip(conversation.events[start:], keys[start:], strict=True)
+        if key not in known
+    ]
+    if not new:
+        return 0
+    result = await append(
+        sid,
+        [event for event, _key in new],
+        keys=[key for _event, key in new],
+        learn=False,
+        source=conversation.fingerprint,
+    )
+    return 0 if result.replayed else result.count
+
+
+def _announce(
+    sessions: Parts, sid: str, last_seq: int, conversation: importers.Conversation
+) -> None:
+    """Tell the listeners of a new session's events (an import: nothing to learn)."""
+    if last_seq and sessions.listeners:
+        scope = sessions.scope_of(sid)
+        events = conversation.events
+        source = conversation.fingerprint
+        sessions.announce(Appended(sid, scope, 1, last_seq, events=events, source=source))
+
+
+async def import_stream(
+    sessions: Parts,
+    handle: BinaryIO,
+    *,
+    limit: int | None,
+    append: Append,
+    recent_keys: RecentKeys,
+    format: str = "auto",
+    repo_root: str | None = None,
+    modified_at: str | None = None,
+) -> dict[str, Any]:
+    """Sessions from an open file of any size. A JSON Lines format is read a record at a
+    time, twice: once to check it all (nothing is written for a file that fails), then
+    to write a batch at a time, so the memory is a batch's and the largest record's. A
+    source already here is brought up to date from the last record its session holds; a
+    source rewritten since (its file holds none of them) is kept beside it as a session
+    of its own, never merged into it. A file that is one JSON document is
+    read whole."""
+    if format == "auto":
+        format = await asyncio.to_thread(importers.detect_file, handle, limit)
+    form = importers.named(format)
+    if form.lines is None:
+        data = await asyncio.to_thread(importers.read_prefix, handle, limit)
+        return await import_file(
+            sessions,
+            data,
+            append=append,
+            recent_keys=recent_keys,
+            format=format,
+            repo_root=repo_root,
+            modified_at=modified_at,
+        )
+    scanned = await asyncio.to_thread(importers.lines.scan, form, handle, limit)
+    conversation = scanned.conversation
+    conversation.created_at = conversation.created_at or modified_at
+    _check_project(conversation, repo_root)
+    sid, here = await sessions.committer.call(_which, sessions, conversation)
+    if here and ":source:" not in conversation.fingerprint:
+        # keyed by its bytes, or by its own id: the same import again
+        return _imported(format, [{"id": sid, "status": "already_imported"}])
+    start, known = 0, await recent_keys(sid) if here else ()
+    if known:
+        found = scanned.after(_keys(known))
+        if found is None and scanned.events:
+            # rewritten since (none of its records is the session's): kept beside it, a
+            # session of its own, never merged into it
+            conversation.fingerprint += f":rewritten:{scanned.digest[:16]}"
+            conversation.session_id = None
+            conversation.source["rewrite_of"] = sid
+            sid, here = await sessions.committer.call(_which, sessions, conversation)
+            known = await recent_keys(sid) if here else ()
+            found = scanned.after(_keys(known))
+        start = found or 0
+    written, created = 0, not here
+    pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
+    n = 0
+    while (batch := await asyncio.to_thread(next, pending, None)) is not None:
+        events, keys = batch
+        todo = [
+            (event, key)
+            for i, (event, key) in enumerate(zip(events, keys, strict=True), n)
+            if i >= start and (key is None or key not in known)
+        ]
+        n += len(events)
+        if created:  # the session, with the first batch
+            conversation.events = [event for event, _key in todo]
+            conversation.keys = [key for _event, key in todo]
+            [done] = await sessions.committer.call(
+                _write_imported, sessions, format, [conversation], repo_root
+            )
+            created = False
+            if done is not None:
+                written += done[1].events
+                _announce(sessions, sid, done[1].last_seq, conversation)
+                continue
+            here, known = True, await recent_keys(sid)  # a concurrent import made it
+            todo = [(event, key) for event, key in todo if key is None or key not in known]
+        if todo:
+            result = await append(
+                sid,
+                [event for event, _key in todo],
+                keys=[key for _event, key in todo],
+                learn=False,
+                source=conversation.fingerprint,
+            )
+            written += 0 if result.replayed else result.count
+    if created:  # no events at all: the session, its header alone
+        conversation.events, conversation.keys = [], []
+        await sessions.committer.call(_write_imported, sessions, format, [conversation], repo_root)
+    if not here:
+        status = {"id": sid, "status": "imported", "events": written}
+    elif written:
+        status = {"id": sid, "status": "updated", "events": written}
+    else:
+        status = {"id": sid, "status": "already_imported"}
+    if "rewrite_of" in conversation.source:
+        status["rewrite_of"] = conversation.source["rewrite_of"]
+    return _imported(format, [status])
+
+
+def _imported(found: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """An import's answer: the format, how many sessions each way, and each session."""
+    return {
+        "format": found,
+        "imported": sum(r["status"] == "imported" for r in results),
+        "updated": sum(r["status"] == "updated" for r in results),
+        "already_imported": sum(r["status"] == "already_imported" for r in results),
+        "sessions": results,
+    }
+
+
+def _check_project(conversation: importers.Conversation, repo_root: str | None) -> None:
+    if not (repo_root or conversation.source.get("repo_root") or conversation.cwd):
+        raise importers.ImportProblem(
+            "the file does not say which project it belongs to; pass repo_root"
+        )
+
+
+def _which(sessions: Parts, conversation: importers.Conversation) -> tuple[str, bool]:
+    """The session a conversation is (the one its source became, if the journal says
+    so), fixed from now on, and whether it is here (writer thread)."""
+    if sessions.journal is not None and conversation.session_id is None:
+        conversation.session_id = sessions.journal.sources.get(conversation.fingerprint)
+    conversation.session_id = conversation.id()
+    return conversation.session_id, conversation.session_id in sessions.store.locations
+
+
+def _keys(keys: Container[str]) -> Iterable[str]:
+    """A session's remembered keys, as the container the writer keeps them in."""
+    return keys if isinstance(keys, Iterable) else ()
 
 
 def _write_imported(

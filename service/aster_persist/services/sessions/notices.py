@@ -13,11 +13,20 @@ class Appended:
 
     ``events`` are the events themselves when this daemon appended them (None when
     another program did); ``learn`` is whether learning may queue what they complete
-    (an import of old history does not). ``kinds``, the event types among them, is
+    (an import of old history does not); ``source``, what an import brought them from. ``kinds``, the event types among them, is
     worked out only when a listener asks.
     """
 
-    __slots__ = ("_kinds", "events", "first_seq", "last_seq", "learn", "scope", "session_id")
+    __slots__ = (
+        "_kinds",
+        "events",
+        "first_seq",
+        "last_seq",
+        "learn",
+        "scope",
+        "session_id",
+        "source",
+    )
 
     def __init__(
         self,
@@ -29,6 +38,7 @@ class Appended:
         events: list[dict[str, Any]] | None = None,
         kinds: list[str] | None = None,
         learn: bool = False,
+        source: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.scope = scope
@@ -36,6 +46,7 @@ class Appended:
         self.last_seq = last_seq
         self.events = events
         self.learn = learn
+        self.source = source
         self._kinds = kinds
 
     @property
@@ -52,6 +63,7 @@ class Appended:
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
             "kinds": self.kinds,
+            **({"source": self.source} if self.source else {}),
         }
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -24,6 +25,7 @@ from ...index import search
 from ...index.catalog import Catalog, FileEntry
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
+from ...storage import fs
 from ...storage.home import normalize_repo_root, project_slug
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
@@ -151,12 +153,16 @@ class Sessions(Parts):
         key: str | None = None,
         if_match: int | None = None,
         learn: bool = True,
+        keys: list[str | None] | None = None,
+        source: str | None = None,
     ) -> AppendResult:
         """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
-        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand)."""
+        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
+        An import gives each event its own key (``keys``) and names its ``source``."""
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
-        result = await self.committer.append(AppendRequest(session_id, events, key, if_match))
+        request = AppendRequest(session_id, events, key, if_match, keys=keys)
+        result = await self.committer.append(request)
         if not result.replayed and self.listeners:
             self.announce(
                 Appended(
@@ -166,6 +172,7 @@ class Sessions(Parts):
                     result.last_seq,
                     events=events,
                     learn=learn,
+                    source=source,
                 )
             )
         return result
@@ -319,6 +326,35 @@ class Sessions(Parts):
             repo_root=repo_root,
             modified_at=modified_at,
         )
+
+    async def import_stream(
+        self,
+        handle: BinaryIO,
+        *,
+        limit: int | None = None,
+        format: str = "auto",
+        repo_root: str | None = None,
+        modified_at: str | None = None,
+    ) -> dict[str, Any]:
+        """Sessions from an open file of any size (its first ``limit`` bytes), read a
+        record at a time where its format allows."""
+        return await imports.import_stream(
+            self,
+            handle,
+            limit=limit,
+            append=self.append,
+            recent_keys=self.recent_keys,
+            format=format,
+            repo_root=repo_root,
+            modified_at=modified_at,
+        )
+
+    def spool(self) -> BinaryIO:
+        """A file with no name in the data home (gone when closed, or at a crash) to
+        hold an import's bytes as they arrive."""
+        folder = self.store.home.index
+        fs.ensure_dir(folder)  # a link on the way is refused
+        return tempfile.TemporaryFile(dir=folder)
 
     async def reconcile(self, paths: list[Path]) -> None:
         """Take in transcripts another program appended to (or added)."""

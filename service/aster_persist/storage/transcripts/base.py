@@ -57,7 +57,13 @@ class _Store:
     if TYPE_CHECKING:  # defined by one part and used by another (writers.py, __init__.py)
 
         def _lines(
-            self, events: list[dict[str, Any]], first: int, key: str | None, first_user: str | None
+            self,
+            events: list[dict[str, Any]],
+            first: int,
+            key: str | None,
+            first_user: str | None,
+            *,
+            keys: list[str | None] | None = None,
         ) -> _Lines: ...
 
         def _release(self, writer: _Writer) -> None: ...

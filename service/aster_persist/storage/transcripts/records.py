@@ -31,6 +31,9 @@ class AppendRequest:
     events: list[dict[str, Any]]
     key: str | None = None
     if_match: int | None = None
+    # a key of its own for each event (an import's, by the record it came from) instead
+    # of one for the request; the caller has left out the events already written
+    keys: list[str | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,9 @@ class _Writers(_Store):
                 f"{info.last_seq}",
                 current=f'"{info.last_seq}"',
             )
-        lines = self._lines(request.events, info.last_seq + 1, key, info.first_user)
+        lines = self._lines(
+            request.events, info.last_seq + 1, key, info.first_user, keys=request.keys
+        )
         data = b"".join(lines.chunks)
         self._write_all(writer, data, sid)
         writer.size += len(data)
@@ -184,21 +186,35 @@ class _Writers(_Store):
         info.offset = info.file_size = writer.size
         result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
         if key is not None:
-            writer.keys[key] = result
-            writer.key_ends[key] = writer.size
-            if len(writer.keys) > KEYS_KEPT:
-                writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
+            self._remember(writer, key, result)
+        for n, own in enumerate(request.keys or ()):
+            if own is not None:
+                self._remember(writer, own, AppendResult(lines.first + n, lines.first + n, 1))
         if self.durability != "none":
             self._unsynced.add(sid)
         if self.durability != "fsync":
             self._acknowledge(writer, writer.size)
         return result, writer.size
 
+    def _remember(self, writer: _Writer, key: str, result: AppendResult) -> None:
+        """Know ``key`` as written (the latest ``KEYS_KEPT`` keys are kept)."""
+        writer.keys[key] = result
+        writer.key_ends[key] = writer.size
+        if len(writer.keys) > KEYS_KEPT:
+            writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
+
     def _lines(
-        self, events: list[dict[str, Any]], first: int, key: str | None, first_user: str | None
+        self,
+        events: list[dict[str, Any]],
+        first: int,
+        key: str | None,
+        first_user: str | None,
+        *,
+        keys: list[str | None] | None = None,
     ) -> _Lines:
         """The stored lines of ``events`` numbered from ``first`` (``seq``, ``ts`` and the
-        idempotency key added), and what a listing learns from them, in one pass."""
+        idempotency key added: ``key``, or each event's of ``keys``), and what a listing
+        learns from them, in one pass."""
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
@@ -226,8 +242,9 @@ class _Writers(_Store):
                 line["ts"] = ts  # stored as UTC with milliseconds, like the server's own
                 if ts > latest:
                     latest = ts
-            if key is not None:
-                line["idempotency_key"] = key
+            own = key if keys is None else keys[seq - first]
+            if own is not None:
+                line["idempotency_key"] = own
             if seq == first and batch > 1:
                 # The first line of a batch says how long it is, so a batch that a power
                 # loss cut short is recognised and moved aside like a torn line.

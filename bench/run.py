@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import bench.*
 
 from bench.appends import bench_appends
+from bench.following import bench_follow, bench_tree
 from bench.harness import fsync_probe, print_table
 from bench.imports import bench_import
 from bench.learning import bench_learning
@@ -32,9 +33,19 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--blocks", type=int, default=10_000)
+    parser.add_argument("--tree-mb", type=int, default=1000, help="size of the import tree")
     parser.add_argument(
         "--only",
-        choices=["appends", "listing", "memory", "live", "readers", "import", "learning"],
+        choices=[
+            "appends",
+            "listing",
+            "memory",
+            "live",
+            "readers",
+            "import",
+            "tree",
+            "learning",
+        ],
         default=None,
     )
     args = parser.parse_args()
@@ -55,6 +66,9 @@ def main() -> None:
             bench_readers(work, args.seconds, args.reps)
         if args.only in (None, "import"):
             bench_import(work)
+        if args.only in (None, "tree"):
+            bench_tree(work, args.tree_mb)
+            bench_follow(work)
         if args.only in (None, "learning"):
             bench_learning(work)
     finally:

@@ -75,12 +75,20 @@ def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
         assert first_seen < 10
         events = grown[0]["events"]
 
-        source.unlink()  # gone from its source: what was imported stays
-        time.sleep(1.0)
+        source.unlink()  # gone from its source: what was imported stays, and says so
+
+        def journal() -> list[dict[str, Any]]:
+            found = httpx.get(f"{daemon.url}/v1/journal", params={"op": "session"}).json()
+            return list(found["items"])
+
+        wait_until(lambda: len(journal()) == 2)
         [kept] = sessions(daemon.url)
         assert kept["events"] == events
-        journal = httpx.get(f"{daemon.url}/v1/journal", params={"op": "session"}).json()
-        assert [e["op"] for e in journal["items"]] == ["session.imported"]
+        ops = {e["op"]: e for e in journal()}
+        assert set(ops) == {"session.imported", "session.source_gone"}
+        gone = ops["session.source_gone"]
+        assert gone["session"] == made["id"] and gone["detail"]["path"] == str(source)
+        assert gone["actor"] == "watcher"
     finally:
         daemon.stop()
 

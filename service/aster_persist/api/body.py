@@ -29,6 +29,7 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Coroutine, Iterable
+from itertools import chain
 from typing import Any, BinaryIO
 
 import orjson
@@ -158,10 +159,15 @@ def check_file(handle: BinaryIO) -> None:
         handle.seek(0)
         check_document(handle.read())  # one document over several lines
         return
-    check_document(first, number)
-    for n, line in enumerate(lines, number + 1):
-        if line.strip():
-            check_document(line, n)
+    for n, line in enumerate(chain([first], lines), number):
+        if not line.strip():
+            continue
+        try:  # a line as orjson writes it repeats no key: read again only the others
+            if _compact(line, orjson.loads(line)):
+                continue
+        except orjson.JSONDecodeError:
+            pass  # its reader says why
+        check_document(line, n)
 
 
 def check_document(raw: bytes, first_line: int = 1) -> None:

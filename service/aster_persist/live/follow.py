@@ -10,7 +10,9 @@ so a file followed while an agent writes it becomes one session that grows with 
 What was taken in of each file (its size and modification time) is kept in
 ``<home>/follow-state.json``, so a restart reads again only the files that changed
 meanwhile, and nothing is done while nothing changes. A file deleted or truncated at
-its source changes nothing here: what was imported stays. Links are never followed.
+its source changes nothing here: what was imported stays (the journal says of a deleted
+one that its source is gone, ``session.source_gone``); a file rewritten is kept beside
+its session as one of its own. Links are never followed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 from watchfiles import Change, awatch
@@ -88,7 +90,8 @@ class Following:
         self.sessions = sessions
         self.home = home
         self.configured = configured
-        self.state: dict[str, list[int]] = self._load_state()
+        # each file taken in: its size and modification time then, and its session
+        self.state: dict[str, list[Any]] = self._load_state()
         self.errors: dict[str, str] = {}  # a file that cannot be imported: why
 
     def folders(self) -> list[Path]:
@@ -108,17 +111,20 @@ class Following:
                 stat = path.stat()
             except OSError:
                 continue  # gone: what was imported of it stays
-            seen = [stat.st_size, stat.st_mtime_ns]
-            if self.state.get(str(path)) == seen:
+            seen: list[Any] = [stat.st_size, stat.st_mtime_ns]
+            before = self.state.get(str(path), [])
+            if before[:2] == seen:
                 continue
+            became = before[2:3]  # the session it became
             try:
                 moment = datetime.fromtimestamp(stat.st_mtime, UTC)
                 with await asyncio.to_thread(_open, path) as handle:
-                    await self.sessions.import_stream(
+                    result = await self.sessions.import_stream(
                         handle,
                         limit=stat.st_size,  # what it held when looked at: no half line more
                         modified_at=moment.isoformat(timespec="milliseconds")[:23] + "Z",
                     )
+                became = [s["id"] for s in result["sessions"]][:1] or became
                 self.errors.pop(str(path), None)
             except AsterError as exc:  # not a transcript, or not yet a whole one
                 self.errors[str(path)] = exc.detail
@@ -126,7 +132,7 @@ class Following:
             except OSError as exc:
                 self.errors[str(path)] = str(exc)
                 continue
-            self.state[str(path)] = seen
+            self.state[str(path)] = seen + became
             done += 1
         if done:
             await asyncio.to_thread(self._save_state)
@@ -155,7 +161,7 @@ class Following:
         changed = asyncio.Event()
         watching = awatch(
             *folders,
-            watch_filter=lambda change, name: change != Change.deleted and name.endswith(SUFFIXES),
+            watch_filter=lambda _change, name: name.endswith(SUFFIXES),
             debounce=DEBOUNCE_MS,
             step=STEP_MS,
             stop_event=_either(stop, changed),
@@ -168,10 +174,28 @@ class Following:
             if ((now.st_mtime_ns, now.st_size) if now else None) != mark:
                 changed.set()  # the list changed: watch its folders instead
                 break
-            paths = sorted({Path(name) for _change, name in batch})
+            gone = sorted({name for change, name in batch if change == Change.deleted})
+            await self.gone(p for p in gone if not Path(p).exists())
+            paths = sorted({Path(name) for change, name in batch if change != Change.deleted})
             await self.take_in(p for p in paths if p.is_file() and not p.is_symlink())
 
-    def _load_state(self) -> dict[str, list[int]]:
+    async def gone(self, paths: Iterable[str]) -> None:
+        """Files deleted at their source: each session they became stays as it is, and
+        the journal says its source is gone."""
+        forgotten = False
+        for path in paths:
+            taken = self.state.pop(path, None)
+            if taken is None:
+                continue
+            forgotten = True
+            if len(taken) > 2 and isinstance(taken[2], str):
+                await self.sessions.record(
+                    "session.source_gone", taken[2], {"path": path}, actor="watcher"
+                )
+        if forgotten:
+            await asyncio.to_thread(self._save_state)
+
+    def _load_state(self) -> dict[str, list[Any]]:
         data = fs.read_or_none(self.home / STATE)
         try:
             state = orjson.loads(data) if data else {}

@@ -33,6 +33,7 @@ OPS: dict[str, Op] = {
     "session.purged": Op(False, "a trashed session deleted for good"),
     "session.appended": Op(False, "lines another program appended to a transcript"),
     "session.damaged": Op(False, "an unreadable line another program left"),
+    "session.source_gone": Op(False, "a followed file deleted at its source; its session stays"),
     "home.symlink_refused": Op(False, "a symbolic link met below the data home, never followed"),
 }
 

@@ -179,3 +179,32 @@ def test_the_notices_of_an_import_name_its_source(client: TestClient) -> None:
     appended = client.post(f"/v1/sessions/{sid}/events", json={"type": "title", "title": "t"})
     assert appended.status_code == 201
     assert "source" not in heard[-1]  # an agent's own append came from no file
+
+
+def test_an_export_imported_in_part_is_completed_by_importing_it_whole(
+    home: Path, tmp_path: Path
+) -> None:
+    """A native import cut short (a crash between two of its batches, each made of
+    whole appends) leaves a session that holds the start of the export: importing the
+    export again writes the rest, and the session exports byte for byte as the original
+    did."""
+    from ..conftest import make_client
+
+    with make_client(tmp_path / "first") as client:
+        sid = client.post("/v1/sessions", json={"repo_root": "/srv/app"}).json()["id"]
+        for n in range(30):
+            batch = [
+                {"type": "message", "role": "user", "content": f"turn {n}.{i}"} for i in range(40)
+            ]
+            headers = {"Idempotency-Key": f"k{n}"} if n % 2 else {}
+            assert client.post(f"/v1/sessions/{sid}/events", json=batch, headers=headers).is_success
+        export = client.get(f"/v1/sessions/{sid}/export").content
+    with make_client(home) as client:
+        part = b"".join(export.splitlines(keepends=True)[: 1 + 17 * 40])  # 17 appends
+        first = client.post("/v1/sessions/import", content=part).json()
+        assert first["sessions"][0] == {"id": sid, "status": "imported", "events": 680}
+        rest = client.post("/v1/sessions/import", content=export).json()
+        assert rest["sessions"][0] == {"id": sid, "status": "updated", "events": 1200 - 680}
+        assert client.get(f"/v1/sessions/{sid}/export").content == export
+        again = client.post("/v1/sessions/import", content=export).json()
+        assert again["sessions"][0] == {"id": sid, "status": "already_imported"}

@@ -190,7 +190,7 @@ def test_reading_a_file_holds_a_batch_of_its_records_not_the_file(tmp_path: Path
         with source.open("rb") as handle:
             scanned = lines.scan(form, handle, None)
             batches = lines.batches(form, handle, None, scanned, None)
-            return sum(len(events) for events, _keys in batches)
+            return sum(len(batch.events) for batch in batches)
 
     def whole(source: Path) -> int:
         _found, [conversation] = importers.read(source.read_bytes())

@@ -183,6 +183,9 @@ class Reader:
     def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
         return None  # keyed by the source, when it names itself
 
+    def runs(self, events: list[dict[str, Any]]) -> list[int] | None:
+        return None  # each record its own
+
     def conversation(self) -> tuple[Conversation, str | None]:
         """What the records said of the whole (no events), and the source's own id."""
         session, agent, branch = self.session, self.agent, self.branch

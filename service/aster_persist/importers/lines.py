@@ -56,11 +56,14 @@ def read_whole(form: Format, data: bytes) -> list[Conversation]:
     reader = form.lines()
     events: list[dict[str, Any]] = []
     own: list[str | None] = []
+    runs: list[int] = []
     for batch in converted(reader, numbered_records(data.splitlines())):
         own += reader.keys(batch) or []
+        runs += reader.runs(batch) or []
         events += batch
     conversation, source_id = reader.conversation()
     conversation.events = events
+    conversation.runs = runs if reader.runs([]) is not None else None
     if source_id:
         by_source(conversation, form.name, source_id)
     elif reader.keys([]) is not None:  # a format with keys of its own
@@ -128,6 +131,7 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     first_ts = None
     for batch in converted(reader, numbered_records(file_lines(handle, limit, digest))):
         reader.keys(batch)  # a native export's own keys, taken off as the import will
+        reader.runs(batch)
         for key in suffixes.of(batch):
             keys.append(hash(key))
         for event in batch:
@@ -144,9 +148,19 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     return Scan(form.name, conversation, source_id, digest.hexdigest(), events, first_ts, keys)
 
 
+@dataclass
+class Batch:
+    """Events of a file, ready to write: checked, with their times and keys, and the
+    appends they were (an export's, as lengths; None: any grouping will do)."""
+
+    events: list[dict[str, Any]]
+    keys: list[str | None]
+    runs: list[int] | None
+
+
 def batches(
     form: Format, handle: BinaryIO, limit: int | None, scanned: Scan, modified_at: str | None
-) -> Iterator[tuple[list[dict[str, Any]], list[str | None]]]:
+) -> Iterator[Batch]:
     """The file's events again, a batch at a time, with their times and their keys."""
     assert form.lines is not None
     reader = form.lines()
@@ -157,6 +171,7 @@ def batches(
     done = 0
     for batch in converted(reader, numbered_records(file_lines(handle, limit))):
         own = reader.keys(batch)
+        runs = reader.runs(batch)
         for event in batch:
             if event.get("ts"):
                 previous = event["ts"]
@@ -164,7 +179,8 @@ def batches(
                 event["ts"] = previous
         checked = _checked(form, batch, done)
         done += len(batch)
-        yield checked, keys.of(batch) if keys is not None else own or [None] * len(batch)
+        found = keys.of(batch) if keys is not None else own or [None] * len(batch)
+        yield Batch(checked, found, runs)
 
 
 def _checked(form: Format, events: list[dict[str, Any]], before: int) -> list[dict[str, Any]]:

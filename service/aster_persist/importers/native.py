@@ -5,8 +5,9 @@ The file is a session's JSON Lines transcript: line 1 the session header (``type
 guarantees the export comes back identical: the session keeps its id (the fingerprint
 is that id), its header and the header fields this store does not name, and each event
 its idempotency key (``keys``), so an append retried after the import is still known.
-``seq`` and ``batch_size`` are taken off the events: the import assigns them again, as
-an append would.
+``seq`` is taken off the events, and the import assigns it again, as an append would;
+the events are written again in the appends they were (``batch_size`` says which), so
+the session exports byte for byte as it did.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from .records import Events
 
 NAME = "native"
 
-_RENUMBERED = ("seq", "batch_size")  # assigned again; the idempotency key is kept
 _HEADER_KEYS = (
     "type",
     "seq",
@@ -39,11 +39,40 @@ def detects(head: Head) -> bool:
     return first.get("type") == "session" and "v" in first and "repo_root" in first
 
 
+class _Appends(Events):
+    """An export's events, handed on a whole append at a time: the first line of an
+    append of several events says how many (``batch_size``), and the import writes
+    them again as one append, so the session comes back as it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ends: list[bool] = []  # whether each event held ends its append
+        self.left = 0  # events still to come of the append under way
+
+    def add(self, event: dict[str, Any]) -> dict[str, Any]:
+        size = event.get("batch_size")
+        if self.left == 0 and type(size) is int and size > 1:
+            self.left = size
+        super().add(event)
+        self.left = max(0, self.left - 1)
+        self.ends.append(self.left == 0)
+        return event
+
+    def take(self, hold: int) -> list[dict[str, Any]]:
+        cut = len(self.events) - hold
+        while cut > 0 and not self.ends[cut - 1]:
+            cut -= 1
+        if cut <= 0:
+            return []
+        done, self.events, self.ends = self.events[:cut], self.events[cut:], self.ends[cut:]
+        return done
+
+
 class Reader:
     """An export read one line at a time (``importers.lines`` drives it)."""
 
     def __init__(self) -> None:
-        self.out = Events()
+        self.out = _Appends()
         self.header: dict[str, Any] | None = None
 
     def feed(self, record: dict[str, Any]) -> None:
@@ -52,8 +81,9 @@ class Reader:
                 raise ImportProblem("line 1: a native transcript starts with its session header")
             self.header = record
             return
-        # the key stays on the event until ``keys`` takes it off
-        self.out.add({k: v for k, v in record.items() if k not in _RENUMBERED})
+        # the key and the append's size stay on the event until ``keys`` and ``runs``
+        # take them off
+        self.out.add({k: v for k, v in record.items() if k != "seq"})
 
     def settle(self, events: list[dict[str, Any]]) -> None:
         pass
@@ -61,6 +91,19 @@ class Reader:
     def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
         """Each event's own idempotency key, taken off it."""
         return [event.pop("idempotency_key", None) for event in events]
+
+    def runs(self, events: list[dict[str, Any]]) -> list[int] | None:
+        """The appends the events were, as their lengths, each ``batch_size`` taken off."""
+        out = []
+        n = 0
+        while n < len(events):
+            size = events[n].get("batch_size")
+            size = size if type(size) is int and 1 < size <= len(events) - n else 1
+            for event in events[n : n + size]:
+                event.pop("batch_size", None)
+            out.append(size)
+            n += size
+        return out
 
     def conversation(self) -> tuple[Conversation, str | None]:
         header = self.header or {}

@@ -44,6 +44,7 @@ class Conversation:
     source: dict[str, Any] = field(default_factory=dict)
     # each event's idempotency key: a native export's own, or the source record's
     keys: list[str | None] | None = None
+    runs: list[int] | None = None  # the appends the events were, as lengths (an export's)
 
     def id(self) -> str:
         """The session id this conversation becomes (the first time: after that, the
@@ -97,6 +98,10 @@ class LineReader(Protocol):
 
     def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
         """The events' own idempotency keys (a native export's), or None."""
+
+    def runs(self, events: list[dict[str, Any]]) -> list[int] | None:
+        """The appends the events were written in, as lengths (a native export's), or
+        None (any grouping will do)."""
 
     def conversation(self) -> tuple[Conversation, str | None]:
         """What the records said of the whole conversation (no events), and the

@@ -139,11 +139,17 @@ async def import_stream(
     conversation.created_at = conversation.created_at or modified_at
     _check_project(conversation, repo_root)
     sid, here = await sessions.committer.call(_which, sessions, conversation)
-    if here and ":source:" not in conversation.fingerprint:
-        # keyed by its bytes, or by its own id: the same import again
-        return _imported(format, [{"id": sid, "status": "already_imported"}])
     start, known = 0, await recent_keys(sid) if here else ()
-    if known:
+    if here and format == "native":
+        # an export holds its session's events in order: what the session lacks of it
+        # (an import cut short by a crash, or an export of it since it grew) follows,
+        # each with the key it had (an append's key is on each of its events)
+        start = await sessions.committer.call(_last_seq, sessions, sid)
+        known = ()
+    elif here and ":source:" not in conversation.fingerprint:
+        # keyed by its bytes: the same file again
+        return _imported(format, [{"id": sid, "status": "already_imported"}])
+    elif known:
         found = scanned.after(_keys(known))
         if found is None and scanned.events:
             # rewritten since (none of its records is the session's): kept beside it, a
@@ -159,16 +165,16 @@ async def import_stream(
     pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
     n = 0
     while (batch := await asyncio.to_thread(next, pending, None)) is not None:
-        events, keys = batch
-        todo = [
-            (event, key)
-            for i, (event, key) in enumerate(zip(events, keys, strict=True), n)
-            if i >= start and (key is None or key not in known)
+        wanted = [
+            i >= start and (key is None or key not in known) for i, key in enumerate(batch.keys, n)
         ]
-        n += len(events)
+        todo = [(e, k) for e, k, w in zip(batch.events, batch.keys, wanted, strict=True) if w]
+        runs = _runs_of(batch.runs, wanted)
+        n += len(batch.events)
         if created:  # the session, with the first batch
             conversation.events = [event for event, _key in todo]
             conversation.keys = [key for _event, key in todo]
+            conversation.runs = runs
             [done] = await sessions.committer.call(
                 _write_imported, sessions, format, [conversation], repo_root
             )
@@ -184,6 +190,7 @@ async def import_stream(
                 sid,
                 [event for event, _key in todo],
                 keys=[key for _event, key in todo],
+                runs=runs,
                 learn=False,
                 source=conversation.fingerprint,
             )
@@ -229,6 +236,25 @@ def _which(sessions: Parts, conversation: importers.Conversation) -> tuple[str, 
     return conversation.session_id, conversation.session_id in sessions.store.locations
 
 
+def _runs_of(runs: list[int] | None, wanted: list[bool]) -> list[int] | None:
+    """The appends a batch's events were, as lengths, of the events that are written."""
+    if runs is None:
+        return None
+    out: list[int] = []
+    n = 0
+    for size in runs:
+        kept = sum(wanted[n : n + size])
+        out += [kept] if kept else []
+        n += size
+    return out
+
+
+def _last_seq(sessions: Parts, sid: str) -> int:
+    """The last seq of a session open for appends (writer thread)."""
+    writer = sessions.store.writer(sid)
+    return writer.info.last_seq if writer is not None else 0
+
+
 def _keys(keys: Container[str]) -> Iterable[str]:
     """A session's remembered keys, as the container the writer keeps them in."""
     return keys if isinstance(keys, Iterable) else ()
@@ -254,7 +280,7 @@ def _write_imported(
         whole.append(
             (
                 _header_fields(found, conversation, repo_root),
-                _keyed_runs(events, conversation.keys),
+                _keyed_runs(events, conversation.keys, conversation.runs),
             )
         )
     written = sessions.store.create_whole(whole)
@@ -305,18 +331,28 @@ def _header_fields(
 
 
 def _keyed_runs(
-    events: list[dict[str, Any]], keys: list[str | None] | None
+    events: list[dict[str, Any]],
+    keys: list[str | None] | None,
+    runs: list[int] | None = None,
 ) -> list[tuple[list[dict[str, Any]], str | None]]:
     """Events to append, split where their idempotency key changes (a native export's
-    keyed appends come back as appends with those keys, so a retry is still known)."""
+    keyed appends come back as appends with those keys, so a retry is still known), or
+    as the appends they were (``runs``, an export's: each one key)."""
     if not events:
         return []
+    if runs is not None:
+        out: list[tuple[list[dict[str, Any]], str | None]] = []
+        n = 0
+        for size in runs:
+            out.append((events[n : n + size], keys[n] if keys else None))
+            n += size
+        return out
     if not keys or not any(keys):
         return [(events, None)]
-    runs: list[tuple[list[dict[str, Any]], str | None]] = []
+    keyed: list[tuple[list[dict[str, Any]], str | None]] = []
     for event, key in zip(events, keys, strict=True):
-        if runs and runs[-1][1] == key:
-            runs[-1][0].append(event)
+        if keyed and keyed[-1][1] == key:
+            keyed[-1][0].append(event)
         else:
-            runs.append(([event], key))
-    return runs
+            keyed.append(([event], key))
+    return keyed

@@ -154,14 +154,16 @@ class Sessions(Parts):
         if_match: int | None = None,
         learn: bool = True,
         keys: list[str | None] | None = None,
+        runs: list[int] | None = None,
         source: str | None = None,
     ) -> AppendResult:
         """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
         old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
-        An import gives each event its own key (``keys``) and names its ``source``."""
+        An import gives each event its own key (``keys``), the appends they were
+        (``runs``, an export's) and names its ``source``."""
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
-        request = AppendRequest(session_id, events, key, if_match, keys=keys)
+        request = AppendRequest(session_id, events, key, if_match, keys=keys, runs=runs)
         result = await self.committer.append(request)
         if not result.replayed and self.listeners:
             self.announce(

@@ -64,6 +64,7 @@ class _Store:
             first_user: str | None,
             *,
             keys: list[str | None] | None = None,
+            runs: list[int] | None = None,
         ) -> _Lines: ...
 
         def _release(self, writer: _Writer) -> None: ...

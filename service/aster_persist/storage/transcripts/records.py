@@ -34,6 +34,8 @@ class AppendRequest:
     # a key of its own for each event (an import's, by the record it came from) instead
     # of one for the request; the caller has left out the events already written
     keys: list[str | None] | None = None
+    # the appends the events were (an export's, as lengths): each is marked as a batch
+    runs: list[int] | None = None
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,12 @@ class _Writers(_Store):
                 current=f'"{info.last_seq}"',
             )
         lines = self._lines(
-            request.events, info.last_seq + 1, key, info.first_user, keys=request.keys
+            request.events,
+            info.last_seq + 1,
+            key,
+            info.first_user,
+            keys=request.keys,
+            runs=request.runs,
         )
         data = b"".join(lines.chunks)
         self._write_all(writer, data, sid)
@@ -187,9 +192,9 @@ class _Writers(_Store):
         result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
         if key is not None:
             self._remember(writer, key, result)
-        for n, own in enumerate(request.keys or ()):
-            if own is not None:
-                self._remember(writer, own, AppendResult(lines.first + n, lines.first + n, 1))
+        for own, first, last in _runs(request.keys or [], lines.first):
+            if own is not None:  # the events of one key are the append it stands for
+                self._remember(writer, own, AppendResult(first, last, last + 1 - first))
         if self.durability != "none":
             self._unsynced.add(sid)
         if self.durability != "fsync":
@@ -211,10 +216,12 @@ class _Writers(_Store):
         first_user: str | None,
         *,
         keys: list[str | None] | None = None,
+        runs: list[int] | None = None,
     ) -> _Lines:
         """The stored lines of ``events`` numbered from ``first`` (``seq``, ``ts`` and the
         idempotency key added: ``key``, or each event's of ``keys``), and what a listing
-        learns from them, in one pass."""
+        learns from them, in one pass. The first line of a batch of several events says
+        how many (``runs``: several batches, as lengths)."""
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
@@ -223,6 +230,7 @@ class _Writers(_Store):
         latest = ""  # the newest time among the lines, as a summary of the file reads it
         title = None
         stats = Stats()
+        starts = _starts(runs if runs is not None else [batch])
         for event in events:
             line = {"type": event["type"], "seq": seq, **event}
             line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
@@ -245,10 +253,11 @@ class _Writers(_Store):
             own = key if keys is None else keys[seq - first]
             if own is not None:
                 line["idempotency_key"] = own
-            if seq == first and batch > 1:
+            size = starts.get(seq - first, 1)
+            if size > 1:
                 # The first line of a batch says how long it is, so a batch that a power
                 # loss cut short is recognised and moved aside like a torn line.
-                line["batch_size"] = batch
+                line["batch_size"] = size
             chunks.append(dumps(line, option=_NL))
             seq += 1
             # what a listing needs, folded in the same pass
@@ -372,6 +381,27 @@ class _Writers(_Store):
                     writer.info = replace(writer.acked_info)
             writer.info.state = "read_only"
             self.on_change(replace(writer.info))
+
+
+def _starts(runs: list[int]) -> dict[int, int]:
+    """Where each batch of ``runs`` (lengths) starts, and its length."""
+    out = {}
+    n = 0
+    for size in runs:
+        out[n] = size
+        n += size
+    return out
+
+
+def _runs(keys: list[str | None], first: int) -> list[tuple[str | None, int, int]]:
+    """Runs of equal keys, each with the first and last seq it covers."""
+    runs: list[tuple[str | None, int, int]] = []
+    for seq, key in enumerate(keys, first):
+        if runs and runs[-1][0] == key:
+            runs[-1] = (key, runs[-1][1], seq)
+        else:
+            runs.append((key, seq, seq))
+    return runs
 
 
 def _load_keys(keys: OrderedDict[str, AppendResult], lines: list[dict[str, Any]]) -> None:

@@ -262,7 +262,10 @@ def _json_value(level: int) -> dict[str, Any]:
             {"type": "boolean"},
             {"type": "null"},
             {"type": "integer", "minimum": -(2**63), "maximum": 2**64 - 1},
-            {"type": "number", "not": {"type": "integer"}},
+            # any number: 1e300 is an integer to JSON Schema but a float to every
+            # reader, kept as one; only an integer written out beyond 64 bits is
+            # refused (422), which no schema can tell from it
+            {"type": "number"},
             {"type": "array", "items": below},
             {"type": "object", "additionalProperties": below},
         ],

@@ -82,6 +82,8 @@ def test_sessions_list_show_and_latest(cli: Cli, session: str) -> None:
     assert code == 0 and session in out and "Build fix" in out and "ok" in out
     listed = cli.json("sessions", "list", "--repo-root", ROOT)
     assert [s["id"] for s in listed["items"]] == [session]
+    [summary] = listed["items"]  # what it is made of: written here, one call
+    assert summary["source_tool"] is None and summary["tool_calls"] == 1 and " api " in out
 
     code, out, _ = cli("sessions", "show", session, "--width", "40")
     assert code == 0

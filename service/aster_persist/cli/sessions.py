@@ -46,11 +46,23 @@ def sessions_list(
         "id",
         "title",
         "project",
-        "events",
+        "from",
+        "turns",
+        "tool calls",
         "updated",
         "state",
         rows=[
-            [s.id, short(s.title, 40), s.repo_root, s.events, s.updated_at, s.state] for s in items
+            [
+                s.id,
+                short(s.title, 40),
+                s.repo_root,
+                s.source_tool or "api",
+                s.turns,
+                f"{s.tool_calls} ({s.tool_errors} failed)" if s.tool_errors else s.tool_calls,
+                s.updated_at,
+                s.state,
+            ]
+            for s in items
         ],
     )
 

@@ -208,3 +208,30 @@ def test_an_export_imported_in_part_is_completed_by_importing_it_whole(
         assert client.get(f"/v1/sessions/{sid}/export").content == export
         again = client.post("/v1/sessions/import", content=export).json()
         assert again["sessions"][0] == {"id": sid, "status": "already_imported"}
+
+
+def test_a_resumed_session_is_known_as_a_fork_of_the_one_it_copies(
+    client: TestClient, home: Path
+) -> None:
+    """Claude Code writes a resumed session to a new file, under a new session id, that
+    begins with the records of the old one: imported, it says which session it forks."""
+    records = [orjson.loads(line) for line in CLAUDE.read_bytes().splitlines()]
+    old_id = next(r["sessionId"] for r in records if r.get("sessionId"))
+    original = imported(client, CLAUDE.read_bytes())["sessions"][0]["id"]
+
+    def resumed(session: str) -> bytes:
+        copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
+        more = {**records[-1], "sessionId": session, "uuid": f"{session}-more"}
+        return b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more])
+
+    [fork] = imported(client, resumed("5e55a0e0-0000-4000-8000-000000000001"))["sessions"]
+    assert fork["status"] == "imported" and fork["fork_of"] == original
+    assert lines(home, fork["id"])[0]["x_import"]["fork_of"] == original
+    journal = client.get("/v1/journal", params={"op": "session.imported"}).json()["items"]
+    assert {e["session"]: e["detail"].get("fork_of") for e in journal}[fork["id"]] == original
+    assert lines(home, original)[0]["x_import"]["session_id"] == old_id  # it is as it was
+    # a rollout's records are known by their places: another rollout is no fork of it
+    codex = imported(client, CODEX.read_bytes())["sessions"][0]
+    other = CODEX.read_bytes().replace(b"019e1625-789d", b"019e1625-aaaa")
+    [second] = imported(client, other)["sessions"]
+    assert "fork_of" not in codex and "fork_of" not in second and second["id"] != codex["id"]

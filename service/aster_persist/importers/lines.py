@@ -105,6 +105,7 @@ class Scan:
     first_ts: str | None = None  # the first time any event has
     # a hash of each event's key (the part after its source's prefix), in order
     keys: array[int] = field(default_factory=lambda: array("q"))
+    first_record: str | None = None  # the source record of its first event (not a place)
 
     def after(self, known: Iterable[str]) -> int | None:
         """Where the events after the last one keyed as in ``known`` start (None: no
@@ -128,11 +129,13 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     suffixes = SourceKeys("", "")
     keys = array("q")
     events = 0
-    first_ts = None
+    first_ts = first_record = None
     for batch in converted(reader, numbered_records(file_lines(handle, limit, digest))):
         reader.keys(batch)  # a native export's own keys, taken off as the import will
         reader.runs(batch)
         for key in suffixes.of(batch):
+            if not keys and key and not key.startswith("#"):
+                first_record = key
             keys.append(hash(key))
         for event in batch:
             first_ts = first_ts or event.get("ts")
@@ -144,8 +147,17 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     elif not conversation.fingerprint:
         conversation.fingerprint = f"{form.name}:{digest.hexdigest()}"
     if source_id is None:
-        keys = array("q")  # not keyed by its source: no event is looked for by its key
-    return Scan(form.name, conversation, source_id, digest.hexdigest(), events, first_ts, keys)
+        keys, first_record = array("q"), None  # not keyed by its source: none looked for
+    return Scan(
+        form.name,
+        conversation,
+        source_id,
+        digest.hexdigest(),
+        events,
+        first_ts,
+        keys,
+        first_record,
+    )
 
 
 @dataclass

@@ -220,6 +220,11 @@ class ImportedSession(BaseModel):
         description="The session its source became before it was rewritten: the rewritten "
         "file is a session of its own, kept beside that one, never merged into it.",
     )
+    fork_of: str | None = Field(
+        default=None,
+        description="The session whose records its source begins with (Claude Code writes "
+        "a resumed session to a new file that copies the old one's): a fork of that one.",
+    )
 
 
 class ImportOut(BaseModel):

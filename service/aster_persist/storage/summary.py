@@ -34,11 +34,20 @@ class Stats:
     first_ts: str = ""
     # the sessions it started, by their source (a sub-agent's): the call that did
     spawned: dict[str, str] = field(default_factory=dict)
+    # the source record its first event came from (an import's key: tool:source:record)
+    first_record: str | None = None
+    counted: int = 0  # events folded in
 
     def count(self, line: dict[str, Any], ts: str | None) -> None:
         """Fold one event in (a summary's own copy: ``copy`` first if it is shared)."""
         if ts and (not self.first_ts or ts < self.first_ts):
             self.first_ts = ts
+        if not self.counted:
+            key = line.get("idempotency_key")
+            parts = key.split(":", 2) if isinstance(key, str) else []
+            if len(parts) == 3 and parts[2] and not parts[2].startswith("#"):
+                self.first_record = parts[2]  # a record's own id, not a place
+        self.counted += 1
         if line.get("type") != "message":
             return
         role = line.get("role")
@@ -84,6 +93,9 @@ class Stats:
                 out.models.append(model)
         if more.first_ts and (not out.first_ts or more.first_ts < out.first_ts):
             out.first_ts = more.first_ts
+        if not out.counted:
+            out.first_record = more.first_record
+        out.counted += more.counted
         out.spawned.update(more.spawned)
         return out
 

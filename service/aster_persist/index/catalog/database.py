@@ -301,6 +301,17 @@ class Catalog:
                 out[info.id] = (sid, spawned.get(info.source_key or "") or None)
         return out
 
+    def forked_from(self, record: str, created_at: str | None) -> str | None:
+        """The session, begun no later than ``created_at``, whose first event came from
+        the source record ``record``: the one a new source forks (Claude Code writes a
+        resumed session to a new file that begins with the records of the old one)."""
+        row = self.db.execute(
+            "SELECT id FROM sessions WHERE first_record = ? AND created_at <= ? "
+            "ORDER BY created_at, id LIMIT 1",
+            (record, created_at or "9999"),
+        ).fetchone()
+        return str(row[0]) if row else None
+
     def children(self, info: SessionInfo) -> list[dict[str, Any]]:
         """The sessions a session started, oldest first, each with the call that did."""
         if not info.source_key:

@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 4  # 4: where a session came from and what it is made of
+SCHEMA_VERSION = 5  # 5: where a session came from, what it is made of, what it forks
 _COLUMNS = (
     "id",
     "slug",
@@ -36,6 +36,7 @@ _COLUMNS = (
     "git_branch",
     "source_key",
     "parent_source",
+    "first_record",
     "stats",
 )
 _SCHEMA = f"""
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     git_branch TEXT,
     source_key TEXT,
     parent_source TEXT,
+    first_record TEXT,
     stats TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
@@ -67,6 +69,8 @@ CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC
 CREATE INDEX IF NOT EXISTS sessions_source ON sessions (source_key) WHERE source_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_source)
     WHERE parent_source IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
+    WHERE first_record IS NOT NULL;
 {search.SCHEMA}
 PRAGMA user_version = {SCHEMA_VERSION};
 """
@@ -98,6 +102,7 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
         info.git_branch,
         info.source_key,
         info.parent_source,
+        info.stats.first_record if info.source_key else None,  # an import's record
         orjson.dumps(asdict(info.stats)).decode(),
     )
 
@@ -105,5 +110,6 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
 def _info(row: sqlite3.Row) -> SessionInfo:
     values = dict(zip(_COLUMNS, row, strict=True))
     values["bad_lines"] = orjson.loads(values["bad_lines"])
+    values.pop("first_record")  # kept in the stats too
     values["stats"] = Stats(**orjson.loads(values["stats"]))
     return SessionInfo(**values)

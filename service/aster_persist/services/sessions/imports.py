@@ -161,6 +161,15 @@ async def import_stream(
             known = await recent_keys(sid) if here else ()
             found = scanned.after(_keys(known))
         start = found or 0
+    if not here and scanned.first_record is not None:
+        # a source that begins with another's first record (Claude Code writes a resumed
+        # session to a new file that begins with the old one's records) forks it
+        record, began = scanned.first_record, conversation.created_at
+        fork_of = await asyncio.wrap_future(
+            sessions.catalog.submit(lambda c: c.forked_from(record, began))
+        )
+        if fork_of is not None:
+            conversation.source["fork_of"] = fork_of
     written, created = 0, not here
     pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
     n = 0
@@ -204,8 +213,9 @@ async def import_stream(
         status = {"id": sid, "status": "updated", "events": written}
     else:
         status = {"id": sid, "status": "already_imported"}
-    if "rewrite_of" in conversation.source:
-        status["rewrite_of"] = conversation.source["rewrite_of"]
+    for link in ("rewrite_of", "fork_of"):
+        if link in conversation.source:
+            status[link] = conversation.source[link]
     return _imported(format, [status])
 
 
@@ -296,6 +306,7 @@ def _write_imported(
                     "repo_root": header["repo_root"],
                     "format": source.get("format", "native"),
                     "source": source.get("fingerprint", f"native:{header['id']}"),
+                    **{k: source[k] for k in ("rewrite_of", "fork_of") if k in source},
                 },
                 sync=n == len(new),
             )

@@ -69,7 +69,10 @@ def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
         with source.open("ab") as handle:  # the agent goes on writing
             handle.write(b"".join(whole[10:]))
         # a read may catch the write half done: wait until the whole file was taken in
-        wait_until(lambda: taken_in(home, source) == source.stat().st_size)
+        try:
+            wait_until(lambda: taken_in(home, source) == source.stat().st_size)
+        except AssertionError:
+            raise AssertionError(f"not taken in; the daemon said: {daemon.output()}") from None
         grown = [s for s in sessions(daemon.url) if s["events"] > first]
         assert [s["id"] for s in grown] == [made["id"]]  # one session, grown
         assert first_seen < 10

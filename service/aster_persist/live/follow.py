@@ -169,11 +169,16 @@ class Following:
             yield_on_timeout=True,
             rust_timeout=1000,
         )
+        watched = False
         async for batch in watching:
             now = fs.lstat(self.home / LIST)
             if ((now.st_mtime_ns, now.st_size) if now else None) != mark:
                 changed.set()  # the list changed: watch its folders instead
                 break
+            if not watched:  # the watch is set now: once more, what changed before it was
+                watched = True
+                for folder in folders:
+                    await self.take_in(await asyncio.to_thread(transcripts, folder))
             gone = sorted({name for change, name in batch if change == Change.deleted})
             await self.gone(p for p in gone if not Path(p).exists())
             paths = sorted({Path(name) for change, name in batch if change != Change.deleted})

@@ -25,6 +25,11 @@ from aster_persist.settings import Settings
 from .model_server import ScriptedModel
 
 REPO = "/srv/repo-a"
+FIXTURES = Path(__file__).parent / "fixtures"
+# a small real Claude Code session (29 lines): what following and importing tests write
+CLAUDE_SMALL = (
+    FIXTURES / "claude-code" / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+)
 
 
 class FakeClock:

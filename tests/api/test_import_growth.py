@@ -9,10 +9,9 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-CLAUDE = (
-    FIXTURES / "claude-code" / "claude-code-viewer" / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
-)
+from ..conftest import CLAUDE_SMALL as CLAUDE
+from ..conftest import FIXTURES
+
 CODEX = next((FIXTURES / "codex" / "codemie-code").glob("rollout-*.jsonl"))
 
 

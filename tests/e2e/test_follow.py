@@ -14,15 +14,9 @@ from typing import Any
 import httpx
 import orjson
 
-from ..conftest import Daemon, wait_until
+from ..conftest import CLAUDE_SMALL, Daemon, wait_until
 
-FIXTURE = (
-    Path(__file__).parents[1]
-    / "fixtures"
-    / "claude-code"
-    / "claude-code-viewer"
-    / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
-)
+FIXTURE = CLAUDE_SMALL
 
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -21,15 +21,9 @@ import orjson
 from aster_persist import importers
 from aster_persist.importers import lines
 
-from ..conftest import Daemon, snapshot, wait_until
+from ..conftest import CLAUDE_SMALL, Daemon, snapshot, wait_until
 
-FIXTURE = (
-    Path(__file__).parents[1]
-    / "fixtures"
-    / "claude-code"
-    / "claude-code-viewer"
-    / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
-)
+FIXTURE = CLAUDE_SMALL
 SIZE = 20 << 20
 
 

@@ -7,15 +7,9 @@ from typing import Any
 
 from aster_persist.live.follow import Following
 
-from ..conftest import make_client, wait_until
+from ..conftest import CLAUDE_SMALL, make_client, wait_until
 
-FIXTURE = (
-    Path(__file__).parents[1]
-    / "fixtures"
-    / "claude-code"
-    / "claude-code-viewer"
-    / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
-)
+FIXTURE = CLAUDE_SMALL
 
 
 def test_a_file_written_before_the_watch_is_set_is_taken_in(

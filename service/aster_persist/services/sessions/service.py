@@ -10,6 +10,7 @@ change feed, the learner) as an ``Appended`` notice.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import tempfile
 import time
@@ -318,16 +319,11 @@ class Sessions(Parts):
         repo_root: str | None = None,
         modified_at: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions from a file another tool wrote (or an export of this one)."""
-        return await imports.import_file(
-            self,
-            data,
-            append=self.append,
-            recent_keys=self.recent_keys,
-            format=format,
-            repo_root=repo_root,
-            modified_at=modified_at,
-        )
+        """Sessions from a file's bytes in memory, as ``import_stream`` takes a file."""
+        with io.BytesIO(data) as handle:
+            return await self.import_stream(
+                handle, format=format, repo_root=repo_root, modified_at=modified_at
+            )
 
     async def import_stream(
         self,

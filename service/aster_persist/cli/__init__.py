@@ -11,6 +11,8 @@ One module per command group, registered here in the order ``--help`` lists them
     sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/import
     memory.py       memory list/show/add/remove/archive/restore/context/search
     follow.py       follow add/remove/list (the folders of other agents' sessions)
+    hooks.py        hooks claude (print, install, uninstall), and hook claude-code
+                    (what those hooks run)
     common.py       failing with an exit code, settings, the daemon connection, tables, JSON
 """
 
@@ -20,6 +22,7 @@ import typer
 
 from .common import load_settings
 from .follow import follow_app
+from .hooks import hook_app, hooks_app
 from .journal import journal_command
 from .maintenance import doctor, openapi, openapi_text, reindex
 from .memory import memory_app
@@ -52,6 +55,8 @@ app.command()(reindex)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
 app.add_typer(follow_app, name="follow")
+app.add_typer(hooks_app, name="hooks")
+app.add_typer(hook_app, name="hook")
 app.command("journal")(journal_command)
 app.command("search")(search_command)
 app.command()(doctor)

@@ -220,7 +220,15 @@ def test_a_resumed_session_is_known_as_a_fork_of_the_one_it_copies(
 
     def resumed(session: str) -> bytes:
         copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
-        more = {**records[-1], "sessionId": session, "uuid": f"{session}-more"}
+        last = records[-1]
+        more = {  # the user goes on in the resumed session
+            **{k: last[k] for k in ("cwd", "timestamp", "version") if k in last},
+            "type": "user",
+            "sessionId": session,
+            "uuid": f"{session}-more",
+            "parentUuid": last.get("uuid"),
+            "message": {"role": "user", "content": "go on"},
+        }
         return b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more])
 
     [fork] = imported(client, resumed("5e55a0e0-0000-4000-8000-000000000001"))["sessions"]

@@ -306,3 +306,25 @@ def test_an_extraction_applied_again_after_a_crash_writes_nothing_twice(tmp_path
         await sessions.close()
 
     run(test)
+
+
+def test_a_large_source_imported_twice_at_once_is_written_once(tmp_path: Path) -> None:
+    """Two imports of one JSON Lines source at once (each written a batch at a time):
+    the second waits for the first, finds every record written, and adds nothing."""
+    from ..e2e.test_import_large import big_transcript
+
+    source = tmp_path / "big.jsonl"
+    big_transcript(source, 3 << 20)
+    data = source.read_bytes()
+
+    async def test() -> None:
+        sessions = await opened(tmp_path / "home")
+        first, second = await asyncio.gather(sessions.import_file(data), sessions.import_file(data))
+        assert sorted([first["imported"], second["imported"]]) == [0, 1]
+        [made] = first["sessions"] if first["imported"] else second["sessions"]
+        lines, _raw, info = await sessions.read(made["id"], inline=False)
+        keys = [line["idempotency_key"] for line in lines[1:]]
+        assert info.events == made["events"] == len(set(keys)) == len(keys) > 1000
+        await sessions.close()
+
+    run(test)

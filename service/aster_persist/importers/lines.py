@@ -78,7 +78,7 @@ def file_lines(handle: BinaryIO, limit: int | None, digest: Any = None) -> Itera
     now); the bytes read go into ``digest`` too."""
     handle.seek(0)
     left = limit if limit is not None else -1
-    rest = b""
+    rest: list[bytes] = []  # a line's start, in pieces until its end comes
     while left:
         chunk = handle.read(CHUNK if left < 0 else min(CHUNK, left))
         if not chunk:
@@ -86,11 +86,15 @@ def file_lines(handle: BinaryIO, limit: int | None, digest: Any = None) -> Itera
         left -= len(chunk) if left > 0 else 0
         if digest is not None:
             digest.update(chunk)
-        lines = (rest + chunk).split(b"\n")
-        rest = lines.pop()
+        if b"\n" not in chunk:
+            rest.append(chunk)  # a long line: joined once, when it ends
+            continue
+        lines = chunk.split(b"\n")
+        lines[0] = b"".join([*rest, lines[0]])
+        rest = [lines.pop()]
         yield from lines
-    if rest:
-        yield rest
+    if rest and rest != [b""]:
+        yield b"".join(rest)
 
 
 @dataclass

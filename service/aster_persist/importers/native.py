@@ -39,6 +39,9 @@ def detects(head: Head) -> bool:
     return first.get("type") == "session" and "v" in first and "repo_root" in first
 
 
+MAX_KEY = 200  # an idempotency key's longest, as an append takes it
+
+
 class _Appends(Events):
     """An export's events, handed on a whole append at a time: the first line of an
     append of several events says how many (``batch_size``), and the import writes
@@ -89,8 +92,16 @@ class Reader:
         pass
 
     def keys(self, events: list[dict[str, Any]]) -> list[str | None] | None:
-        """Each event's own idempotency key, taken off it."""
-        return [event.pop("idempotency_key", None) for event in events]
+        """Each event's own idempotency key, taken off it (one an append could not have
+        had is refused)."""
+        keys = [event.pop("idempotency_key", None) for event in events]
+        for key in keys:
+            if key is not None and not (isinstance(key, str) and 0 < len(key) <= MAX_KEY):
+                raise ImportProblem(
+                    f"an event's idempotency_key is {str(key)[:40]!r}: a key is text of 1 to "
+                    f"{MAX_KEY} characters"
+                )
+        return keys
 
     def runs(self, events: list[dict[str, Any]]) -> list[int] | None:
         """The appends the events were, as their lengths, each ``batch_size`` taken off."""

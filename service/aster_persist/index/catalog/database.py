@@ -301,14 +301,16 @@ class Catalog:
                 out[info.id] = (sid, spawned.get(info.source_key or "") or None)
         return out
 
-    def forked_from(self, record: str, created_at: str | None) -> str | None:
-        """The session, begun no later than ``created_at``, whose first event came from
-        the source record ``record``: the one a new source forks (Claude Code writes a
-        resumed session to a new file that begins with the records of the old one)."""
+    def forked_from(self, record: str, created_at: str | None, events: int) -> str | None:
+        """The session whose first event came from the source record ``record`` and
+        that a new source of ``events`` events, begun at ``created_at``, carries on: the
+        one it forks (Claude Code writes a resumed session to a new file that begins
+        with the records of the old one: the same start, and more after it)."""
         row = self.db.execute(
-            "SELECT id FROM sessions WHERE first_record = ? AND created_at <= ? "
+            "SELECT id FROM sessions WHERE first_record = ? "
+            "AND (created_at < ? OR (created_at = ? AND events < ?)) "
             "ORDER BY created_at, id LIMIT 1",
-            (record, created_at or "9999"),
+            (record, created_at or "9999", created_at or "9999", events),
         ).fetchone()
         return str(row[0]) if row else None
 

@@ -11,7 +11,10 @@ key, so a grown file adds exactly what it gained and the same file again adds no
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Container, Iterable
+import contextlib
+import hashlib
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
 
 Append = Callable[..., Awaitable["AppendResult"]]
 RecentKeys = Callable[[str], Awaitable[Container[str]]]
+Remove = Callable[[str], Awaitable[None]]
 
 
 async def import_file(
@@ -109,6 +113,7 @@ async def import_stream(
     limit: int | None,
     append: Append,
     recent_keys: RecentKeys,
+    remove: Remove,
     format: str = "auto",
     repo_root: str | None = None,
     modified_at: str | None = None,
@@ -138,6 +143,50 @@ async def import_stream(
     conversation = scanned.conversation
     conversation.created_at = conversation.created_at or modified_at
     _check_project(conversation, repo_root)
+    async with _one_at_a_time(conversation.fingerprint):  # an import of it at once
+        return await _import_scanned(
+            sessions,
+            handle,
+            form,
+            scanned,
+            limit=limit,
+            append=append,
+            recent_keys=recent_keys,
+            remove=remove,
+            repo_root=repo_root,
+            modified_at=modified_at,
+        )
+
+
+_LOCKS: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+@contextlib.asynccontextmanager
+async def _one_at_a_time(source: str) -> AsyncIterator[None]:
+    """Imports of one source one after the other: the second finds what the first wrote."""
+    lock = _LOCKS.get(source)
+    if lock is None:
+        lock = _LOCKS[source] = asyncio.Lock()
+    async with lock:
+        yield
+
+
+async def _import_scanned(
+    sessions: Parts,
+    handle: BinaryIO,
+    form: importers.Format,
+    scanned: importers.lines.Scan,
+    *,
+    limit: int | None,
+    append: Append,
+    recent_keys: RecentKeys,
+    remove: Remove,
+    repo_root: str | None,
+    modified_at: str | None,
+) -> dict[str, Any]:
+    """Write a file ``scan`` checked whole: what its session lacks, or a new session."""
+    format = form.name
+    conversation = scanned.conversation
     sid, here = await sessions.committer.call(_which, sessions, conversation)
     start, known = 0, await recent_keys(sid) if here else ()
     if here and format == "native":
@@ -153,8 +202,11 @@ async def import_stream(
         found = scanned.after(_keys(known))
         if found is None and scanned.events:
             # rewritten since (none of its records is the session's): kept beside it, a
-            # session of its own, never merged into it
-            conversation.fingerprint += f":rewritten:{scanned.digest[:16]}"
+            # session of its own (known by its first record, so that it grows in turn),
+            # never merged into it
+            mark = scanned.first_record or scanned.digest
+            digest = hashlib.sha256(mark.encode()).hexdigest()[:16]
+            conversation.fingerprint += f":rewritten:{digest}"
             conversation.session_id = None
             conversation.source["rewrite_of"] = sid
             sid, here = await sessions.committer.call(_which, sessions, conversation)
@@ -164,49 +216,22 @@ async def import_stream(
     if not here and scanned.first_record is not None:
         # a source that begins with another's first record (Claude Code writes a resumed
         # session to a new file that begins with the old one's records) forks it
-        record, began = scanned.first_record, conversation.created_at
+        record, began, events = scanned.first_record, conversation.created_at, scanned.events
         fork_of = await asyncio.wrap_future(
-            sessions.catalog.submit(lambda c: c.forked_from(record, began))
+            sessions.catalog.submit(lambda c: c.forked_from(record, began, events))
         )
         if fork_of is not None:
             conversation.source["fork_of"] = fork_of
-    written, created = 0, not here
     pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
-    n = 0
-    while (batch := await asyncio.to_thread(next, pending, None)) is not None:
-        wanted = [
-            i >= start and (key is None or key not in known) for i, key in enumerate(batch.keys, n)
-        ]
-        todo = [(e, k) for e, k, w in zip(batch.events, batch.keys, wanted, strict=True) if w]
-        runs = _runs_of(batch.runs, wanted)
-        n += len(batch.events)
-        if created:  # the session, with the first batch
-            conversation.events = [event for event, _key in todo]
-            conversation.keys = [key for _event, key in todo]
-            conversation.runs = runs
-            [done] = await sessions.committer.call(
-                _write_imported, sessions, format, [conversation], repo_root
-            )
-            created = False
-            if done is not None:
-                written += done[1].events
-                _announce(sessions, sid, done[1].last_seq, conversation)
-                continue
-            here, known = True, await recent_keys(sid)  # a concurrent import made it
-            todo = [(event, key) for event, key in todo if key is None or key not in known]
-        if todo:
-            result = await append(
-                sid,
-                [event for event, _key in todo],
-                keys=[key for _event, key in todo],
-                runs=runs,
-                learn=False,
-                source=conversation.fingerprint,
-            )
-            written += 0 if result.replayed else result.count
-    if created:  # no events at all: the session, its header alone
-        conversation.events, conversation.keys = [], []
-        await sessions.committer.call(_write_imported, sessions, format, [conversation], repo_root)
+    try:
+        written = await _write_batches(
+            sessions, pending, conversation, sid, here, start, known, append, repo_root
+        )
+    except BaseException:
+        if not here and sid in sessions.store.locations:
+            # a new session whose later batches failed: not kept half-written
+            await remove(sid)
+        raise
     if not here:
         status = {"id": sid, "status": "imported", "events": written}
     elif written:
@@ -217,6 +242,67 @@ async def import_stream(
         if link in conversation.source:
             status[link] = conversation.source[link]
     return _imported(format, [status])
+
+
+async def _write_batches(
+    sessions: Parts,
+    pending: Iterator[importers.lines.Batch],
+    conversation: importers.Conversation,
+    sid: str,
+    here: bool,
+    start: int,
+    known: Container[str],
+    append: Append,
+    repo_root: str | None,
+) -> int:
+    """The events of each batch the session does not hold: the first batch of a new
+    session creates it, the others are appended; how many were written."""
+    format = conversation.fingerprint.partition(":")[0]
+    written, created, n = 0, not here, 0
+    while (batch := await asyncio.to_thread(next, pending, None)) is not None:
+        events, keys, n = batch.events, batch.keys, n + len(batch.events)
+        first = n - len(events)
+        wanted = [
+            i >= start and (key is None or key not in known) for i, key in enumerate(keys, first)
+        ]
+        if created:  # the session, with the first batch
+            created = False
+            conversation.events = [e for e, w in zip(events, wanted, strict=True) if w]
+            conversation.keys = [k for k, w in zip(keys, wanted, strict=True) if w]
+            conversation.runs = _runs_of(batch.runs, wanted)
+            [done] = await sessions.committer.call(
+                _write_imported, sessions, format, [conversation], repo_root
+            )
+            if done is not None:
+                written += done[1].events
+                _announce(sessions, sid, done[1].last_seq, conversation)
+                continue
+            known = await recent_keys_of(sessions, sid)  # made meanwhile, elsewhere
+            wanted = [
+                w and (k is None or k not in known) for k, w in zip(keys, wanted, strict=True)
+            ]
+        todo = [(e, k) for e, k, w in zip(events, keys, wanted, strict=True) if w]
+        if todo:
+            result = await append(
+                sid,
+                [event for event, _key in todo],
+                keys=[key for _event, key in todo],
+                runs=_runs_of(batch.runs, wanted),
+                learn=False,
+                source=conversation.fingerprint,
+            )
+            written += 0 if result.replayed else result.count
+    if created:  # no events at all: the session, its header alone
+        conversation.events, conversation.keys, conversation.runs = [], [], None
+        await sessions.committer.call(_write_imported, sessions, format, [conversation], repo_root)
+    return written
+
+
+async def recent_keys_of(sessions: Parts, sid: str) -> Container[str]:
+    """A session's remembered keys, its writer opened if need be."""
+    await sessions.committer.open(sid)
+    writer = sessions.store.writer(sid)
+    return writer.keys if writer is not None else ()
 
 
 def _imported(found: str, results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -342,10 +342,15 @@ class Sessions(Parts):
             limit=limit,
             append=self.append,
             recent_keys=self.recent_keys,
+            remove=self._remove_unfinished,
             format=format,
             repo_root=repo_root,
             modified_at=modified_at,
         )
+
+    async def _remove_unfinished(self, session_id: str) -> None:
+        """A new session whose import failed part way: deleted, and journaled so."""
+        await self.delete(session_id, purge=True, reason="its import failed part way")
 
     def spool(self) -> BinaryIO:
         """A file with no name in the data home (gone when closed, or at a crash) to

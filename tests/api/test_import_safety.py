@@ -77,3 +77,23 @@ def test_the_later_session_is_the_fork_whichever_is_imported_first(home: Path) -
         fork = imported(client, resumed)  # the resumed file first: nothing to fork yet
         original = imported(client, CLAUDE_SMALL.read_bytes())
         assert "fork_of" not in fork and "fork_of" not in original
+
+
+def test_a_resumed_session_that_begins_with_a_summary_is_a_fork_too(client: TestClient) -> None:
+    """Claude Code writes its summary records (no record id of their own) at the top of
+    a file: the fork is known by the first record that has one."""
+    path = CLAUDE_SMALL.parents[0] / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    assert records[0]["type"] == "summary" and "uuid" not in records[0]
+    original = imported(client, path.read_bytes())["id"]
+    session = "5e55a0e0-0000-4000-8000-000000000003"
+    copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
+    more = {
+        **{k: records[-1][k] for k in ("cwd", "timestamp") if k in records[-1]},
+        "type": "user",
+        "sessionId": session,
+        "uuid": "resumed-more-2",
+        "message": {"role": "user", "content": "go on"},
+    }
+    fork = imported(client, b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more]))
+    assert fork["fork_of"] == original

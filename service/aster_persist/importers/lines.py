@@ -109,7 +109,7 @@ class Scan:
     first_ts: str | None = None  # the first time any event has
     # a hash of each event's key (the part after its source's prefix), in order
     keys: array[int] = field(default_factory=lambda: array("q"))
-    first_record: str | None = None  # the source record of its first event (not a place)
+    first_record: str | None = None  # the first source record known by its own id
 
     def after(self, known: Iterable[str]) -> int | None:
         """Where the events after the last one keyed as in ``known`` start (None: no
@@ -138,8 +138,8 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
         reader.keys(batch)  # a native export's own keys, taken off as the import will
         reader.runs(batch)
         for key in suffixes.of(batch):
-            if not keys and key and not key.startswith("#"):
-                first_record = key
+            if first_record is None and key and not key.startswith("#"):
+                first_record = key  # the first record known by its own id, not a place
             keys.append(hash(key))
         for event in batch:
             first_ts = first_ts or event.get("ts")

@@ -40,6 +40,7 @@ def detects(head: Head) -> bool:
 
 
 MAX_KEY = 200  # an idempotency key's longest, as an append takes it
+MAX_RUN = 4096  # the most events of one append kept together again
 
 
 class _Appends(Events):
@@ -54,8 +55,8 @@ class _Appends(Events):
 
     def add(self, event: dict[str, Any]) -> dict[str, Any]:
         size = event.get("batch_size")
-        if self.left == 0 and type(size) is int and size > 1:
-            self.left = size
+        if self.left == 0 and type(size) is int and 1 < size <= MAX_RUN:
+            self.left = size  # (a larger one than an append could make is not kept)
         super().add(event)
         self.left = max(0, self.left - 1)
         self.ends.append(self.left == 0)

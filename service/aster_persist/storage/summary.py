@@ -34,7 +34,8 @@ class Stats:
     first_ts: str = ""
     # the sessions it started, by their source (a sub-agent's): the call that did
     spawned: dict[str, str] = field(default_factory=dict)
-    # the source record its first event came from (an import's key: tool:source:record)
+    # the first source record its events came from known by its own id (an import's
+    # key: tool:source:record; a place, #n, is no record's own)
     first_record: str | None = None
     counted: int = 0  # events folded in
 
@@ -42,7 +43,7 @@ class Stats:
         """Fold one event in (a summary's own copy: ``copy`` first if it is shared)."""
         if ts and (not self.first_ts or ts < self.first_ts):
             self.first_ts = ts
-        if not self.counted:
+        if self.first_record is None:  # the first record known by its own id
             key = line.get("idempotency_key")
             parts = key.split(":", 2) if isinstance(key, str) else []
             if len(parts) == 3 and parts[2] and not parts[2].startswith("#"):
@@ -93,8 +94,7 @@ class Stats:
                 out.models.append(model)
         if more.first_ts and (not out.first_ts or more.first_ts < out.first_ts):
             out.first_ts = more.first_ts
-        if not out.counted:
-            out.first_record = more.first_record
+        out.first_record = out.first_record or more.first_record
         out.counted += more.counted
         out.spawned.update(more.spawned)
         return out

@@ -193,8 +193,11 @@ async def _import_scanned(
         # an export holds its session's events in order: what the session lacks of it
         # (an import cut short by a crash, or an export of it since it grew) follows,
         # each with the key it had (an append's key is on each of its events)
-        start = await sessions.committer.call(_last_seq, sessions, sid)
-        known = ()
+        last = await sessions.committer.call(_last_seq, sessions, sid)
+        if last is None:  # closed meanwhile: the catalog's summary says
+            found = await asyncio.wrap_future(sessions.catalog.submit(lambda c: c.get(sid)))
+            last = found.last_seq if found is not None else 0
+        start, known = last, ()
     elif here and ":source:" not in conversation.fingerprint:
         # keyed by its bytes: the same file again
         return _imported(format, [{"id": sid, "status": "already_imported"}])
@@ -345,10 +348,10 @@ def _runs_of(runs: list[int] | None, wanted: list[bool]) -> list[int] | None:
     return out
 
 
-def _last_seq(sessions: Parts, sid: str) -> int:
-    """The last seq of a session open for appends (writer thread)."""
+def _last_seq(sessions: Parts, sid: str) -> int | None:
+    """The last seq of a session open for appends (writer thread); None if it is not."""
     writer = sessions.store.writer(sid)
-    return writer.info.last_seq if writer is not None else 0
+    return writer.info.last_seq if writer is not None else None
 
 
 def _keys(keys: Container[str]) -> Iterable[str]:

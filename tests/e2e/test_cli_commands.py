@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 # Read from `aster-persist --help`, `sessions --help` and `memory --help` before the split
-# (and `follow`, the group added since).
+# (and `follow` and `hooks`, the groups added since; `hook`, what hooks run, is hidden).
 BEFORE = {
     (): [
         *("serve", "reindex", "journal", "search", "doctor", "openapi"),
-        *("sessions", "memory", "follow"),
+        *("sessions", "memory", "follow", "hooks"),
     ],
+    ("hooks",): ["claude"],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),
         "import",

@@ -19,6 +19,8 @@ the same events.
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from .records import SourceKeys, by_source, fingerprint, numbered_records
 HOLD = 64  # events a later record may still change: a turn's calls, a result's exit code
 BATCH = 512  # events handed on at once
 CHUNK = 1 << 20  # bytes read from a file at once
+KEEP = 8 << 20  # a file this small keeps its events from the first read to the second
 
 
 def converted(
@@ -98,6 +101,16 @@ def file_lines(handle: BinaryIO, limit: int | None, digest: Any = None) -> Itera
 
 
 @dataclass
+class Batch:
+    """Events of a file, ready to write: checked, with their times and keys, and the
+    appends they were (an export's, as lengths; None: any grouping will do)."""
+
+    events: list[dict[str, Any]]
+    keys: list[str | None]
+    runs: list[int] | None
+
+
+@dataclass
 class Scan:
     """What reading a whole file once told, before anything is written."""
 
@@ -110,6 +123,8 @@ class Scan:
     # a hash of each event's key (the part after its source's prefix), in order
     keys: array[int] = field(default_factory=lambda: array("q"))
     first_record: str | None = None  # the first source record known by its own id
+    # a small file's events as checked (``batches`` then reads it no more), else None
+    kept: list[Batch] | None = None
 
     def after(self, known: Iterable[str]) -> int | None:
         """Where the events after the last one keyed as in ``known`` start (None: no
@@ -126,7 +141,8 @@ class Scan:
 
 
 def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
-    """Read a file once, checking every event; raise ImportProblem saying why not."""
+    """Read a file once, checking every event; raise ImportProblem saying why not. A
+    file of ``KEEP`` bytes or less keeps its events, and is not read again."""
     assert form.lines is not None
     reader = form.lines()
     digest = hashlib.sha256()
@@ -134,16 +150,20 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     keys = array("q")
     events = 0
     first_ts = first_record = None
+    size = _size(handle, limit)
+    kept: list[Batch] | None = [] if size <= KEEP else None
     for batch in converted(reader, numbered_records(file_lines(handle, limit, digest))):
-        reader.keys(batch)  # a native export's own keys, taken off as the import will
-        reader.runs(batch)
+        own = reader.keys(batch)  # a native export's own keys, taken off as the import will
+        runs = reader.runs(batch)
         for key in suffixes.of(batch):
             if first_record is None and key and not key.startswith("#"):
                 first_record = key  # the first record known by its own id, not a place
             keys.append(hash(key))
         for event in batch:
             first_ts = first_ts or event.get("ts")
-        _checked(form, batch, events)
+        checked = _checked(form, batch, events)
+        if kept is not None:
+            kept.append(Batch(checked, own or [None] * len(checked), runs))
         events += len(batch)
     conversation, source_id = reader.conversation()
     if source_id:
@@ -161,29 +181,45 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
         first_ts,
         keys,
         first_record,
+        kept,
     )
 
 
-@dataclass
-class Batch:
-    """Events of a file, ready to write: checked, with their times and keys, and the
-    appends they were (an export's, as lengths; None: any grouping will do)."""
+def _size(handle: BinaryIO, limit: int | None) -> int:
+    """How many bytes of an open file an import reads."""
+    size = os.fstat(handle.fileno()).st_size if _has_fd(handle) else _seek_size(handle)
+    return size if limit is None else min(size, limit)
 
-    events: list[dict[str, Any]]
-    keys: list[str | None]
-    runs: list[int] | None
+
+def _has_fd(handle: BinaryIO) -> bool:
+    try:
+        handle.fileno()
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return False
+    return True
+
+
+def _seek_size(handle: BinaryIO) -> int:
+    at = handle.tell()
+    size = handle.seek(0, io.SEEK_END)
+    handle.seek(at)
+    return size
 
 
 def batches(
     form: Format, handle: BinaryIO, limit: int | None, scanned: Scan, modified_at: str | None
 ) -> Iterator[Batch]:
-    """The file's events again, a batch at a time, with their times and their keys."""
+    """The file's events again, a batch at a time, with their times and their keys
+    (a small file's, as ``scan`` kept them)."""
     assert form.lines is not None
-    reader = form.lines()
     keys = SourceKeys(form.name, scanned.source_id) if scanned.source_id else None
     # a record with no time takes the one before it (the first known, at the start);
     # a file with no times at all, its own time
     previous = scanned.first_ts or scanned.conversation.created_at or modified_at
+    if scanned.kept is not None:
+        yield from _kept(form, scanned.kept, keys, previous)
+        return
+    reader = form.lines()
     done = 0
     for batch in converted(reader, numbered_records(file_lines(handle, limit))):
         own = reader.keys(batch)
@@ -197,6 +233,24 @@ def batches(
         done += len(batch)
         found = keys.of(batch) if keys is not None else own or [None] * len(batch)
         yield Batch(checked, found, runs)
+
+
+def _kept(
+    form: Format, kept: list[Batch], keys: SourceKeys | None, previous: str | None
+) -> Iterator[Batch]:
+    """The batches ``scan`` kept, with their times and keys as ``batches`` gives them: an
+    event that had no time takes the one before it, and is checked again with it."""
+    done = 0
+    for batch in kept:
+        for n, event in enumerate(batch.events):
+            if event.get("ts"):
+                previous = event["ts"]
+            elif previous:
+                [batch.events[n]] = _checked(form, [{**event, "ts": previous}], done + n)
+        if keys is not None:
+            batch.keys = keys.of(batch.events)
+        done += len(batch.events)
+        yield batch
 
 
 def _checked(form: Format, events: list[dict[str, Any]], before: int) -> list[dict[str, Any]]:

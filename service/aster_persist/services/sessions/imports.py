@@ -228,7 +228,7 @@ async def _import_scanned(
     pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
     try:
         written = await _write_batches(
-            sessions, pending, conversation, sid, here, start, known, append, repo_root
+            sessions, pending, format, conversation, sid, here, start, known, append, repo_root
         )
     except BaseException:
         if not here and sid in sessions.store.locations:
@@ -250,6 +250,7 @@ async def _import_scanned(
 async def _write_batches(
     sessions: Parts,
     pending: Iterator[importers.lines.Batch],
+    format: str,
     conversation: importers.Conversation,
     sid: str,
     here: bool,
@@ -260,7 +261,6 @@ async def _write_batches(
 ) -> int:
     """The events of each batch the session does not hold: the first batch of a new
     session creates it, the others are appended; how many were written."""
-    format = conversation.fingerprint.partition(":")[0]
     written, created, n = 0, not here, 0
     while (batch := await asyncio.to_thread(next, pending, None)) is not None:
         events, keys, n = batch.events, batch.keys, n + len(batch.events)

@@ -218,20 +218,9 @@ def test_a_resumed_session_is_known_as_a_fork_of_the_one_it_copies(
     old_id = next(r["sessionId"] for r in records if r.get("sessionId"))
     original = imported(client, CLAUDE.read_bytes())["sessions"][0]["id"]
 
-    def resumed(session: str) -> bytes:
-        copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
-        last = records[-1]
-        more = {  # the user goes on in the resumed session
-            **{k: last[k] for k in ("cwd", "timestamp", "version") if k in last},
-            "type": "user",
-            "sessionId": session,
-            "uuid": f"{session}-more",
-            "parentUuid": last.get("uuid"),
-            "message": {"role": "user", "content": "go on"},
-        }
-        return b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more])
+    from .test_import_safety import resumed
 
-    [fork] = imported(client, resumed("5e55a0e0-0000-4000-8000-000000000001"))["sessions"]
+    [fork] = imported(client, resumed(records, "5e55a0e0-0000-4000-8000-000000000001"))["sessions"]
     assert fork["status"] == "imported" and fork["fork_of"] == original
     assert lines(home, fork["id"])[0]["x_import"]["fork_of"] == original
     journal = client.get("/v1/journal", params={"op": "session.imported"}).json()["items"]

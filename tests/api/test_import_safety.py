@@ -61,20 +61,27 @@ def test_a_rewritten_source_grows_as_one_session_of_its_own(client: TestClient) 
     assert len(client.get("/v1/sessions").json()["items"]) == 2
 
 
-def test_the_later_session_is_the_fork_whichever_is_imported_first(home: Path) -> None:
-    records = [orjson.loads(line) for line in CLAUDE_SMALL.read_bytes().splitlines()]
-    session = "5e55a0e0-0000-4000-8000-000000000002"
+def resumed(records: list[dict], session: str) -> bytes:
+    """What Claude Code writes when a session is resumed: a new file, under a new session
+    id, holding the old records, and the user going on."""
     copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
+    last = records[-1]
     more = {
-        **{k: records[-1][k] for k in ("cwd", "timestamp") if k in records[-1]},
+        **{k: last[k] for k in ("cwd", "timestamp", "version") if k in last},
         "type": "user",
         "sessionId": session,
-        "uuid": "resumed-more",
+        "uuid": f"{session}-more",
+        "parentUuid": last.get("uuid"),
         "message": {"role": "user", "content": "go on"},
     }
-    resumed = b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more])
+    return b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more])
+
+
+def test_the_later_session_is_the_fork_whichever_is_imported_first(home: Path) -> None:
+    records = [orjson.loads(line) for line in CLAUDE_SMALL.read_bytes().splitlines()]
     with make_client(home) as client:
-        fork = imported(client, resumed)  # the resumed file first: nothing to fork yet
+        fork = imported(client, resumed(records, "5e55a0e0-0000-4000-8000-000000000002"))
+        # the resumed file first: nothing to fork yet
         original = imported(client, CLAUDE_SMALL.read_bytes())
         assert "fork_of" not in fork and "fork_of" not in original
 
@@ -86,14 +93,5 @@ def test_a_resumed_session_that_begins_with_a_summary_is_a_fork_too(client: Test
     records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
     assert records[0]["type"] == "summary" and "uuid" not in records[0]
     original = imported(client, path.read_bytes())["id"]
-    session = "5e55a0e0-0000-4000-8000-000000000003"
-    copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
-    more = {
-        **{k: records[-1][k] for k in ("cwd", "timestamp") if k in records[-1]},
-        "type": "user",
-        "sessionId": session,
-        "uuid": "resumed-more-2",
-        "message": {"role": "user", "content": "go on"},
-    }
-    fork = imported(client, b"".join(orjson.dumps(r) + b"\n" for r in [*copied, more]))
+    fork = imported(client, resumed(records, "5e55a0e0-0000-4000-8000-000000000003"))
     assert fork["fork_of"] == original

@@ -88,11 +88,9 @@ def detect_file(handle: BinaryIO, limit: int | None = None) -> str:
             return detect(first)  # JSON Lines: line 1 tells
         except orjson.JSONDecodeError:
             pass
-    if not start:  # blank lines first: a rare file, read whole
-        pass
-    elif start[:1] not in b"[{":
+    if start and start[:1] not in b"[{":
         return detect(start)  # says it is neither
-    return detect(read_prefix(handle, limit))
+    return detect(read_prefix(handle, limit))  # one document (or blank lines first)
 
 
 def read_prefix(handle: BinaryIO, limit: int | None = None) -> bytes:

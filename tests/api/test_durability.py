@@ -186,7 +186,12 @@ def test_regression_batch_cut_short_by_power_loss_is_not_replayed_as_complete(
     with make_client(home, clock) as client:
         assert client.get(f"/v1/sessions/{sid}").json()["events"] == 0  # all or nothing
         r = client.post(f"/v1/sessions/{sid}/events", json=batch, headers={"Idempotency-Key": "K"})
-        assert r.status_code == 201 and r.json() == {"first_seq": 1, "last_seq": 3, "count": 3}
+        assert r.status_code == 201 and r.json() == {
+            "first_seq": 1,
+            "last_seq": 3,
+            "count": 3,
+            "replayed": False,
+        }
         assert [
             e["content"] for e in client.get(f"/v1/sessions/{sid}/events").json()["events"]
         ] == ["a", "b", "c"]

@@ -376,7 +376,7 @@ def test_a_native_round_trip_keeps_idempotency_keys(
             headers={"Idempotency-Key": "turn-1"},
         )
         assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
-        assert retry.json() == {"first_seq": 1, "last_seq": 2, "count": 2}
+        assert retry.json() == {"first_seq": 1, "last_seq": 2, "count": 2, "replayed": True}
 
 
 def chats(n: int, tag: str = "q") -> bytes:

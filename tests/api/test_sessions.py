@@ -37,7 +37,12 @@ def test_append_assigns_gapless_seq_and_ts(
 ) -> None:
     sid = new_session(client)
     r = client.post(f"/v1/sessions/{sid}/events", json=user("hi"))
-    assert r.status_code == 201 and r.json() == {"first_seq": 1, "last_seq": 1, "count": 1}
+    assert r.status_code == 201 and r.json() == {
+        "first_seq": 1,
+        "last_seq": 1,
+        "count": 1,
+        "replayed": False,
+    }
     clock.advance(seconds=1)
     batch = [
         assistant(None, [call("c1")]),
@@ -45,7 +50,7 @@ def test_append_assigns_gapless_seq_and_ts(
         assistant("done", ts=None) if False else assistant("done"),
     ]
     r = client.post(f"/v1/sessions/{sid}/events", json={"events": batch})
-    assert r.json() == {"first_seq": 2, "last_seq": 4, "count": 3}
+    assert r.json() == {"first_seq": 2, "last_seq": 4, "count": 3, "replayed": False}
     assert r.headers["etag"] == '"4"'
     stored = lines(session_file(home, sid))
     assert [line["seq"] for line in stored] == [0, 1, 2, 3, 4]
@@ -88,7 +93,8 @@ def test_idempotency_key_header_and_body(client: TestClient, home: Path) -> None
     )
     assert first.status_code == 201 and again.status_code == 200
     assert again.headers["idempotent-replayed"] == "true"
-    assert again.json() == first.json() == {"first_seq": 1, "last_seq": 2, "count": 2}
+    assert first.json() == {"first_seq": 1, "last_seq": 2, "count": 2, "replayed": False}
+    assert again.json() == {"first_seq": 1, "last_seq": 2, "count": 2, "replayed": True}
     body = {"events": [user("c")], "idempotency_key": "k-2"}
     assert client.post(f"/v1/sessions/{sid}/events", json=body).json()["first_seq"] == 3
     assert client.post(f"/v1/sessions/{sid}/events", json=body).json()["first_seq"] == 3

@@ -143,7 +143,8 @@ async def test_retries_guards_and_refusals_are_typed(
     sid = (await run(aster.create_session(repo(request)))).id
     first = await run(aster.append(sid, user("once"), idempotency_key="k-1"))
     again = await run(aster.append(sid, user("once"), idempotency_key="k-1"))
-    assert again == first
+    assert not first.replayed and again.replayed  # the retry says so; nothing written
+    assert again.model_dump(exclude={"replayed"}) == first.model_dump(exclude={"replayed"})
     assert (await run(aster.get_session(sid))).events == 1
 
     stale = await refused(
@@ -185,6 +186,8 @@ async def test_memory_from_remember_to_revert(
 
     read = await run(aster.recall("testing", root))
     assert read.body == "Run the tests with make test.\n" and "name: testing" in read.content
+    assert read.metadata["name"] == "testing" and read.metadata["tags"] == ["ci"]
+    assert "---" not in read.body and read.metadata["importance"] == read.importance
     await refused(
         PreconditionFailedError,
         lambda: aster.put_block(
@@ -356,6 +359,34 @@ async def test_an_absent_daemon_is_its_own_error() -> None:
     async with AsyncClient(url) as asynchronous:
         with pytest.raises(DaemonUnavailable, match="not running"):
             await asynchronous.list_sessions()
+
+
+async def test_a_feed_with_no_daemon_backs_off_then_gives_up() -> None:
+    """Following an address nothing answers at: tries again with growing pauses, then
+    raises after the bounded time instead of blocking forever."""
+    url = f"http://127.0.0.1:{free_port()}"
+    loop = asyncio.get_running_loop()
+    with Client(url) as sync:
+        started = loop.time()
+        with pytest.raises(DaemonUnavailable, match="has not answered for"):
+            next(iter(sync.follow(retry=0.05, give_up_after=0.6)))
+        assert 0.5 <= loop.time() - started < 5
+    async with AsyncClient(url) as asynchronous:
+        feed = asynchronous.follow_session("01J0000000000000000000ABCD", give_up_after=0.3)
+        with pytest.raises(DaemonUnavailable, match="aster-persist serve"):
+            await feed.__anext__()
+
+
+def test_the_pauses_grow_and_start_over_after_a_connection() -> None:
+    from aster_persist.client.sse import MAX_PAUSE, Feed
+
+    feed = Feed("/v1/events", None, {}, retry=0.5, give_up_after=None)
+    base, lost = httpx.URL("http://127.0.0.1:1"), httpx.ConnectError("refused")
+    pauses = [feed.dropped(base, lost) for _ in range(7)]
+    assert pauses == [0.5, 1.0, 2.0, 4.0, 8.0, MAX_PAUSE, MAX_PAUSE]
+    feed.connected()
+    assert feed.dropped(base, lost) == 0.5  # a connection in between: from the start
+    assert feed.dropped(base, None) == 0.5 and feed.out_since is None  # a clean end
 
 
 def test_the_token_comes_from_the_environment_or_the_home(

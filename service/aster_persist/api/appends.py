@@ -54,10 +54,11 @@ def appended_headers(result: AppendResult) -> dict[str, str]:
 
 
 def appended_body(result: AppendResult) -> bytes:
-    return b'{"first_seq":%d,"last_seq":%d,"count":%d}' % (
+    return b'{"first_seq":%d,"last_seq":%d,"count":%d,"replayed":%s}' % (
         result.first_seq,
         result.last_seq,
         result.count,
+        b"true" if result.replayed else b"false",
     )
 
 

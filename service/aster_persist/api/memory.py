@@ -233,7 +233,13 @@ async def recall(
 
 
 def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
-    return _block(block) | {"content": text, "body": frontmatter.body_of(text)}
+    """A block read in full: its fields, its text, and that text's body and frontmatter
+    apart (every key, those the service does not know too)."""
+    try:
+        document = frontmatter.parse(text)
+    except Invalid:  # a hand edit broke the frontmatter: the body is all of it
+        return _block(block) | {"content": text, "body": text, "metadata": {}}
+    return _block(block) | {"content": text, "body": document.body, "metadata": document.meta}
 
 
 @router.put(

@@ -76,36 +76,44 @@ class AsyncClient(Endpoints):
         repo_root: str | None = None,
         notices: bool = False,
         retry: float = 0.5,
+        give_up_after: float | None = 60.0,
     ) -> AsyncIterator[JournalEntry | dict[str, Any]]:
         """The change feed, as `Client.follow`."""
-        feed = Feed("/v1/events", after, {"scope": scope, "op": op, "repo_root": repo_root})
-        async with contextlib.aclosing(self._followed(feed, retry)) as items:
+        filters = {"scope": scope, "op": op, "repo_root": repo_root}
+        feed = Feed("/v1/events", after, filters, retry=retry, give_up_after=give_up_after)
+        async with contextlib.aclosing(self._followed(feed)) as items:
             async for item in items:  # closed with this one: the stream is let go at once
                 if notices or isinstance(item, JournalEntry):
                     yield item
 
     async def follow_session(
-        self, session_id: str, *, after: int = 0, retry: float = 0.5
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        retry: float = 0.5,
+        give_up_after: float | None = 60.0,
     ) -> AsyncIterator[dict[str, Any]]:
         """A session's events after seq ``after``, then each one appended, forever."""
-        feed = Feed(f"/v1/sessions/{session_id}/events/stream", str(after), {})
-        async with contextlib.aclosing(self._followed(feed, retry)) as items:
+        path = f"/v1/sessions/{session_id}/events/stream"
+        feed = Feed(path, str(after), {}, retry=retry, give_up_after=give_up_after)
+        async with contextlib.aclosing(self._followed(feed)) as items:
             async for item in items:
                 yield item  # type: ignore[misc]
 
-    async def _followed(
-        self, feed: Feed, retry: float
-    ) -> AsyncGenerator[JournalEntry | dict[str, Any], None]:
-        """What a stream sends, reconnecting after ``retry`` seconds whenever it drops."""
+    async def _followed(self, feed: Feed) -> AsyncGenerator[JournalEntry | dict[str, Any], None]:
+        """What a stream sends, reconnecting whenever it drops; see `Feed.dropped`."""
         while True:
+            failure: httpx.TransportError | None = None
             try:
                 async with self.http.stream(**feed.request()) as response:
                     if response.status_code >= 400:
                         await response.aread()
                         raise error_of(response)
+                    feed.connected()
                     async for line in response.aiter_lines():
                         for item in feed.take((line,)):
                             yield item
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(retry)
+            except httpx.TransportError as exc:
+                failure = exc
+            await asyncio.sleep(feed.dropped(self.http.base_url, failure))

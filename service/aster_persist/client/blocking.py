@@ -73,33 +73,43 @@ class Client(Endpoints):
         repo_root: str | None = None,
         notices: bool = False,
         retry: float = 0.5,
+        give_up_after: float | None = 60.0,
     ) -> Iterator[JournalEntry | dict[str, Any]]:
         """The change feed: journal entries after ``after``, then live, forever,
         reconnecting and resuming by itself. With ``notices``, ``session.appended``
         notices (plain dicts) come too."""
-        feed = Feed("/v1/events", after, {"scope": scope, "op": op, "repo_root": repo_root})
-        for item in self._followed(feed, retry):
+        filters = {"scope": scope, "op": op, "repo_root": repo_root}
+        feed = Feed("/v1/events", after, filters, retry=retry, give_up_after=give_up_after)
+        for item in self._followed(feed):
             if notices or isinstance(item, JournalEntry):
                 yield item
 
     def follow_session(
-        self, session_id: str, *, after: int = 0, retry: float = 0.5
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        retry: float = 0.5,
+        give_up_after: float | None = 60.0,
     ) -> Iterator[dict[str, Any]]:
         """A session's events after seq ``after``, then each one appended, forever."""
-        feed = Feed(f"/v1/sessions/{session_id}/events/stream", str(after), {})
-        yield from self._followed(feed, retry)  # type: ignore[misc]
+        path = f"/v1/sessions/{session_id}/events/stream"
+        feed = Feed(path, str(after), {}, retry=retry, give_up_after=give_up_after)
+        yield from self._followed(feed)  # type: ignore[misc]
 
-    def _followed(self, feed: Feed, retry: float) -> Iterator[JournalEntry | dict[str, Any]]:
-        """What a stream sends, reconnecting after ``retry`` seconds whenever it drops
-        (the daemon restarting, the network blinking) and resuming after the last item."""
+    def _followed(self, feed: Feed) -> Iterator[JournalEntry | dict[str, Any]]:
+        """What a stream sends, reconnecting whenever it drops (the daemon restarting,
+        the network blinking) and resuming after the last item; see `Feed.dropped`."""
         while True:
+            failure: httpx.TransportError | None = None
             try:
                 with self.http.stream(**feed.request()) as response:
                     _check_stream(response)
+                    feed.connected()
                     yield from feed.take(response.iter_lines())
-            except httpx.TransportError:
-                pass  # dropped or restarting: resume from the last item seen
-            time.sleep(retry)
+            except httpx.TransportError as exc:
+                failure = exc  # dropped or restarting: resume from the last item seen
+            time.sleep(feed.dropped(self.http.base_url, failure))
 
 
 def _check_stream(response: httpx.Response) -> None:

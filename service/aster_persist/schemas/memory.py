@@ -187,8 +187,12 @@ class BlockList(BaseModel):
 
 
 class BlockRead(Block):
-    content: str
-    body: str
+    content: str = Field(description="The whole file: frontmatter and body.")
+    body: str = Field(description="The markdown after the frontmatter.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The frontmatter as parsed, keys the service does not know included.",
+    )
 
 
 class SavedBlock(Block):

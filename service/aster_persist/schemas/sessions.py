@@ -71,6 +71,11 @@ class AppendOut(BaseModel):
     first_seq: int
     last_seq: int
     count: int
+    replayed: bool = Field(
+        default=False,
+        description="True when the idempotency key had been applied already: nothing was "
+        "written, and the seqs are those of the first append.",
+    )
 
 
 class SessionSummary(BaseModel):

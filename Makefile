@@ -23,8 +23,11 @@ $(NPM_PROJECT)/node_modules/.installed: $(NPM_PROJECT)/package-lock.json
 	touch $@
 
 test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashboard, npm for the TypeScript client)
-	@command -v curl >/dev/null && command -v chromium >/dev/null && command -v npm >/dev/null || \
-	  (apt-get update -qq && apt-get install -y -qq curl chromium nodejs npm)
+	@missing=""; \
+	  command -v curl >/dev/null || missing="$$missing curl"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	  if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 	$(MAKE) --no-print-directory $(NPM_PROJECT)/node_modules/.installed
 	$(BIN)/python -m pytest -q
 

@@ -8,7 +8,7 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
       NotFound (404 not_found)
         SessionNotFound (session_not_found), BlockNotFound (block_not_found)
       Conflict (409 conflict)
-        SessionExists, SessionDamaged, SessionReadOnly, NameTaken,
+        SessionExists, SessionDamaged, SessionReadOnly, NameTaken, AliasTaken,
         UnsafePath (symlink_refused), LearningOff (learning_off: no model configured)
       PreconditionFailed (412 precondition_failed)
       Invalid (422 invalid)
@@ -100,6 +100,11 @@ class SessionReadOnly(Conflict):
 class NameTaken(Conflict):
     code = "name_taken"
     title = "Name taken"
+
+
+class AliasTaken(Conflict):
+    code = "alias_taken"
+    title = "Alias taken"
 
 
 class UnsafePath(Conflict):

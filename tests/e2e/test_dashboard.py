@@ -113,6 +113,33 @@ def test_a_transcript_with_tool_calls_follows_appends_across_a_restart(
     expect(page.locator("#live")).to_have_text("live", timeout=15_000)
 
 
+def test_thinking_is_folded_and_a_taken_back_turn_is_struck_through(
+    page: Page, daemon: Daemon
+) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT})["id"]
+    turns = [
+        user("first question"),
+        {"type": "reasoning", "content": "weighing the two answers"},
+        assistant("an answer to take back"),
+        {"type": "retraction", "target_seq": 3, "reason": "popped by the agent"},
+        user("a question asked live"),
+    ]
+    post(daemon, f"/v1/sessions/{sid}/events", turns[:4])
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    thinking = page.locator(".turn.reasoning details")
+    expect(thinking).not_to_have_attribute("open", "")
+    expect(thinking.locator("summary")).to_contain_text("thinking (24 characters)")
+    expect(page.locator("#turn-3")).to_have_class(re.compile(r"\bretracted\b"))
+    expect(page.locator("#turn-4")).to_contain_text("took back #3: popped by the agent")
+    expect(page.locator("#turn-1")).not_to_have_class(re.compile(r"\bretracted\b"))
+
+    post(daemon, f"/v1/sessions/{sid}/events", turns[4])
+    post(daemon, f"/v1/sessions/{sid}/events", {"type": "retraction", "target_seq": 5})
+    expect(page.locator("#turn-5")).to_have_class(re.compile(r"\bretracted\b"), timeout=10_000)
+    shot(page, "session-retracted")
+
+
 def test_memory_edits_reach_the_feed_and_conflicts_say_so(
     page: Page, browser: Browser, daemon: Daemon
 ) -> None:

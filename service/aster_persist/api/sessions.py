@@ -13,6 +13,7 @@ from starlette.responses import Response
 from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
 from ..importers import CHOICES
 from ..schemas import cursors
+from ..schemas.sessions import MAX_ALIAS
 from ..services.sessions import Sessions
 from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import SessionHeader
@@ -94,6 +95,8 @@ async def create_session(request: Request, body: SessionIn) -> Response:
     """Create a session: a new transcript file holding its header."""
     fields = body.model_dump(exclude_unset=True)
     extra = {k: v for k, v in fields.items() if k not in SessionIn.model_fields}
+    if body.alias is not None:
+        extra["alias"] = body.alias
     header = await _sessions(request).create(
         repo_root=body.repo_root,
         session_id=body.id,
@@ -117,13 +120,20 @@ async def list_sessions(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: str | None = None,
     parent_id: str | None = None,
+    alias: Annotated[str | None, Query(min_length=1, max_length=MAX_ALIAS)] = None,
 ) -> Response:
     """Sessions, newest activity first, served from the catalog (no transcript is read).
-    With `parent_id`, the sessions that one started (its sub-agents)."""
+    With `parent_id`, the sessions that one started (its sub-agents); with `alias`, the
+    live session its caller named so (none, or one)."""
     if parent_id is not None:
         check_session_id(parent_id)
     page = await _sessions(request).listing(
-        repo_root=repo_root, state=state, limit=limit, cursor=cursor, parent=parent_id
+        repo_root=repo_root,
+        state=state,
+        limit=limit,
+        cursor=cursor,
+        parent=parent_id,
+        alias=alias,
     )
     items = [_summary(i, page.parents.get(i.id)) for i in page.items]
     return json_response({"items": items, "next_cursor": page.next_cursor})

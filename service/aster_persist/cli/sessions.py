@@ -111,6 +111,13 @@ def render_event(line: dict[str, Any], width: int = 300) -> list[str]:
         return [f"\n#{seq} ── evicted {target} from the context{stub} ──"]
     if event.kind == "title":
         return [f"\n#{seq} ── title: {event.text} ──"]
+    if event.kind == "reasoning":
+        return (
+            [f"\n#{seq} ── thinking ──", event.text] if event.text else [f"\n#{seq} ── thinking ──"]
+        )
+    if event.kind == "retraction":
+        why = f": {event.text}" if event.text else ""
+        return [f"\n#{seq} ── took back #{event.target_seq}{why} ──"]
     role = event.role or "?"
     out = [f"\n#{seq} {role}" + (f"  ({event.name})" if event.name else "")]
     if role == "tool":

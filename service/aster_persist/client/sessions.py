@@ -32,10 +32,12 @@ class SessionEndpoints:
         model: str | None = None,
         cwd: str | None = None,
         id: str | None = None,
+        alias: str | None = None,
         **extra: Any,
     ) -> Call[SessionHeader]:
-        """``POST /v1/sessions``: a new session; extra keys are kept in its header."""
-        body = body_of(repo_root=repo_root, title=title, model=model, cwd=cwd, id=id)
+        """``POST /v1/sessions``: a new session; extra keys are kept in its header. An
+        ``alias`` (your own name for it) is refused while another live session has it."""
+        body = body_of(repo_root=repo_root, title=title, model=model, cwd=cwd, id=id, alias=alias)
         return Call("POST", "/v1/sessions", read_model(SessionHeader), json=body | extra)
 
     @endpoint
@@ -45,9 +47,19 @@ class SessionEndpoints:
         state: Literal["ok", "damaged", "read_only"] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        alias: str | None = None,
+        parent_id: str | None = None,
     ) -> Call[SessionPage]:
-        """``GET /v1/sessions``: newest first, a page at a time (``next_cursor``)."""
-        params = {"repo_root": repo_root, "state": state, "limit": limit, "cursor": cursor}
+        """``GET /v1/sessions``: newest first, a page at a time (``next_cursor``); with
+        ``alias``, the live session of that alias; with ``parent_id``, its sub-agents'."""
+        params = {
+            "repo_root": repo_root,
+            "state": state,
+            "limit": limit,
+            "cursor": cursor,
+            "alias": alias,
+            "parent_id": parent_id,
+        }
         return Call("GET", "/v1/sessions", read_model(SessionPage), params=params)
 
     @endpoint

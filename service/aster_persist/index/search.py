@@ -17,7 +17,7 @@ import orjson
 
 from ..errors import Invalid
 from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
-from .text import Doc, Query
+from .text import RETRACTED, Doc, Query
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
@@ -57,6 +57,22 @@ _OPEN, _CLOSE = "\ue000", "\ue001"
 
 
 def insert_docs(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
+    """Index ``docs``; a retraction among them takes out those of the seq it names
+    (after the others went in: its target may be in the same batch)."""
+    gone = [(session, d.seq) for d in docs if d.kind == RETRACTED]
+    if gone:
+        docs = [d for d in docs if d.kind != RETRACTED]
+    _insert(db, session, docs)
+    if gone:
+        db.executemany(
+            "DELETE FROM doc_text WHERE rowid IN "
+            "(SELECT rowid FROM docs WHERE session = ? AND seq = ?)",
+            gone,
+        )
+        db.executemany("DELETE FROM docs WHERE session = ? AND seq = ?", gone)
+
+
+def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     if not docs:
         return
     first = db.execute("SELECT coalesce(max(rowid), 0) + 1 FROM docs").fetchone()[0]

@@ -33,6 +33,7 @@ from ..schemas.search import DocKind
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
 KINDS = get_args(DocKind)  # what a search document can be
+RETRACTED = "retraction"  # not a document: the seq whose documents a retraction takes out
 _WORD = re.compile(r"\w+", re.UNICODE)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MONTH = re.compile(r"^\d{4}-\d{2}$")
@@ -89,6 +90,8 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
             text = "\n".join(parts)
             if text.strip():
                 out.append(Doc(seq, "tool_call", role, ts, text[:MAX_TEXT]))
+    elif kind == "retraction" and isinstance(line.get("target_seq"), int):
+        out.append(Doc(line["target_seq"], RETRACTED, None, ts, ""))  # takes its docs out
     elif kind in ("summary", "title", "session"):
         value = line.get("title") if kind != "summary" else content_text(line.get("content"))
         if kind == "session":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Invalid
-from ..schemas.rendering import read_event
+from ..schemas.rendering import read_event, unretracted
 from ..storage.summary import first_text
 
 TOOL_RESULT_CHARS = 1000  # a tool result is context: this much of each
@@ -32,7 +32,9 @@ def turn_of(
     """The events of the turn that ends at ``to_seq`` (after the previous completed turn),
     or of ``from_seq``..``to_seq``; with the seq range they span."""
     events = [
-        line for line in lines if isinstance(line.get("seq"), int) and 0 < line["seq"] <= to_seq
+        line
+        for line in unretracted(lines)
+        if isinstance(line.get("seq"), int) and 0 < line["seq"] <= to_seq
     ]
     if from_seq is not None:
         events = [e for e in events if e["seq"] >= from_seq]
@@ -55,6 +57,8 @@ def render_turn(events: list[dict[str, Any]], budget: int) -> str:
         if event.kind == "summary":
             parts.append(f"[summary of earlier turns] {event.text}")
             continue
+        if event.kind == "reasoning":
+            continue  # the model's thinking: what it concluded is in its reply
         if event.kind != "message":
             continue
         if event.role == "tool":

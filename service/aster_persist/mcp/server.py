@@ -36,7 +36,7 @@ from .. import __version__
 from ..api.models import summary_of
 from ..errors import AsterError
 from ..index.text import parse_query
-from ..schemas.rendering import read_event
+from ..schemas.rendering import read_event, unretracted
 from ..schemas.tools import MCP_TOOLS, ToolSpec
 from ..services.tools import search_memory as search_tool
 from ..services.tools import withheld
@@ -244,7 +244,7 @@ class McpFront:
                 raise ToolError(exc.detail) from None
             events = [
                 e
-                for e in lines
+                for e in unretracted(lines)
                 if e.get("type") != "session" and isinstance(e.get("seq"), int) and e["seq"] > after
             ][:limit]
             text = "\n".join(_line(e) for e in events) or "No events there."
@@ -354,6 +354,8 @@ def _line(line: dict[str, Any]) -> str:
         return f"#{event.seq} [evicted {event.tool_call_id or event.target_seq}]"
     if event.kind == "title":
         return f"#{event.seq} [title] {event.text}"
+    if event.kind == "reasoning":
+        return f"#{event.seq} [thinking] {_cut(event.text, 300)}"
     parts = [f"#{event.seq} {event.role}:"]
     if event.text:
         parts.append(_cut(event.text))

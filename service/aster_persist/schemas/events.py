@@ -1,4 +1,4 @@
-"""The transcript line format: a header and five event kinds, tagged on ``type``.
+"""The transcript line format: a header and seven event kinds, tagged on ``type``.
 
 Types only (TypedDicts and one model), read by storage, the routers, MCP and the client.
 The types check what the contract requires and nothing more; fields the service does
@@ -303,6 +303,33 @@ class TitleEvent(TypedDict):
     batch_size: NotRequired[ServerBatch]
 
 
+@with_config(ConfigDict(extra="allow"))
+class ReasoningEvent(TypedDict):
+    """The model thinking before it answers: ``content`` is what can be read of it (a
+    summary, or nothing when the provider keeps it encrypted, in keys of its own)."""
+
+    type: Literal["reasoning"]
+    content: NotRequired[TextContent | None]
+    ts: NotRequired[Timestamp | None]
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
+
+
+@with_config(ConfigDict(extra="allow"))
+class RetractionEvent(TypedDict):
+    """An earlier event taken back (an agent framework's "pop the last item"): the
+    transcript keeps it, and every view of the session leaves it out from here on."""
+
+    type: Literal["retraction"]
+    target_seq: Annotated[int, Field(ge=1, le=MAX_SEQ), WHOLE]
+    reason: NotRequired[Annotated[str | None, Field(max_length=500)]]
+    ts: NotRequired[Timestamp | None]
+    seq: NotRequired[ServerSeq]
+    idempotency_key: NotRequired[NoKey]
+    batch_size: NotRequired[ServerBatch]
+
+
 class SessionHeader(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -321,7 +348,9 @@ Event = Annotated[
     MessageEvent
     | SummaryEvent
     | Annotated[EvictionEvent, AfterValidator(_has_target)]
-    | TitleEvent,
+    | TitleEvent
+    | ReasoningEvent
+    | RetractionEvent,
     Field(discriminator="type"),
 ]
 
@@ -349,6 +378,6 @@ def _tags(union: Any, key: str) -> tuple[str, ...]:
 
 
 ROLES = _tags(MessageEvent, "role")  # ("user", "assistant", "tool", "system")
-EVENT_TYPES = _tags(Event, "type")  # ("message", "summary", "eviction", "title")
+EVENT_TYPES = _tags(Event, "type")  # message, summary, eviction, title, reasoning, retraction
 PART_TYPES = _tags(ContentPart, "type")  # ("text", "image_url", "input_audio", "file", "refusal")
 RESERVED_HEADER_KEYS = frozenset({"type", "seq", "id", "v", "idempotency_key", "batch_size"})

@@ -4,7 +4,8 @@
 ``readable`` shows a content to a person, saying what is not text. ``read_event``
 reads any event into a ``Reading``, and the three renderings made from it (the CLI's
 lines, MCP's one line, the learner's prompt) only format it, so a new event kind is
-read in one place. Pure functions, no I/O.
+read in one place. ``unretracted`` is the transcript every view reads: what a
+retraction took back is left out. Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Reading:
     calls: list[Call] = field(default_factory=list)
     name: str | None = None  # a message's author name, when it has one
     tool_call_id: str | None = None  # a tool message's call, or an eviction's target
-    target_seq: Any = None  # an eviction's target, by seq
+    target_seq: Any = None  # an eviction's or a retraction's target, by seq
     through_seq: Any = None  # a summary's
 
 
@@ -85,6 +86,12 @@ def read_event(event: dict[str, Any]) -> Reading:
         )
     if kind == "title":
         return Reading(seq, kind, text=str(event.get("title")))
+    if kind == "reasoning":
+        return Reading(seq, kind, text=readable(event.get("content")))
+    if kind == "retraction":
+        return Reading(
+            seq, kind, text=str(event.get("reason") or ""), target_seq=event.get("target_seq")
+        )
     calls = []
     for call in event.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -100,3 +107,23 @@ def read_event(event: dict[str, Any]) -> Reading:
         name=event.get("name"),
         tool_call_id=event.get("tool_call_id"),
     )
+
+
+def retracted(lines: list[dict[str, Any]]) -> set[int]:
+    """The seqs that retractions among ``lines`` took back."""
+    return {
+        line["target_seq"]
+        for line in lines
+        if line.get("type") == "retraction" and isinstance(line.get("target_seq"), int)
+    }
+
+
+def unretracted(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lines`` as every view reads them: without the events a retraction took back,
+    nor the retractions themselves."""
+    gone = retracted(lines)
+    if not gone:
+        return lines
+    return [
+        line for line in lines if line.get("type") != "retraction" and line.get("seq") not in gone
+    ]

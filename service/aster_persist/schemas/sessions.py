@@ -15,6 +15,8 @@ from pydantic_core import InitErrorDetails
 from .events import RESERVED_HEADER_KEYS, Event, SessionHeader
 from .numbers import WHOLE
 
+MAX_ALIAS = 200  # characters of a session's alias
+
 __all__ = ["SessionHeader"]
 
 
@@ -42,6 +44,16 @@ class SessionIn(BaseModel):
     title: str | None = Field(default=None, max_length=500)
     id: str | None = Field(
         default=None, description="A ULID, for imports; made by the server when absent."
+    )
+    alias: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ALIAS,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="The caller's own name for the session (an agent framework's session "
+        "id, such as `user_123`): one live session holds it at a time (409 "
+        "`alias_taken` otherwise); `GET /v1/sessions?alias=` finds it. A session in the "
+        "trash lets it go.",
     )
 
     @model_validator(mode="after")
@@ -108,6 +120,7 @@ class SessionSummary(BaseModel):
     tokens_out: int
     models: list[str] = Field(description="The models that wrote its turns, first used first.")
     duration_ms: int = Field(description="From its first time to its last activity.")
+    alias: str | None = Field(default=None, description="The caller's own name for it.")
 
 
 class ChildSession(BaseModel):

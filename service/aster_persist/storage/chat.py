@@ -11,12 +11,15 @@ Two views, both valid as an OpenAI chat-completions ``messages`` array:
   always accepted by the API.
 
 Both start with the latest summary that folds turns, if any, as a leading user turn.
-Turns of a sub-agent (``x_sidechain``, from an import) are in neither.
+Turns of a sub-agent (``x_sidechain``, from an import) are in neither, nor are the
+events a retraction took back.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..schemas.rendering import unretracted
 
 _OPENAI_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 SUMMARY_PREFIX = "Summary of the earlier conversation"
@@ -47,6 +50,7 @@ def _after_summary(
     lines: list[dict[str, Any]],
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     summary = None
+    lines = unretracted(lines)
     for line in lines:
         through = line.get("through_seq")
         if (
@@ -87,6 +91,7 @@ def to_chat_messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def to_context_messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``context`` view."""
     summary, messages = _after_summary(lines)
+    lines = unretracted(lines)
     stubs_by_call: dict[str, str] = {}
     stubs_by_seq: dict[int, str] = {}
     for line in lines:

@@ -130,6 +130,7 @@ class SessionInfo:
     git_branch: str | None = None
     source_key: str | None = None
     parent_source: str | None = None
+    alias: str | None = None  # the caller's own name for it (an agent framework's id)
     stats: Stats = field(default_factory=lambda: Stats())
 
     def absorb(self, lines: list[dict[str, Any]], bad: list[int]) -> None:
@@ -145,6 +146,8 @@ class SessionInfo:
                     self.header_title = title if isinstance(title, str) and title else None
                     if not self.updated_at:
                         self.updated_at = self.created_at
+                    alias = line.get("alias")
+                    self.alias = alias if isinstance(alias, str) and alias else None
                     self._source(line)
                 continue
             self.events += 1

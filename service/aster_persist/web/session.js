@@ -5,7 +5,7 @@ import { api } from "./api.js";
 import { el, main, q, say, when } from "./dom.js";
 import { follow } from "./live.js";
 import { route } from "./router.js";
-import { renderEvent } from "./transcript.js";
+import { markRetracted, renderEvent } from "./transcript.js";
 
 export async function sessionView(signal, params, id) {
   let detail;
@@ -61,6 +61,7 @@ export async function sessionView(signal, params, id) {
       last = Math.max(last, event.seq);
     }
     list.append(fragment);
+    markRetracted(list, page.events);
     if (!page.next_cursor) break;
     after = Number(page.next_cursor);
   }
@@ -78,6 +79,7 @@ export async function sessionView(signal, params, id) {
       if (kind !== "event" || event.seq <= last) return;
       last = event.seq;
       list.append(renderEvent(event, id));
+      markRetracted(list, [event]);
       detail.events += 1;
       if (event.type === "title") { detail.title = event.title; title.textContent = event.title; }
       drawMeta();

@@ -1,5 +1,6 @@
-// One transcript event as DOM: turns, tool calls and results, summaries, evictions and
-// titles; a large content kept as a blob shows its preview and loads on request.
+// One transcript event as DOM: turns, tool calls and results, summaries, evictions,
+// titles, the model's thinking and retractions; a large content kept as a blob shows its
+// preview and loads on request. An event a retraction took back is struck through.
 
 import { api } from "./api.js";
 import { el, q, when } from "./dom.js";
@@ -31,6 +32,17 @@ export function renderEvent(event, sessionId) {
   if (event.type === "title") {
     return el("article", { class: "turn title", id, tabindex: "-1" },
       el("h3", { text: `#${seq} title (${event.source || "user"}): ${event.title}` }));
+  }
+  if (event.type === "reasoning") {
+    const text = textOf(event.content);
+    return el("article", { class: "turn reasoning", id, tabindex: "-1" },
+      el("details", {},
+        el("summary", { text: `#${seq} thinking${text ? ` (${text.length} characters)` : " (not readable)"}` }),
+        el("p", { class: "content muted", text })));
+  }
+  if (event.type === "retraction") {
+    return el("article", { class: "turn retraction", id, tabindex: "-1" },
+      el("h3", { text: `#${seq} took back #${event.target_seq}${event.reason ? `: ${event.reason}` : ""}` }));
   }
   const role = event.role || "?";
   const body = el("article", { class: `turn ${role}`, id, tabindex: "-1" },
@@ -65,4 +77,13 @@ export function renderEvent(event, sessionId) {
       el("pre", { class: "args", text: prettyArguments(fn.arguments) })));
   }
   return body;
+}
+
+// Strike through, under root, the turns the retractions among events took back.
+export function markRetracted(root, events) {
+  for (const event of events) {
+    if (event.type !== "retraction") continue;
+    const target = root.querySelector(`#turn-${event.target_seq}`);
+    if (target) { target.classList.add("retracted"); target.title = `Taken back by #${event.seq}`; }
+  }
 }

@@ -260,12 +260,16 @@ class Catalog:
         limit: int,
         after: tuple[str, str] | None,
         parent: str | None = None,
+        alias: str | None = None,
     ) -> list[SessionInfo]:
         where = []
         args: list[Any] = []
         if repo_root is not None:
             where.append("repo_root = ?")
             args.append(repo_root)
+        if alias is not None:
+            where.append("alias = ?")
+            args.append(alias)
         if parent is not None:  # the sessions it started: their parent is its source
             where.append("parent_source = (SELECT source_key FROM sessions WHERE id = ?)")
             args.append(parent)
@@ -281,6 +285,11 @@ class Catalog:
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
         args.append(limit)
         return [_info(r) for r in self.db.execute(sql, args)]
+
+    def by_alias(self, alias: str) -> SessionInfo | None:
+        """The live session with this alias (the newest, should two ever have it)."""
+        found = self.page(repo_root=None, state=None, limit=1, after=None, alias=alias)
+        return found[0] if found else None
 
     def parents(self, infos: Iterable[SessionInfo]) -> dict[str, tuple[str, str | None]]:
         """Of each session another started, the id of that one and the call that did

@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 5  # 5: where a session came from, what it is made of, what it forks
+SCHEMA_VERSION = 6  # 5: where a session came from, what it is made of; 6: its alias
 _COLUMNS = (
     "id",
     "slug",
@@ -36,6 +36,7 @@ _COLUMNS = (
     "git_branch",
     "source_key",
     "parent_source",
+    "alias",
     "first_record",
     "stats",
 )
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     git_branch TEXT,
     source_key TEXT,
     parent_source TEXT,
+    alias TEXT,
     first_record TEXT,
     stats TEXT NOT NULL
 ) WITHOUT ROWID;
@@ -69,6 +71,7 @@ CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC
 CREATE INDEX IF NOT EXISTS sessions_source ON sessions (source_key) WHERE source_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_source)
     WHERE parent_source IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_alias ON sessions (alias) WHERE alias IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
     WHERE first_record IS NOT NULL;
 {search.SCHEMA}
@@ -102,6 +105,7 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
         info.git_branch,
         info.source_key,
         info.parent_source,
+        info.alias,
         info.stats.first_record if info.source_key else None,  # an import's record
         orjson.dumps(asdict(info.stats)).decode(),
     )

@@ -5,6 +5,7 @@
     service.py   Sessions: create, append, rename, delete, restore, revert, read, export,
                  listings and search, with listeners told of every durable append
     notices.py   Appended, the notice listeners get
+    creation.py  what a create checks first: a retry, and a caller's alias
     imports.py   sessions from files other tools wrote, written whole
     outside.py   transcripts other programs appended to or added, and sessions found
                  at start with no journal entry

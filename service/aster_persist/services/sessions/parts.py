@@ -44,6 +44,7 @@ class Parts:
         self.listeners: list[Listener] = []
         self.tails = tails.TailReads(home, store, blobs)
         self.ready = asyncio.Event()
+        self.alias_lock = asyncio.Lock()  # an alias is checked and taken in one step
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None

@@ -31,7 +31,7 @@ from ...storage.home import normalize_repo_root, project_slug
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
 from ...storage.transcripts import AppendRequest, AppendResult
-from . import imports, outside, prune
+from . import creation, imports, outside, prune
 from .notices import Appended
 from .parts import Parts
 
@@ -101,12 +101,21 @@ class Sessions(Parts):
     async def create(self, *, actor: str = "api", **fields: Any) -> dict[str, Any]:
         """Create a session. A create retried with the same ``session_id`` and the same
         fields, once the first one made the file, answers with that session's header
-        (``replayed``) and makes sure it is journaled."""
+        (``replayed``) and makes sure it is journaled. An ``alias`` among the extra
+        fields is refused while another live session holds it."""
+        alias = (fields.get("extra") or {}).get("alias")
+        if alias is None:
+            return await self._create_journaled(actor, fields)
+        async with self.alias_lock:
+            await creation.check_free(self, alias, fields.get("session_id"))
+            return await self._create_journaled(actor, fields)
+
+    async def _create_journaled(self, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
         replayed = False
         try:
             header = await self._create(fields)
         except SessionExists:
-            same = await self._same_create(fields)
+            same = await creation.same_create(self, fields)
             if same is None:
                 raise
             header, replayed = same, True
@@ -119,26 +128,6 @@ class Sessions(Parts):
                 actor=actor,
             )
         return {**header, "replayed": True} if replayed else header
-
-    async def _same_create(self, fields: dict[str, Any]) -> dict[str, Any] | None:
-        """The header of the live session ``fields`` would create again, when every
-        field it asks for is what that session was created with; None otherwise."""
-        sid = fields.get("session_id")
-        where = self.store.locations.get(sid) if isinstance(sid, str) else None
-        if where is None or where.trashed:
-            return None
-        lines, _raw, _info = await self.read(str(sid), inline=False)
-        header = lines[0] if lines else {}
-        wanted = {
-            "repo_root": normalize_repo_root(str(fields.get("repo_root"))),
-            **{k: fields[k] for k in ("cwd", "model", "title") if fields.get(k) is not None},
-            **{k: v for k, v in (fields.get("extra") or {}).items()},
-        }
-        if fields.get("aster_version"):
-            wanted["aster_version"] = fields["aster_version"]
-        if any(header.get(key) != value for key, value in wanted.items()):
-            return None
-        return header
 
     async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Write the header and keep the new file open for its first append."""
@@ -416,6 +405,7 @@ class Sessions(Parts):
         limit: int = 50,
         cursor: str | None = None,
         parent: str | None = None,
+        alias: str | None = None,
     ) -> Page:
         after = None
         if cursor is not None:
@@ -432,7 +422,14 @@ class Sessions(Parts):
         await self.ready.wait()
 
         def page(c: Catalog) -> tuple[list[SessionInfo], dict[str, tuple[str, str | None]]]:
-            items = c.page(repo_root=root, state=state, limit=limit + 1, after=after, parent=parent)
+            items = c.page(
+                repo_root=root,
+                state=state,
+                limit=limit + 1,
+                after=after,
+                parent=parent,
+                alias=alias,
+            )
             return items, c.parents(items[:limit])
 
         items, parents = await asyncio.wrap_future(self.catalog.submit(page))

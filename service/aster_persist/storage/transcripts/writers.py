@@ -234,6 +234,13 @@ class _Writers(_Store):
         for event in events:
             line = {"type": event["type"], "seq": seq, **event}
             line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
+            if line["type"] == "retraction" and line["target_seq"] >= seq:
+                where = f"events[{seq - first}].target_seq"
+                raise InvalidEvent(
+                    f"{where}: a retraction takes back an earlier event; this one would be "
+                    f"seq {seq}, so target_seq must be below it",
+                    errors=[{"loc": where, "msg": "not an earlier event", "type": "value_error"}],
+                )
             ts = line.get("ts")
             if ts is None:
                 line["ts"] = now

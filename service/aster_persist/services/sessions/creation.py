@@ -1,0 +1,61 @@
+"""What a create checks before it writes: a retried create (the same id and fields)
+answers with the session it made, and an ``alias``, a caller's own name for a session
+(an agent framework's ``"user_123"``), names one live session at a time.
+
+The alias is kept in the header, so the files say which session has it; the catalog
+finds it. A session in the trash no longer holds its alias: clearing a conversation
+and starting it again under the same name makes a new session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ...errors import AliasTaken
+from ...storage.home import normalize_repo_root
+from ...storage.summary import SessionInfo
+
+if TYPE_CHECKING:
+    from .service import Sessions
+
+
+async def holder(sessions: Sessions, alias: str) -> SessionInfo | None:
+    """The live session the alias names, if any."""
+    await sessions.ready.wait()
+    found: SessionInfo | None = await asyncio.wrap_future(
+        sessions.catalog.submit(lambda c: c.by_alias(alias))
+    )
+    return found
+
+
+async def check_free(sessions: Sessions, alias: str, session_id: str | None) -> None:
+    """Refuse an alias another live session holds (a retry of the create that made
+    that session, by its id, is not another)."""
+    held = await holder(sessions, alias)
+    if held is not None and held.id != session_id:
+        raise AliasTaken(
+            f"the alias {alias!r} names session {held.id}; use that session, or move it "
+            "to the trash first to start a new one under the same alias"
+        )
+
+
+async def same_create(sessions: Sessions, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The header of the live session ``fields`` would create again, when every field
+    it asks for is what that session was created with; None otherwise."""
+    sid = fields.get("session_id")
+    where = sessions.store.locations.get(sid) if isinstance(sid, str) else None
+    if where is None or where.trashed:
+        return None
+    lines, _raw, _info = await sessions.read(str(sid), inline=False)
+    header = lines[0] if lines else {}
+    wanted = {
+        "repo_root": normalize_repo_root(str(fields.get("repo_root"))),
+        **{k: fields[k] for k in ("cwd", "model", "title") if fields.get(k) is not None},
+        **{k: v for k, v in (fields.get("extra") or {}).items()},
+    }
+    if fields.get("aster_version"):
+        wanted["aster_version"] = fields["aster_version"]
+    if any(header.get(key) != value for key, value in wanted.items()):
+        return None
+    return header

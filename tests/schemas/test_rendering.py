@@ -59,6 +59,8 @@ EVENTS: list[dict[str, Any]] = [
     {"type": "summary", "content": "so far", "through_seq": 3, "seq": 4},
     {"type": "eviction", "tool_call_id": "c1", "stub": "gone", "seq": 5},
     {"type": "title", "title": "A title", "seq": 6},
+    {"type": "reasoning", "content": "weighing it", "seq": 7},
+    {"type": "retraction", "target_seq": 6, "reason": "popped", "seq": 8},
 ]
 
 
@@ -72,12 +74,16 @@ def test_every_event_kind_is_read_and_every_rendering_shows_it() -> None:
     for shown in (cli, mcp):
         assert "[image_url]" in shown[0] and "run" in shown[1] and "ok" in shown[2]
         assert "so far" in shown[3] and "c1" in shown[4] and "A title" in shown[5]
+        assert "thinking" in shown[6] and "weighing it" in shown[6]
+        assert "took back #6" in shown[7]
+    assert readings[7].target_seq == 6 and readings[7].text == "popped"
     prompt = render_turn(EVENTS, 10_000)
+    assert "weighing it" not in prompt  # what the model concluded is in its reply
     assert "User: look at this\n[image_url]\nand this" in prompt
     assert "[tool call c1] run({})" in prompt and "[tool result c1] ok" in prompt
 
 
 def test_the_lists_of_kinds_are_read_from_the_unions() -> None:
-    assert EVENT_TYPES == ("message", "summary", "eviction", "title")
+    assert EVENT_TYPES == ("message", "summary", "eviction", "title", "reasoning", "retraction")
     assert ROLES == ("user", "assistant", "tool", "system")
     assert PART_TYPES == ("text", "image_url", "input_audio", "file", "refusal")

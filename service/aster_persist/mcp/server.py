@@ -356,6 +356,8 @@ def _line(line: dict[str, Any]) -> str:
         return f"#{event.seq} [title] {event.text}"
     if event.kind == "reasoning":
         return f"#{event.seq} [thinking] {_cut(event.text, 300)}"
+    if event.kind == "retraction":
+        return f"#{event.seq} [took back #{event.target_seq}] {event.text}".rstrip()
     parts = [f"#{event.seq} {event.role}:"]
     if event.text:
         parts.append(_cut(event.text))

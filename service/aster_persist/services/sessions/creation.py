@@ -17,10 +17,10 @@ from ...storage.home import normalize_repo_root
 from ...storage.summary import SessionInfo
 
 if TYPE_CHECKING:
-    from .service import Sessions
+    from .parts import Parts
 
 
-async def holder(sessions: Sessions, alias: str) -> SessionInfo | None:
+async def holder(sessions: Parts, alias: str) -> SessionInfo | None:
     """The live session the alias names, if any."""
     await sessions.ready.wait()
     found: SessionInfo | None = await asyncio.wrap_future(
@@ -29,7 +29,7 @@ async def holder(sessions: Sessions, alias: str) -> SessionInfo | None:
     return found
 
 
-async def check_free(sessions: Sessions, alias: str, session_id: str | None) -> None:
+async def check_free(sessions: Parts, alias: str, session_id: str | None) -> None:
     """Refuse an alias another live session holds (a retry of the create that made
     that session, by its id, is not another)."""
     held = await holder(sessions, alias)
@@ -40,15 +40,15 @@ async def check_free(sessions: Sessions, alias: str, session_id: str | None) -> 
         )
 
 
-async def same_create(sessions: Sessions, fields: dict[str, Any]) -> dict[str, Any] | None:
+async def same_create(sessions: Parts, fields: dict[str, Any]) -> dict[str, Any] | None:
     """The header of the live session ``fields`` would create again, when every field
     it asks for is what that session was created with; None otherwise."""
     sid = fields.get("session_id")
     where = sessions.store.locations.get(sid) if isinstance(sid, str) else None
     if where is None or where.trashed:
         return None
-    lines, _raw, _info = await sessions.read(str(sid), inline=False)
-    header = lines[0] if lines else {}
+    parsed, _info = await asyncio.to_thread(sessions.store.read, str(sid))
+    header = parsed.lines[0] if parsed.lines else {}
     wanted = {
         "repo_root": normalize_repo_root(str(fields.get("repo_root"))),
         **{k: fields[k] for k in ("cwd", "model", "title") if fields.get(k) is not None},

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 # Read from `aster-persist --help`, `sessions --help` and `memory --help` before the split
-# (and `follow` and `hooks`, the groups added since; `hook`, what hooks run, is hidden).
+# (and `follow`, `hooks` and `mcp`, added since; `hook`, what hooks run, is hidden).
 BEFORE = {
     (): [
-        *("serve", "reindex", "journal", "search", "doctor", "openapi"),
+        *("serve", "reindex", "journal", "search", "mcp", "doctor", "openapi"),
         *("sessions", "memory", "follow", "hooks"),
     ],
-    ("hooks",): ["claude"],
+    ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),
         "import",

@@ -48,6 +48,9 @@ async def test_initialize_and_every_tool(mcp: Client, daemon: Daemon) -> None:
         "recall",
         "forget",
         "search_memory",
+        "edit_block",
+        "list_memory",
+        "record_procedure",
         "search_sessions",
         "get_session",
         "list_sessions",
@@ -91,9 +94,8 @@ async def test_initialize_and_every_tool(mcp: Client, daemon: Daemon) -> None:
 
     gone = await mcp.call_tool("forget", {"name": "docker", "repo_root": ROOT})
     assert text(gone).startswith("Forgot 'docker'")
-    assert "No memory block is named 'docker'" in text(
-        await mcp.call_tool("recall", {"name": "docker", "repo_root": ROOT})
-    )
+    missing = await mcp.call_tool("recall", {"name": "docker", "repo_root": ROOT})
+    assert missing.is_error and "No memory block is named 'docker'" in missing.content[0].text
 
 
 async def test_resources_and_the_prompt(mcp: Client, daemon: Daemon) -> None:
@@ -162,7 +164,7 @@ async def test_bad_arguments_are_mcp_errors_not_crashes(mcp: Client, daemon: Dae
     secret = await mcp.call_tool(
         "remember", {"note": "key AKIA" + "IOSFODNN7EXAMPLQ", "title": "k"}
     )
-    assert "secret" in secret.content[0].text.lower()
+    assert secret.is_error and "secret" in secret.content[0].text.lower()
     unknown = await mcp.call_tool("no_such_tool", {})
     assert unknown.is_error and "no_such_tool" in unknown.content[0].text
     assert httpx.get(f"{daemon.url}/healthz").status_code == 200  # still serving

@@ -9,7 +9,7 @@ import pytest
 
 from aster_persist.cli.sessions import render_event
 from aster_persist.learning.turns import render_turn
-from aster_persist.mcp.server import _line
+from aster_persist.mcp.tools import line_of as _line
 from aster_persist.schemas.events import EVENT_TYPES, PART_TYPES, ROLES
 from aster_persist.schemas.rendering import content_text, read_event, readable, text_parts
 

@@ -396,16 +396,17 @@ async def tools() -> Response:
     responses=ERRORS,
 )
 async def call_tool(request: Request, body: MemoryToolCall) -> Response:
-    """Run one tool call; the reply's `content` is the text for the model."""
+    """Run one tool call; the reply's `content` is the text for the model, and
+    `is_error` says the call failed (a miss, a refusal: said in `content`)."""
     memory = _memory(request)
     scope = await _scope(request, body.repo_root)
     if body.name == "search_memory":  # (a read: the one tool not run by the memory service)
         if body.session_id is not None:
             check_session_id(body.session_id)
-        text = await run_search_tool(request.app.state.sessions, scope, body.arguments)
-        return json_response({"name": body.name, "content": text})
-    text = await memory.tool(scope, body.name, body.arguments, session=body.session_id)
-    return json_response({"name": body.name, "content": text})
+        answer = await run_search_tool(request.app.state.sessions, scope, body.arguments)
+    else:
+        answer = await memory.tool(scope, body.name, body.arguments, session=body.session_id)
+    return json_response({"name": body.name, "content": answer.text, "is_error": answer.failed})
 
 
 @router.post(

@@ -13,6 +13,8 @@ One module per command group, registered here in the order ``--help`` lists them
     follow.py       follow add/remove/list (the folders of other agents' sessions)
     hooks.py        hooks claude (print, install, uninstall), and hook claude-code
                     (what those hooks run)
+    codex_hooks.py  hooks codex and codex-instructions, and hook codex (Codex's notify)
+    mcp_stdio.py    mcp (the daemon's MCP server over stdio, for stdio-only clients)
     common.py       failing with an exit code, settings, the daemon connection, tables, JSON
 """
 
@@ -25,6 +27,7 @@ from .follow import follow_app
 from .hooks import hook_app, hooks_app
 from .journal import journal_command
 from .maintenance import doctor, openapi, openapi_text, reindex
+from .mcp_stdio import mcp_command
 from .memory import memory_app
 from .search import search_command
 from .server import serve, settings_help
@@ -59,6 +62,7 @@ app.add_typer(hooks_app, name="hooks")
 app.add_typer(hook_app, name="hook")
 app.command("journal")(journal_command)
 app.command("search")(search_command)
+app.command("mcp")(mcp_command)
 app.command()(doctor)
 app.command()(openapi)
 

@@ -1,4 +1,5 @@
-"""``hooks`` and ``hook``: Claude Code plugged into the store.
+"""``hooks`` and ``hook``: Claude Code plugged into the store (and Codex: its notify
+program and its AGENTS.md, in ``codex_hooks.py``, registered here).
 
 ``hooks claude`` prints the hooks (a fragment of Claude Code's ``settings.json``); with
 ``--install`` it merges them into a settings file, keeping every hook already there,
@@ -29,10 +30,11 @@ from typing import Annotated, Any
 import orjson
 import typer
 
+from .codex_hooks import codex_hook, codex_instructions, codex_notify, top_level
 from .common import Url, fail
 
 hooks_app = typer.Typer(help="Plug agents in: their hooks, to print or install.")
-hook_app = typer.Typer(help="What an agent's hooks run (a payload on stdin).", hidden=True)
+hook_app = typer.Typer(help="What an agent's hooks run (given its payload).", hidden=True)
 
 EVENTS = ("SessionStart", "Stop", "SubagentStop", "PreCompact")
 IMPORTING = ("Stop", "SubagentStop", "PreCompact")
@@ -144,7 +146,7 @@ def _run(payload: dict[str, Any], url: str | None) -> None:
     with api.Client(url) as aster:
         if event == "SessionStart":
             cwd = payload.get("cwd")
-            root = project_of(Path(cwd)) if isinstance(cwd, str) and cwd else None
+            root = top_level(Path(cwd)) if isinstance(cwd, str) and cwd else None
             context = aster.context(str(root) if root else None)
             out = {
                 "hookSpecificOutput": {
@@ -178,10 +180,6 @@ def _import(aster: Any, path: Path) -> None:
         aster.import_file(chunks(), modified_at=when)
 
 
-def project_of(folder: Path) -> Path:
-    """The repository a folder is in (the folder holding ``.git``), else the folder."""
-    folder = folder.expanduser().absolute()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder
+hooks_app.command("codex")(codex_notify)
+hooks_app.command("codex-instructions")(codex_instructions)
+hook_app.command("codex")(codex_hook)

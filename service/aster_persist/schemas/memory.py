@@ -280,7 +280,10 @@ class MemoryToolCall(BaseModel):
 
 class ToolResult(BaseModel):
     name: str
-    content: str
+    content: str = Field(description="The text for the model.")
+    is_error: bool = Field(
+        default=False, description="The call failed; `content` says why and what to do."
+    )
 
 
 class ProcedureIn(BaseModel):

@@ -4,9 +4,8 @@ model reads) and its parameters with their descriptions, bounds and defaults.
 The memory tools ``remember``, ``recall``, ``forget`` and ``search_memory`` are served
 as OpenAI function-calling definitions by ``GET /v1/memory/tools``; the MCP server
 offers the same tools with the context parameters ``repo_root`` and ``session_id``
-added, and the session tools ``search_sessions``, ``get_session`` and
-``list_sessions`` besides. Both are made from the definitions here, so a description
-or a bound reads the same on either side.
+added, and more besides (``mcp_tools.py``). Both are made from the definitions here,
+so a description or a bound reads the same on either side.
 """
 
 from __future__ import annotations
@@ -27,6 +26,16 @@ MAX_LISTED = 200  # sessions one list_sessions call returns at most
 JSON_TYPES: dict[type, str] = {str: "string", int: "integer"}
 
 
+def returns(**fields: str) -> dict[str, Any]:
+    """The output schema of a result object with these fields, by JSON type."""
+    kinds = {"array": {"type": "array", "items": {"type": "object"}}}
+    return {
+        "type": "object",
+        "properties": {name: kinds.get(kind, {"type": kind}) for name, kind in fields.items()},
+        "required": list(fields),
+    }
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter of a tool. Without ``required`` it may be left out: then it is
@@ -39,10 +48,13 @@ class Param:
     default: int | None = None
     minimum: int | None = None
     maximum: int | None = None
+    choices: tuple[str, ...] | None = None  # the values a string may take
 
     def schema(self) -> dict[str, Any]:
         """The parameter's JSON schema in a function-calling definition."""
         out: dict[str, Any] = {"type": JSON_TYPES[self.type]}
+        if self.choices is not None:
+            out["enum"] = list(self.choices)
         if self.minimum is not None:
             out["minimum"] = self.minimum
         if self.maximum is not None:
@@ -59,7 +71,11 @@ class Param:
         if value is None:
             return None if self.nullable() else f"{self.name} must not be null"
         if self.type is str:
-            return None if isinstance(value, str) else f"{self.name} must be a string"
+            if not isinstance(value, str):
+                return f"{self.name} must be a string"
+            if self.choices is not None and value not in self.choices:
+                return f"{self.name} must be one of {', '.join(self.choices)}"
+            return None
         value = integral(value)
         if not isinstance(value, int) or isinstance(value, bool):
             return f"{self.name} must be a whole number"
@@ -70,7 +86,7 @@ class Param:
     def field(self) -> Any:
         """The parameter as a pydantic field definition, ``(annotation, default)``, or
         the bare annotation when it is required."""
-        kind: Any = self.type
+        kind: Any = Literal[self.choices] if self.choices is not None else self.type
         if not self.required and self.default is None:
             kind = kind | None
         annotation = Annotated[
@@ -81,11 +97,28 @@ class Param:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: the name, what the model is told about it, and its parameters."""
+    """One tool: the name, what the model is told about it, its parameters, what it
+    does to the store (for a client deciding what to ask a person about) and the shape
+    of its structured result (``output``, a JSON schema; None when it has none)."""
 
     name: str
     description: str
     params: tuple[Param, ...]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    output: dict[str, Any] | None = None
+
+    def hints(self) -> dict[str, bool]:
+        """The MCP tool annotations: it only reads, it may take away what was there,
+        calling it again with the same arguments changes nothing more; never the open
+        world (it touches the store only)."""
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent or self.read_only,
+            "openWorldHint": False,
+        }
 
     def parameters(self, *, nulls: bool = False) -> dict[str, Any]:
         """The JSON schema of the tool's arguments: a closed object (``nulls``: with the
@@ -121,6 +154,10 @@ class ToolSpec:
         """The same tool with more parameters after its own."""
         return replace(self, params=self.params + params)
 
+    def returning(self, **fields: str) -> ToolSpec:
+        """The same tool with a structured result of these fields (by JSON type)."""
+        return replace(self, output=returns(**fields))
+
 
 # -- the memory tools ---------------------------------------------------------------------
 
@@ -140,6 +177,7 @@ REMEMBER = ToolSpec(
         Param("note", str, "The fact, in a sentence or a short paragraph.", required=True),
         Param("title", str, "A short title; makes a named, recallable block."),
     ),
+    idempotent=True,  # the same note again is merged, never kept twice
 )
 RECALL = ToolSpec(
     "recall",
@@ -148,12 +186,15 @@ RECALL = ToolSpec(
     "only a one-line description. Memory is supporting context; check it against "
     "the current code and commands.",
     (BLOCK_NAME,),
+    read_only=True,  # journaled as a recall, which changes no content
 )
 FORGET = ToolSpec(
     "forget",
     "Delete a memory block that is wrong or no longer true, instead of overwriting "
     "it with a placeholder. The change is journaled and can be undone by a person.",
     (BLOCK_NAME,),
+    destructive=True,
+    idempotent=True,
 )
 SEARCH_MEMORY = ToolSpec(
     "search_memory",
@@ -172,6 +213,7 @@ SEARCH_MEMORY = ToolSpec(
             maximum=MAX_FOUND,
         ),
     ),
+    read_only=True,
 )
 
 MEMORY_TOOLS: tuple[ToolSpec, ...] = (REMEMBER, RECALL, FORGET, SEARCH_MEMORY)
@@ -179,94 +221,3 @@ if TYPE_CHECKING:
     ToolName = str
 else:  # the names POST /v1/memory/tools/call takes, an enum in the OpenAPI document
     ToolName = Literal[tuple(tool.name for tool in MEMORY_TOOLS)]
-
-# -- what an MCP call says about where it comes from ---------------------------------------
-
-REPO_ROOT = Param(
-    "repo_root",
-    str,
-    "The repository root of the project whose memory to use; without it, the global memory.",
-)
-SESSION_ID = Param(
-    "session_id",
-    str,
-    "The id of the session making the call; the memory journal records it, and a new "
-    "block names it as its source.",
-)
-SESSIONS_OF = Param(
-    "repo_root", str, "Only sessions in this repository root. Without it, every session."
-)
-
-# -- the MCP tools ------------------------------------------------------------------------
-
-SEARCH_SESSIONS = ToolSpec(
-    "search_sessions",
-    "Search past sessions (turns, tool calls and results, summaries): any of the "
-    'words, best first; "phrases", prefix*, AND/OR/NOT and repo:/role:/after: '
-    "filters work. Each hit names its session and turn for get_session.",
-    (
-        Param("query", str, "Words, phrases and filters to search for.", required=True),
-        SESSIONS_OF,
-        Param(
-            "limit",
-            int,
-            "How many hits to return (10 unless given).",
-            default=10,
-            minimum=1,
-            maximum=MAX_HITS,
-        ),
-    ),
-)
-GET_SESSION = ToolSpec(
-    "get_session",
-    "Read a window of a session's transcript: the events after seq `after`, at "
-    "most `limit` of them (long contents cut).",
-    (
-        Param(
-            "session_id",
-            str,
-            "The session's id, as search_sessions and list_sessions give it.",
-            required=True,
-        ),
-        Param(
-            "after",
-            int,
-            "Start after the event with this seq (0, the start, unless given).",
-            default=0,
-            minimum=0,
-        ),
-        Param(
-            "limit",
-            int,
-            "How many events to return at most (50 unless given).",
-            default=50,
-            minimum=1,
-            maximum=MAX_WINDOW,
-        ),
-    ),
-)
-LIST_SESSIONS = ToolSpec(
-    "list_sessions",
-    "List sessions, most recently active first.",
-    (
-        SESSIONS_OF,
-        Param(
-            "limit",
-            int,
-            "How many sessions to return (20 unless given).",
-            default=20,
-            minimum=1,
-            maximum=MAX_LISTED,
-        ),
-    ),
-)
-
-MCP_TOOLS: tuple[ToolSpec, ...] = (
-    REMEMBER.taking(REPO_ROOT, SESSION_ID),
-    RECALL.taking(REPO_ROOT, SESSION_ID),
-    FORGET.taking(REPO_ROOT),
-    SEARCH_MEMORY.taking(REPO_ROOT),
-    SEARCH_SESSIONS,
-    GET_SESSION,
-    LIST_SESSIONS,
-)

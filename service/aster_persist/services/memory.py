@@ -19,7 +19,7 @@ from ..schemas.memory import BlockIn, ProcedureIn
 from ..storage.commit import GroupCommitter
 from ..storage.home import check_session_id
 from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
-from .tools import run_tool
+from .tools import ToolAnswer, run_tool
 
 
 def _session(session_id: str | None) -> str | None:
@@ -157,13 +157,13 @@ class Memory:
 
     async def tool(
         self, scope: str, name: str, arguments: dict[str, Any] | str, *, session: str | None
-    ) -> str:
-        """Run one agent tool call; the text is what the model sees."""
+    ) -> ToolAnswer:
+        """Run one agent tool call: the text the model sees, and whether it failed."""
         _session(session)
-        text = await self._writer.call(
+        answer: ToolAnswer = await self._writer.call(
             run_tool, self.store, scope, name, arguments, session=session
         )
-        return str(text)
+        return answer
 
     async def prune(self, scope: str, **options: Any) -> dict[str, Any]:
         return await self._writer.call(self.store.prune, scope, **options)

@@ -11,7 +11,7 @@ withheld and why (the kinds and lines, never the secret).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetected
 from ..index.text import parse_query
@@ -31,6 +31,14 @@ PARAMETERS: dict[str, frozenset[str]] = {
 _SPECS = {spec.name: spec for spec in MEMORY_TOOLS}
 
 
+class ToolAnswer(NamedTuple):
+    """What the model is told, and whether the call failed (MCP's ``isError``, REST's
+    ``is_error``): a miss, a refusal, a withheld block are failures said in words."""
+
+    text: str
+    failed: bool = False
+
+
 def run_tool(
     memory: MemoryStore,
     scope: str,
@@ -38,32 +46,22 @@ def run_tool(
     arguments: dict[str, Any] | str,
     *,
     session: str | None = None,
-) -> str:
+) -> ToolAnswer:
     """Run one tool call (writer thread); the text result is what the model sees."""
     args = _arguments(arguments, name)
     try:
         if name == "remember":
-            return _remember(memory, scope, args, session)
+            return ToolAnswer(_remember(memory, scope, args, session))
         if name == "recall":
             return _recall(memory, scope, _string(args, "name"), session)
         if name == "forget":
             target = _string(args, "name")
             memory.forget(scope, target, actor="tool", session=session)
-            return f"Forgot {target!r}. A person can restore it from the journal if needed."
-    except BlockNotFound:
-        return (
-            f"No memory block is named {args.get('name')!r}. Use a name from the "
-            "'Recallable memory' index in your instructions."
-        )
-    except SecretDetected as exc:
-        if LEFT_BY_HAND in exc.detail:  # the file holds one already, not this note
-            return f"Not remembered: {exc.detail}."
-        found = kinds(exc.errors or [])
-        return f"Not remembered: it looks like it contains a secret ({found}). Secrets never go into memory."
-    except NameTaken as exc:
-        return f"Not remembered: {exc.detail}. Recall the existing block first, or choose another title."
+            return ToolAnswer(
+                f"Forgot {target!r}. A person can restore it from the journal if needed."
+            )
     except AsterError as exc:
-        return f"The {name} call failed: {exc.detail}"
+        return ToolAnswer(failure(name, args, exc), failed=True)
     raise Invalid(
         f"unknown tool {name[:40]!r}; the tools are remember, recall, forget and search_memory"
     )
@@ -83,7 +81,29 @@ async def search_memory(
     return "\n".join(lines) or "No memory matches that.", hits
 
 
-async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, Any] | str) -> str:
+def failure(name: str, args: dict[str, Any], exc: AsterError) -> str:
+    """What the model is told of a failed call: what went wrong, and what to do."""
+    if isinstance(exc, BlockNotFound):
+        return (
+            f"No memory block is named {args.get('name')!r}. Use a name from the "
+            "'Recallable memory' index in your instructions, or search_memory."
+        )
+    if isinstance(exc, SecretDetected):
+        if LEFT_BY_HAND in exc.detail:  # the file holds one already, not this note
+            return f"Not remembered: {exc.detail}."
+        found = kinds(exc.errors or [])
+        return (
+            f"Not remembered: it looks like it contains a secret ({found}). Secrets never "
+            "go into memory; remember the fact without it."
+        )
+    if isinstance(exc, NameTaken):
+        return f"Not remembered: {exc.detail}. Recall the existing block first, or choose another title."
+    return f"The {name} call failed: {exc.detail}"
+
+
+async def run_search_tool(
+    sessions: Sessions, scope: str, arguments: dict[str, Any] | str
+) -> ToolAnswer:
     """``search_memory`` called through ``POST /v1/memory/tools/call``; failures are text."""
     args = _arguments(arguments, "search_memory")
     try:
@@ -91,16 +111,17 @@ async def run_search_tool(sessions: Sessions, scope: str, arguments: dict[str, A
             sessions, scope, _string(args, "query"), args.get("k", FOUND_BY_DEFAULT)
         )
     except AsterError as exc:
-        return f"The search_memory call failed: {exc.detail}"
-    return text
+        return ToolAnswer(failure("search_memory", args, exc), failed=True)
+    return ToolAnswer(text)
 
 
-def _recall(memory: MemoryStore, scope: str, name: str, session: str | None) -> str:
+def _recall(memory: MemoryStore, scope: str, name: str, session: str | None) -> ToolAnswer:
     """A block's text, unless it holds a secret (then not journaled as a recall either)."""
     text, _ = memory.read_block(scope, name)
     if withheld(name, text) is None:
         text, _ = memory.recall(scope, name, actor="tool", session=session)
-    return withheld(name, text) or text  # (a hand edit may have come in between)
+    notice = withheld(name, text)  # (a hand edit may have come in between)
+    return ToolAnswer(notice, failed=True) if notice is not None else ToolAnswer(text)
 
 
 def withheld(name: str, text: str) -> str | None:

@@ -144,12 +144,17 @@ def test_pop_item_is_a_retraction_and_clear_then_reuse_starts_anew(daemon: Daemo
             popped = await session.pop_item()
             assert popped == {"role": "assistant", "content": "wrong"}
             assert await session.get_items() == [{"role": "user", "content": "hi"}]
+
             first = await session.stored_id(create=False)
             assert first is not None
             assert [m["content"] for m in messages(daemon, first, "history")] == ["hi"]
             events = (await client.events(first)).events
             assert events[-1] == {**events[-1], "type": "retraction", "target_seq": 2}
             assert (await client.search("wrong")).items == []
+            await session.add_items([{"role": "user", "content": "x"}])
+            assert await session.pop_item() == {"role": "user", "content": "x"}
+            assert await session.pop_item() == {"role": "user", "content": "hi"}  # in a row
+            assert await session.get_items() == [] and await session.pop_item() is None
 
             await session.clear_session()
             assert await session.get_items() == []

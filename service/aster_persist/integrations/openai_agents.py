@@ -70,6 +70,10 @@ class AsterSession(SessionABC):
         return self._stored
 
     async def _events(self) -> list[dict[str, Any]]:
+        return unretracted(await self._lines())
+
+    async def _lines(self) -> list[dict[str, Any]]:
+        """Every event as stored, retractions and what they took back included."""
         sid = await self.stored_id(create=False)
         if sid is None:
             return []
@@ -79,7 +83,7 @@ class AsterSession(SessionABC):
             page = await self.client.events(sid, after=after, limit=PAGE)
             events += page.events
             if not page.next_cursor:
-                return unretracted(events)
+                return events
             after = int(page.next_cursor)
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -100,15 +104,15 @@ class AsterSession(SessionABC):
     async def pop_item(self) -> Any | None:
         async with self._lock:
             for _ in range(5):  # another writer in between: look again
-                events = await self._events()
-                found = [e for e in events if items_of(e)]
+                lines = await self._lines()
+                found = [e for e in unretracted(lines) if items_of(e)]
                 if not found:
                     return None
                 last = found[-1]
                 sid = await self.stored_id(create=False)
                 assert sid is not None
                 retraction = {"type": "retraction", "target_seq": last["seq"], "reason": "pop_item"}
-                latest = max(e["seq"] for e in events)
+                latest = max(e["seq"] for e in lines)  # the If-Match: the file's last seq
                 try:
                     await self.client.append(sid, retraction, if_match=f'"{latest}"')
                 except PreconditionFailedError:

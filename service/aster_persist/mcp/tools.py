@@ -210,8 +210,8 @@ def tools_of(front: Front) -> list[Tool]:
         scope = await scope_of(repo_root, ctx)
         store = front.stores()[1].store
         scopes = [scope] if scope == "global" else [scope, "global"]
-        blocks = sorted(
-            (b for s in scopes for b in store.list_blocks(s)),
+        blocks = sorted(  # a block a hand edit left a secret in is withheld, as everywhere
+            (b for s in scopes for b in store.list_blocks(s) if not b.secrets),
             key=lambda b: (b.updated_at, b.name),
             reverse=True,
         )[:limit]

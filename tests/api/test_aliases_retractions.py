@@ -35,6 +35,36 @@ def test_an_alias_names_one_live_session_and_is_freed_by_the_trash(
     assert [s["id"] for s in found] == [again.json()["id"]]
 
 
+def test_a_session_comes_back_only_while_its_alias_is_free(client: TestClient, home: Path) -> None:
+    first = client.post("/v1/sessions", json={"repo_root": REPO, "alias": "chat"}).json()["id"]
+    client.post(f"/v1/sessions/{first}/events", json=user("the first conversation"))
+    exported = client.get(f"/v1/sessions/{first}/export").content
+    client.delete(f"/v1/sessions/{first}")
+    second = client.post("/v1/sessions", json={"repo_root": REPO, "alias": "chat"}).json()["id"]
+
+    before = snapshot(home / "sessions")
+    refused = client.post(f"/v1/sessions/{first}/restore")
+    assert refused.status_code == 409 and second in refused.json()["detail"]
+    assert snapshot(home / "sessions") == before  # still in the trash
+    entry = [e for e in client.get("/v1/journal").json()["items"] if e["op"] == "session.deleted"]
+    assert client.post(f"/v1/journal/{entry[-1]['id']}/revert").status_code == 409
+
+    client.delete(f"/v1/sessions/{second}")
+    assert client.post(f"/v1/sessions/{first}/restore").status_code == 200
+    found = client.get("/v1/sessions", params={"alias": "chat"}).json()["items"]
+    assert [s["id"] for s in found] == [first]
+
+    # an export brought back while another session holds its alias keeps it aside
+    client.delete(f"/v1/sessions/{first}", params={"purge": True})
+    third = client.post("/v1/sessions", json={"repo_root": REPO, "alias": "chat"}).json()["id"]
+    imported = client.post("/v1/sessions/import", content=exported)
+    assert imported.status_code == 201, imported.text
+    header = client.get(f"/v1/sessions/{first}").json()["header"]
+    assert "alias" not in header and header["x_alias"] == "chat"
+    found = client.get("/v1/sessions", params={"alias": "chat"}).json()["items"]
+    assert [s["id"] for s in found] == [third]
+
+
 def test_a_bad_alias_is_refused_by_name(client: TestClient) -> None:
     for alias in ("", "a\nb", "x" * 201, 7):
         r = client.post("/v1/sessions", json={"repo_root": REPO, "alias": alias})

@@ -89,9 +89,9 @@ def test_clear_then_reuse_and_async(daemon: Daemon) -> None:
     second = history.stored_id(create=False)
     assert first is not None and second not in (None, first)
     r = httpx.post(f"{daemon.url}/v1/sessions/{first}/restore")
-    assert r.status_code == 200  # the cleared conversation is kept, and comes back
+    assert r.status_code == 409 and second in r.text  # the id is the new conversation's
     fresh = AsterChatMessageHistory("support-9", repo_root=REPO, url=daemon.url)
-    assert fresh.messages == [HumanMessage("again")]  # the alias: the latest active one
+    assert fresh.messages == [HumanMessage("again")]
     fresh.client.close()
     history.client.close()
 

@@ -14,7 +14,7 @@ import pytest
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
-from aster_persist.client import AsyncClient, InvalidRequestError
+from aster_persist.client import AsyncClient, ConflictError, InvalidRequestError
 from aster_persist.integrations.openai_agents import AsterSession
 
 from ..conftest import Daemon
@@ -162,8 +162,11 @@ def test_pop_item_is_a_retraction_and_clear_then_reuse_starts_anew(daemon: Daemo
             second = await session.stored_id(create=False)
             assert second is not None and second != first
             assert await session.get_items() == [{"role": "user", "content": "start over"}]
-            restored = await client.restore_session(first)  # the cleared one is kept
-            assert restored.id == first
+            with pytest.raises(ConflictError, match=second):  # kept, while the id is taken
+                await client.restore_session(first)
+            await session.clear_session()
+            restored = await client.restore_session(first)  # the cleared one comes back
+            assert restored.id == first == await session.stored_id(create=False)
             return first, second
 
     first, second = asyncio.run(run())

@@ -36,7 +36,7 @@ async def check_free(sessions: Parts, alias: str, session_id: str | None) -> Non
     if held is not None and held.id != session_id:
         raise AliasTaken(
             f"the alias {alias!r} names session {held.id}; use that session, or move it "
-            "to the trash first to start a new one under the same alias"
+            "to the trash first to start (or bring back) another under the same alias"
         )
 
 

@@ -376,12 +376,9 @@ def _write_imported(
         events = conversation.events
         if sessions.blobs.needed(events):  # large contents go to blobs first, synced
             events = sessions.blobs.extract(events)
-        whole.append(
-            (
-                _header_fields(found, conversation, repo_root),
-                _keyed_runs(events, conversation.keys, conversation.runs),
-            )
-        )
+        fields = _header_fields(found, conversation, repo_root)
+        _keep_alias_free(sessions, fields["extra"])
+        whole.append((fields, _keyed_runs(events, conversation.keys, conversation.runs)))
     written = sessions.store.create_whole(whole)
     if sessions.journal is not None:
         new = [done[0] for done in written if done is not None]
@@ -400,6 +397,14 @@ def _write_imported(
                 sync=n == len(new),
             )
     return written
+
+
+def _keep_alias_free(sessions: Parts, extra: dict[str, Any]) -> None:
+    """An exported session's alias comes back with it, unless a live session holds it
+    now: then it is kept as ``x_alias``, held by none (one live session per alias)."""
+    alias = extra.get("alias")
+    if isinstance(alias, str) and sessions.catalog.run(lambda c: c.by_alias(alias)) is not None:
+        extra["x_alias"] = extra.pop("alias")
 
 
 def _header_fields(

@@ -266,7 +266,12 @@ class Sessions(Parts):
             )
 
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
-        await self.committer.call(self.store.restore, session_id)
+        """Back from the trash; refused while another live session holds its alias."""
+        async with self.alias_lock:
+            header = await self.committer.call(self.store.trashed_header, session_id)
+            if isinstance(header.get("alias"), str):
+                await creation.check_free(self, header["alias"], session_id)
+            await self.committer.call(self.store.restore, session_id)
         await self.record("session.restored", session_id, detail or {})
 
     # -- reads -------------------------------------------------------------------

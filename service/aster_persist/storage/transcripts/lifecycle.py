@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -19,6 +20,8 @@ from ..home import check_session_id, ensure_dir, fsync_dir
 from ..summary import SessionInfo
 from .base import _Store
 from .records import Location
+
+HEADER_READ = 1 << 20  # bytes read to find a trashed session's header line
 
 
 class _Lifecycle(_Store):
@@ -89,6 +92,19 @@ class _Lifecycle(_Store):
         fsync_dir(target.parent)
         self.locations[session_id] = Location(where.slug)
         self.on_change(self.summarize(session_id))
+
+    def trashed_header(self, session_id: str) -> dict[str, Any]:
+        """The header of a session in the trash ({} when it is not there, or its first
+        line is not a header that can be read)."""
+        where = self.locations.get(session_id)
+        if where is None or not where.trashed:
+            return {}
+        try:
+            head = fs.read_bytes(self.home.trash_path(where.slug, session_id), 0, HEADER_READ)
+            header = orjson.loads(head.split(b"\n", 1)[0])
+        except (OSError, UnsafePath, orjson.JSONDecodeError):
+            return {}
+        return header if isinstance(header, dict) and header.get("type") == "session" else {}
 
     def purge(self, session_id: str, where: Location, *, only_trashed: bool = False) -> bool:
         """Delete a detached session for good, live or trashed (writer thread).

@@ -7,7 +7,17 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from ..conftest import REPO, assistant, call, new_session, snapshot, tool, user
+from ..conftest import (
+    REPO,
+    FakeClock,
+    assistant,
+    call,
+    make_client,
+    new_session,
+    snapshot,
+    tool,
+    user,
+)
 
 
 def test_an_alias_names_one_live_session_and_is_freed_by_the_trash(
@@ -134,3 +144,38 @@ def test_a_retraction_of_a_later_event_is_refused(client: TestClient, home: Path
         )
         assert r.status_code == 422 and "target_seq" in r.text, target
     assert snapshot(home / "sessions") == before
+
+
+def test_a_retracted_title_or_first_message_no_longer_names_the_session(
+    home: Path, clock: FakeClock
+) -> None:
+    with make_client(home, clock) as client:
+        named_by_retractions(client)
+    # the catalog rebuilt from the file names it the same
+    (home / "index" / "catalog.sqlite3").unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{home / 'index' / 'catalog.sqlite3'}{suffix}").unlink(missing_ok=True)
+    with make_client(home, clock) as again:
+        (found,) = again.get("/v1/sessions").json()["items"]
+        assert (found["title"], found["title_source"]) == ("the real question", "first_message")
+
+
+def named_by_retractions(client: TestClient) -> None:
+    sid = new_session(client)
+
+    def title() -> tuple[str | None, str | None]:
+        (found,) = [s for s in client.get("/v1/sessions").json()["items"] if s["id"] == sid]
+        return found["title"], found["title_source"]
+
+    client.post(f"/v1/sessions/{sid}/events", json=[user("a typo'd question"), assistant("ok")])
+    assert title() == ("a typo'd question", "first_message")
+    client.post(f"/v1/sessions/{sid}/events", json={"type": "title", "title": "Wrong name"})
+    assert title() == ("Wrong name", "event")
+    client.post(f"/v1/sessions/{sid}/events", json={"type": "retraction", "target_seq": 3})
+    assert title() == ("a typo'd question", "first_message")
+    client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[{"type": "retraction", "target_seq": 1}, user("the real question")],
+    )  # taken back, then asked again in the same append
+    assert title() == ("the real question", "first_message")
+    assert client.get(f"/v1/sessions/{sid}").json()["title"] == "the real question"

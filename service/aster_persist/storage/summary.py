@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..schemas.rendering import text_parts
 
@@ -104,6 +104,44 @@ def _tokens(value: Any) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
+NAMING = ("title", "retraction")  # the kinds that may rename a session (and a user message)
+
+
+class Naming(NamedTuple):
+    """What a session is called by its events: the latest title event and the first user
+    message, each with the seq it came from, so a retraction of either takes it back
+    (the next title event, or user message, names the session then). The same rules
+    whether lines are folded as they are written or read back from the file."""
+
+    title: str | None = None
+    title_seq: int = 0
+    first_user: str | None = None
+    first_user_seq: int = 0
+
+    def after(self, line: dict[str, Any], seq: int) -> Naming:
+        kind = line.get("type")
+        if kind == "title":
+            title = line.get("title")
+            return (
+                self._replace(title=title, title_seq=seq)
+                if isinstance(title, str) and title
+                else self
+            )
+        if kind == "message":
+            if self.first_user is None and line.get("role") == "user":
+                return self._replace(first_user=said_first(line), first_user_seq=seq)
+            return self
+        target = line.get("target_seq") if kind == "retraction" else None
+        if not isinstance(target, int) or target <= 0:
+            return self
+        out = self
+        if target == out.title_seq:
+            out = out._replace(title=None, title_seq=0)
+        if target == out.first_user_seq:
+            out = out._replace(first_user=None, first_user_seq=0)
+        return out
+
+
 @dataclass
 class SessionInfo:
     """What listings show of a session, worked out from its lines as they are read."""
@@ -118,6 +156,8 @@ class SessionInfo:
     header_title: str | None = None
     title_event: str | None = None
     first_user: str | None = None
+    title_seq: int = 0  # the seqs title_event and first_user came from (0: none), so a
+    first_user_seq: int = 0  # retraction of either takes it back
     state: str = "ok"  # ok | damaged | read_only
     bad_lines: list[int] = field(default_factory=list)
     offset: int = 0  # bytes folded in so far (end of the last complete line)
@@ -160,15 +200,19 @@ class SessionInfo:
                 if ts > self.updated_at:
                     self.updated_at = ts
             stats.count(line, ts if isinstance(ts, str) else None)
-            if kind == "title":
-                title = line.get("title")
-                if isinstance(title, str) and title:
-                    self.title_event = title
-            elif kind == "message" and self.first_user is None and line.get("role") == "user":
-                self.first_user = said_first(line)
+            if kind in NAMING or (kind == "message" and self.first_user is None):
+                self.naming = self.naming.after(line, seq if isinstance(seq, int) else 0)
         if bad:
             self.bad_lines.extend(bad)
             self.state = "damaged"
+
+    @property
+    def naming(self) -> Naming:
+        return Naming(self.title_event, self.title_seq, self.first_user, self.first_user_seq)
+
+    @naming.setter
+    def naming(self, value: Naming) -> None:
+        self.title_event, self.title_seq, self.first_user, self.first_user_seq = value
 
     def _source(self, header: dict[str, Any]) -> None:
         """Where an imported session came from, as its header says."""

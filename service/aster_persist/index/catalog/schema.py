@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 6  # 5: where a session came from, what it is made of; 6: its alias
+SCHEMA_VERSION = 6  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from
 _COLUMNS = (
     "id",
     "slug",
@@ -26,6 +26,8 @@ _COLUMNS = (
     "header_title",
     "title_event",
     "first_user",
+    "title_seq",
+    "first_user_seq",
     "state",
     "bad_lines",
     "offset",
@@ -52,6 +54,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     header_title TEXT,
     title_event TEXT,
     first_user TEXT,
+    title_seq INTEGER NOT NULL,
+    first_user_seq INTEGER NOT NULL,
     state TEXT NOT NULL,
     bad_lines TEXT NOT NULL,
     offset INTEGER NOT NULL,
@@ -95,6 +99,8 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
         info.header_title,
         info.title_event,
         info.first_user,
+        info.title_seq,
+        info.first_user_seq,
         info.state,
         orjson.dumps(info.bad_lines).decode(),
         info.offset,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import SessionNotFound
 from .. import fs
 from ..home import TRASH, Home, check_session_id, ensure_dir
-from ..summary import SessionInfo
+from ..summary import Naming, SessionInfo
 from .clock import Clock, utc_now
 from .records import Location, _Writer
 
@@ -61,7 +61,7 @@ class _Store:
             events: list[dict[str, Any]],
             first: int,
             key: str | None,
-            first_user: str | None,
+            naming: Naming,
             *,
             keys: list[str | None] | None = None,
             runs: list[int] | None = None,

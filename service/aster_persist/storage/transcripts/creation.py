@@ -139,7 +139,7 @@ class _Creation(_Store):
             info.lines = 1
             chunks = [head]
             for events, key in runs:
-                lines = self._lines(events, info.last_seq + 1, key, info.first_user)
+                lines = self._lines(events, info.last_seq + 1, key, info.naming)
                 chunks.extend(lines.chunks)
                 _fold(info, lines)
             data = b"".join(chunks)

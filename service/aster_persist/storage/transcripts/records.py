@@ -16,7 +16,7 @@ import orjson
 
 from ...errors import AsterError, InsufficientStorage, StorageFailed
 from ..jsonl import Parsed
-from ..summary import SessionInfo, Stats
+from ..summary import Naming, SessionInfo, Stats
 
 KEYS_KEPT = 10_000
 PLACED_KEPT = 10_000
@@ -76,8 +76,7 @@ class _Lines:
     first: int
     last: int
     latest: str  # the newest ts among them (or now)
-    title: str | None
-    first_user: str | None
+    naming: Naming
     stats: Stats
 
 
@@ -89,9 +88,7 @@ def _fold(info: SessionInfo, lines: _Lines) -> None:
     info.last_seq = lines.last
     if lines.latest > info.updated_at:
         info.updated_at = lines.latest
-    if lines.title is not None:
-        info.title_event = lines.title
-    info.first_user = lines.first_user
+    info.naming = lines.naming
     info.stats = info.stats.plus(lines.stats)
 
 

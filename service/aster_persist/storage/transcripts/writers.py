@@ -28,7 +28,7 @@ from ...errors import (
 )
 from .. import fs
 from ..jsonl import Parsed, parse, read_bytes, write_new
-from ..summary import SessionInfo, Stats, canonical_ts, said_first
+from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
 from .base import _Store
 from .clock import format_ts
 from .records import (
@@ -180,7 +180,7 @@ class _Writers(_Store):
             request.events,
             info.last_seq + 1,
             key,
-            info.first_user,
+            info.naming,
             keys=request.keys,
             runs=request.runs,
         )
@@ -213,7 +213,7 @@ class _Writers(_Store):
         events: list[dict[str, Any]],
         first: int,
         key: str | None,
-        first_user: str | None,
+        naming: Naming,
         *,
         keys: list[str | None] | None = None,
         runs: list[int] | None = None,
@@ -228,7 +228,6 @@ class _Writers(_Store):
         batch = len(events)
         seq = first
         latest = ""  # the newest time among the lines, as a summary of the file reads it
-        title = None
         stats = Stats()
         starts = _starts(runs if runs is not None else [batch])
         for event in events:
@@ -269,10 +268,8 @@ class _Writers(_Store):
             seq += 1
             # what a listing needs, folded in the same pass
             kind = line["type"]
-            if kind == "title":
-                title = line["title"]
-            elif first_user is None and kind == "message" and line["role"] == "user":
-                first_user = said_first(line)
+            if kind in NAMING or (kind == "message" and naming.first_user is None):
+                naming = naming.after(line, seq - 1)
             stats.count(line, line["ts"])
         biggest = max(map(len, chunks))
         if biggest > self.max_event_bytes:
@@ -280,7 +277,7 @@ class _Writers(_Store):
             raise PayloadTooLarge(
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
-        return _Lines(chunks, first, seq - 1, latest, title, first_user, stats)
+        return _Lines(chunks, first, seq - 1, latest, naming, stats)
 
     def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)

@@ -118,3 +118,34 @@ def test_without_summary_and_with_orphans(client: TestClient) -> None:
     assert_valid_chat(context)
     assert context[2]["tool_calls"] == [call("a1")]
     assert context[3]["content"] == "[tool result evicted from the context]"
+
+
+def test_calls_kept_one_per_event_are_one_turn_before_their_results(client: TestClient) -> None:
+    """Parallel calls written as separate events (an Agents SDK session, some imports)
+    keep every result in the context view, as one assistant turn."""
+    sid = new_session(client)
+    client.post(
+        f"/v1/sessions/{sid}/events",
+        json=[
+            user("weather in two cities"),
+            assistant(calls=[call("p1", "weather")]),
+            assistant(calls=[call("p2", "weather")]),
+            tool("p1", "snow"),
+            tool("p2", "rain"),
+            assistant("Snow and rain."),
+            assistant("And a call after text:", [call("p3")]),
+            assistant(calls=[call("p4")]),
+            tool("p3", "three"),
+            tool("p4", "four"),
+        ],
+    )
+    messages = client.get(f"/v1/sessions/{sid}/messages", params={"view": "context"}).json()[
+        "messages"
+    ]
+    assert_valid_chat(messages)
+    assert [m["role"] for m in messages] == [
+        "user", "assistant", "tool", "tool", "assistant", "assistant", "tool", "tool",
+    ]  # fmt: skip
+    assert [c["id"] for c in messages[1]["tool_calls"]] == ["p1", "p2"]
+    assert [m["content"] for m in messages[2:4]] == ["snow", "rain"]
+    assert [c["id"] for c in messages[5]["tool_calls"]] == ["p3", "p4"]

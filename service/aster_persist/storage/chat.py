@@ -6,7 +6,8 @@ Two views, both valid as an OpenAI chat-completions ``messages`` array:
   results and assistant turns that hold only tool calls are left out; an assistant turn
   with text keeps its text and drops its calls.
 - ``context``: what the model effectively saw: every message after the latest summary,
-  tool calls and results included, evicted results replaced by their stubs. Calls with
+  tool calls and results included (calls in a row, with no result between, as one
+  turn), evicted results replaced by their stubs. Calls with
   no recorded result and results whose call is not in view are left out, so the list is
   always accepted by the API.
 
@@ -109,6 +110,13 @@ def to_context_messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
         turn = _clean(message)
         if role == "assistant":
             calls = [c for c in turn.get("tool_calls") or [] if c.get("id") in answered]
+            last = out[-1] if out else {}
+            if calls and not _has_text(turn.get("content")) and last.get("tool_calls"):
+                # calls made together but kept one per event (an Agents SDK session, an
+                # import): one turn, as the API wants them before their results
+                last["tool_calls"] = [*last["tool_calls"], *calls]
+                open_calls |= {c["id"] for c in calls}
+                continue
             if calls:
                 turn["tool_calls"] = calls
                 open_calls = {c["id"] for c in calls}

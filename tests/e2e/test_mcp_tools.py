@@ -202,6 +202,13 @@ async def test_aster_persist_mcp_serves_stdio_through_the_daemon(daemon: Daemon)
     block = httpx.get(f"{daemon.url}/v1/memory/blocks/over-stdio-auto").json()
     assert block["body"].strip() == "Said over stdio (auto)."
 
+    async with Client(params, mode="legacy") as mcp:  # the daemon restarts meanwhile
+        said(await mcp.call_tool("list_memory", {}))
+        daemon.stop()
+        daemon.start()
+        listed = await mcp.call_tool("list_memory", {})
+        assert "over-stdio-legacy" in said(listed)
+
 
 def test_aster_persist_mcp_says_when_the_daemon_is_away(tmp_path: Path) -> None:
     import subprocess

@@ -23,6 +23,7 @@ from ..client.connection import http_options
 from .common import Url, fail
 
 ACCEPT = "application/json, text/event-stream"
+HANDSHAKE = ("initialize", "notifications/initialized")
 
 
 class Proxy:
@@ -32,6 +33,7 @@ class Proxy:
         self.http, self.out, self.path = http, out, path
         self.headers: dict[str, str] = {"Accept": ACCEPT, "Content-Type": "application/json"}
         self.lock = anyio.Lock()  # one message written at a time
+        self.handshake: dict[str, bytes] = {}  # the client's, to open a session again
 
     async def write(self, data: bytes) -> None:
         if "MCP-Protocol-Version" not in self.headers:
@@ -41,22 +43,28 @@ class Proxy:
             self.out.flush()
 
     async def forward(self, line: bytes) -> None:
-        """Post one message and write back what the daemon answers."""
+        """Post one message and write back what the daemon answers. A daemon that
+        restarted no longer knows the session: the handshake is made again, once."""
         try:
             message = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             await self.reply_error(None, -32700, f"not JSON: {exc}")
             return
-        asked = message.get("id") if isinstance(message, dict) else None
-        headers = self.headers_for(message)
+        if not isinstance(message, dict):
+            message = {}
+        asked = message.get("id") if "method" in message else None  # only a request
+        if message.get("method") in HANDSHAKE:
+            self.handshake[message["method"]] = line
         try:
-            request = self.http.build_request("POST", self.path, content=line, headers=headers)
-            response = await self.http.send(request, stream=True)
+            response = await self.post(line, message)
+            if response.status_code == 404 and self.session_lost(message):
+                await response.aclose()
+                await self.resume()
+                response = await self.post(line, message)
         except httpx.TransportError as exc:
             await self.reply_error(asked, -32000, f"the daemon is not reachable ({exc})")
             return
         try:
-            self.keep(response)
             kind = response.headers.get("content-type", "")
             if response.status_code >= 400:
                 said = (await response.aread()).decode("utf-8", "replace")
@@ -72,6 +80,29 @@ class Proxy:
                     await self.write(body)
         finally:
             await response.aclose()
+
+    async def post(self, line: bytes, message: dict[str, Any]) -> httpx.Response:
+        """The daemon's reply to one message, as a stream; the session id it gives kept."""
+        headers = self.headers_for(message)
+        request = self.http.build_request("POST", self.path, content=line, headers=headers)
+        response = await self.http.send(request, stream=True)
+        self.keep(response)
+        return response
+
+    def session_lost(self, message: dict[str, Any]) -> bool:
+        return "Mcp-Session-Id" in self.headers and message.get("method") != "initialize"
+
+    async def resume(self) -> None:
+        """A new session for the client's: its handshake posted again, replies unread."""
+        self.headers.pop("Mcp-Session-Id", None)
+        for method in HANDSHAKE:
+            line = self.handshake.get(method)
+            if line is not None:
+                response = await self.post(line, orjson.loads(line))
+                await response.aclose()
+        print(
+            "aster-persist mcp: the daemon restarted; the session was opened again", file=sys.stderr
+        )
 
     def headers_for(self, message: Any) -> dict[str, str]:
         """The headers a message is posted with. Over HTTP, a message of the current

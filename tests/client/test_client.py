@@ -11,6 +11,7 @@ import inspect
 import json
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,7 +32,7 @@ from aster_persist.client import (
 from aster_persist.schemas.journal import JournalEntry
 from aster_persist.schemas.memory import Note, SavedBlock
 
-from ..conftest import Daemon, assistant, call, free_port, tool, user
+from ..conftest import Daemon, assistant, call, free_port, tool, user, wait_until
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 T = TypeVar("T")
@@ -375,6 +376,34 @@ async def test_a_feed_with_no_daemon_backs_off_then_gives_up() -> None:
         feed = asynchronous.follow_session("01J0000000000000000000ABCD", give_up_after=0.3)
         with pytest.raises(DaemonUnavailable, match="aster-persist serve"):
             await feed.__anext__()
+
+
+def test_a_busy_daemon_is_tried_again_not_given_up(tmp_path: Path) -> None:
+    """A 503 (every subscriber slot taken) is a drop: tried again until a slot frees."""
+    daemon = Daemon(tmp_path / "home", env={"ASTER_MAX_SUBSCRIBERS": "1"}).start()
+    got: list[Any] = []
+
+    def follow() -> None:
+        with Client(daemon.url) as sync:
+            got.append(next(iter(sync.follow(retry=0.1, give_up_after=30))))
+
+    try:
+        follower = threading.Thread(target=follow)
+        with httpx.stream("GET", f"{daemon.url}/v1/events", timeout=30) as holding:
+            assert holding.status_code == 200
+            assert httpx.get(f"{daemon.url}/v1/events", timeout=5).status_code == 503
+            follower.start()
+            time.sleep(1.0)  # refused meanwhile, and trying again
+        wait_until(lambda: daemon_subscribers(daemon) == 1)
+        httpx.post(f"{daemon.url}/v1/memory/blocks", json={"name": "n", "content": "A fact."})
+        follower.join(30)
+        assert isinstance(got[0], JournalEntry) and got[0].name == "n"
+    finally:
+        daemon.kill()
+
+
+def daemon_subscribers(daemon: Daemon) -> int:
+    return int(httpx.get(f"{daemon.url}/v1/info").json()["streams"]["open"])
 
 
 def test_the_pauses_grow_and_start_over_after_a_connection() -> None:

@@ -16,7 +16,7 @@ from .calls import Call
 from .connection import http_options
 from .endpoints import Endpoints
 from .errors import check, error_of, unavailable
-from .sse import Feed
+from .sse import BUSY, Feed
 
 T = TypeVar("T")
 
@@ -104,16 +104,19 @@ class AsyncClient(Endpoints):
     async def _followed(self, feed: Feed) -> AsyncGenerator[JournalEntry | dict[str, Any], None]:
         """What a stream sends, reconnecting whenever it drops; see `Feed.dropped`."""
         while True:
-            failure: httpx.TransportError | None = None
+            failure: Exception | None = None
             try:
                 async with self.http.stream(**feed.request()) as response:
                     if response.status_code >= 400:
                         await response.aread()
-                        raise error_of(response)
-                    feed.connected()
-                    async for line in response.aiter_lines():
-                        for item in feed.take((line,)):
-                            yield item
+                        if response.status_code != BUSY:
+                            raise error_of(response)
+                        failure = error_of(response)  # too many at once: later, not never
+                    else:
+                        feed.connected()
+                        async for line in response.aiter_lines():
+                            for item in feed.take((line,)):
+                                yield item
             except httpx.TransportError as exc:
                 failure = exc
             await asyncio.sleep(feed.dropped(self.http.base_url, failure))

@@ -15,7 +15,7 @@ from .calls import Call
 from .connection import http_options
 from .endpoints import Endpoints
 from .errors import check, error_of, unavailable
-from .sse import Feed
+from .sse import BUSY, Feed
 
 T = TypeVar("T")
 
@@ -101,12 +101,16 @@ class Client(Endpoints):
         """What a stream sends, reconnecting whenever it drops (the daemon restarting,
         the network blinking) and resuming after the last item; see `Feed.dropped`."""
         while True:
-            failure: httpx.TransportError | None = None
+            failure: Exception | None = None
             try:
                 with self.http.stream(**feed.request()) as response:
-                    _check_stream(response)
-                    feed.connected()
-                    yield from feed.take(response.iter_lines())
+                    if response.status_code == BUSY:  # too many at once: later, not never
+                        response.read()
+                        failure = error_of(response)
+                    else:
+                        _check_stream(response)
+                        feed.connected()
+                        yield from feed.take(response.iter_lines())
             except httpx.TransportError as exc:
                 failure = exc  # dropped or restarting: resume from the last item seen
             time.sleep(feed.dropped(self.http.base_url, failure))

@@ -18,6 +18,8 @@ from ..schemas.journal import JournalEntry
 from .errors import DaemonUnavailable
 
 MAX_PAUSE = 10.0  # seconds between two tries at most
+READ_WAIT = 45.0  # seconds of silence that mean a dead stream (the daemon pings every 15)
+BUSY = 503  # too many followers or requests at once: tried again, like a drop
 
 
 class Feed:
@@ -72,7 +74,7 @@ class Feed:
             "url": self.path,
             "params": self.filters,
             "headers": headers,
-            "timeout": httpx.Timeout(10, read=None),
+            "timeout": httpx.Timeout(10, read=READ_WAIT),
         }
 
     def take(self, lines: Iterable[str]) -> Iterator[JournalEntry | dict[str, Any]]:

@@ -145,3 +145,22 @@ def test_runnable_with_message_history_keeps_the_conversation(daemon: Daemon) ->
     ]
     for history in histories.values():
         history.client.close()
+
+
+def test_text_is_kept_once_and_a_trashed_session_is_not_in_the_way(daemon: Daemon) -> None:
+    long = "a long answer " * 20000  # about 280 KB: a blob
+    with AsterChatMessageHistory("long", repo_root=REPO, url=daemon.url) as history:
+        history.add_messages([HumanMessage("tell me everything"), AIMessage(long)])
+        assert history.messages == [HumanMessage("tell me everything"), AIMessage(long)]
+        sid = history.stored_id(create=False)
+        assert sid is not None
+        raw = history.client.events(sid, inline=False).events
+        assert "content" not in raw[1]["x_langchain_message"]["data"]
+        assert "content_ref" in raw[1]["content"]
+
+        history.client.delete_session(sid)  # trashed by someone else
+        assert history.messages == []
+        history.add_user_message("again")
+        assert history.stored_id(create=False) not in (None, sid)
+        assert history.messages == [HumanMessage("again")]
+    assert history.client.http.is_closed

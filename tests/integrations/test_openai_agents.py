@@ -260,3 +260,34 @@ def test_an_item_that_cannot_be_stored_is_refused_whole(
             assert await session.get_items() == [{"role": "user", "content": "kept"}]
 
     asyncio.run(run())
+
+
+def test_a_long_output_is_stored_once_and_a_trashed_session_is_not_in_the_way(
+    daemon: Daemon,
+) -> None:
+    output = "line of a long build log\n" * 8000  # about 200 KB: a blob
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "build", "arguments": '{"all": true}'},
+        {"type": "function_call_output", "call_id": "c1", "output": output},
+    ]
+
+    async def run() -> None:
+        async with AsterSession("long", repo_root=REPO, url=daemon.url) as session:
+            await session.add_items(items)
+            assert await session.get_items() == items
+            sid = await session.stored_id(create=False)
+            assert sid is not None
+            raw = (await session.client.events(sid, inline=False)).events
+            assert "output" not in raw[1]["x_agents_item"] and "content_ref" in raw[1]["content"]
+            assert "arguments" not in raw[0]["x_agents_item"]
+            (transcript,) = daemon.home.glob(f"sessions/*/{sid}.jsonl")
+            assert transcript.stat().st_size < 4096  # the output is in one blob, not inline
+
+            await session.client.delete_session(sid)  # trashed by someone else
+            assert await session.get_items() == []
+            await session.add_items(items[:1])
+            assert await session.stored_id(create=False) not in (None, sid)
+            assert await session.get_items() == items[:1]
+        assert session.client.http.is_closed  # it made its client, and closed it
+
+    asyncio.run(run())

@@ -8,7 +8,9 @@ stored session, made on the first message. Each message is one transcript event
 (human → user, AI → assistant with its tool calls, tool → a tool result, system →
 system), readable by every other tool; the message itself rides along in
 ``x_langchain_message``, so reading gives back exactly what was added. ``clear`` moves
-the session to the trash (restorable); the next message starts a new one.
+the session to the trash (restorable); the next message starts a new one. A history
+made without a ``client`` has its own: ``close()`` it (or use ``with``); histories made
+per call (as ``RunnableWithMessageHistory`` does) are best given one shared ``client``.
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from ..client import Client, ConflictError
+from ..client import Client, ConflictError, NotFoundError
 from ..schemas.rendering import content_text, unretracted
 
 MESSAGE = "x_langchain_message"  # the message, as LangChain serialises it
+SHARED = "x_langchain_text_shared"  # its text left out of it: the event's content holds it
 PREFIX = "langchain:"
 PAGE = 1000
 
@@ -52,7 +55,19 @@ class AsterChatMessageHistory(BaseChatMessageHistory):
         self.repo_root = repo_root
         self.alias = PREFIX + session_id
         self.client = client or Client(url, token)
+        self._own = client is None  # a client made here is closed here
         self._stored: str | None = None
+
+    def __enter__(self) -> AsterChatMessageHistory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection to the daemon, when this history made it."""
+        if self._own:
+            self.client.close()
 
     def stored_id(self, *, create: bool) -> str | None:
         """The id of the stored session this history is (made when ``create``)."""
@@ -72,6 +87,13 @@ class AsterChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        try:
+            return self._read()
+        except NotFoundError:  # trashed meanwhile (by a person, another process)
+            self._stored = None
+            return self._read()
+
+    def _read(self) -> list[BaseMessage]:
         sid = self.stored_id(create=False)
         if sid is None:
             return []
@@ -90,7 +112,11 @@ class AsterChatMessageHistory(BaseChatMessageHistory):
         if events:
             sid = self.stored_id(create=True)
             assert sid is not None
-            self.client.append(sid, events)
+            try:
+                self.client.append(sid, events)
+            except NotFoundError:  # trashed meanwhile: the id names a new session now
+                self._stored = None
+                self.client.append(str(self.stored_id(create=True)), events)
 
     def clear(self) -> None:
         sid = self.stored_id(create=False)
@@ -100,23 +126,27 @@ class AsterChatMessageHistory(BaseChatMessageHistory):
 
 
 def event_of(message: BaseMessage) -> dict[str, Any]:
-    """The transcript event of a message (the message kept on it); ``ValueError`` for a
-    kind of message a transcript has no role for."""
-    kept = {MESSAGE: orjson.loads(orjson.dumps(message_to_dict(message), default=str))}
+    """The transcript event of a message, the message kept on it (less its text, when
+    the event's content holds it already); ``ValueError`` for a kind of message a
+    transcript has no role for."""
+    event = _event(message)
+    kept = orjson.loads(orjson.dumps(message_to_dict(message), default=str))
+    data = kept.get("data") or {}
+    if isinstance(data.get("content"), str) and data["content"] == event.get("content"):
+        del data["content"]
+        event[SHARED] = True
+    return {**event, MESSAGE: kept}
+
+
+def _event(message: BaseMessage) -> dict[str, Any]:
     text = message.text if isinstance(message.content, list) else str(message.content)
     if isinstance(message, HumanMessage):
-        return {"type": "message", "role": "user", "content": text, **kept}
+        return {"type": "message", "role": "user", "content": text}
     if isinstance(message, SystemMessage):
-        return {"type": "message", "role": "system", "content": text, **kept}
+        return {"type": "message", "role": "system", "content": text}
     if isinstance(message, ToolMessage):
         said = {"content": text, "is_error": message.status == "error"}
-        return {
-            "type": "message",
-            "role": "tool",
-            "tool_call_id": message.tool_call_id,
-            **said,
-            **kept,
-        }
+        return {"type": "message", "role": "tool", "tool_call_id": message.tool_call_id, **said}
     if isinstance(message, AIMessage):
         calls = [
             {
@@ -134,14 +164,17 @@ def event_of(message: BaseMessage) -> dict[str, Any]:
             event["tool_calls"] = calls
         elif not text:
             event["content"] = ""
-        return {**event, **kept}
+        return event
     raise ValueError(f"a {type(message).__name__} has no role in a transcript; nothing was added")
 
 
 def message_of(event: dict[str, Any]) -> BaseMessage | None:
     """The message an event holds, or one made from a message another tool wrote."""
     if isinstance(event.get(MESSAGE), dict):
-        return messages_from_dict([event[MESSAGE]])[0]
+        kept = event[MESSAGE]
+        if event.get(SHARED):
+            kept = {**kept, "data": {**kept.get("data", {}), "content": event.get("content")}}
+        return messages_from_dict([kept])[0]
     if event.get("type") != "message":
         return None
     text, role = content_text(event.get("content")), event.get("role")

@@ -7,11 +7,12 @@ takes. The SDK's own session id is the caller's to choose: it becomes the alias
 Each item is one transcript event, readable by every other tool: messages as
 messages, function calls (handoffs are function calls too) as tool calls, their
 outputs as tool results, reasoning as ``reasoning``; the item itself rides along in
-``x_agents_item``, so ``get_items`` gives back exactly what was added. ``pop_item``
-appends a retraction of the latest item (the transcript is append-only; every view
-leaves the item out from then on), and ``clear_session`` moves the session to the
-trash, where it can be restored: the next ``add_items`` starts a new one under the
-same id.
+``x_agents_item`` (less what the event holds already, such as a long tool output), so
+``get_items`` gives back exactly what was added. ``pop_item`` appends a retraction of
+the latest item (the transcript is append-only; every view leaves the item out from
+then on), and ``clear_session`` moves the session to the trash, where it can be
+restored: the next ``add_items`` starts a new one under the same id. A session made
+without a ``client`` has its own: ``await session.aclose()`` (or ``async with``).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import orjson
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings
 
-from ..client import AsyncClient, ConflictError, PreconditionFailedError
+from ..client import AsyncClient, ConflictError, NotFoundError, PreconditionFailedError
 from ..schemas.rendering import content_text, unretracted
 
 ITEM = "x_agents_item"  # the SDK's item, verbatim, on the event made from it
+SHARED = "x_agents_item_shares"  # the item's fields left out of it: the event holds them
 PREFIX = "openai-agents:"
 PAGE = 1000
 
@@ -49,8 +51,20 @@ class AsterSession(SessionABC):
         self.repo_root = repo_root
         self.alias = PREFIX + session_id
         self.client = client or AsyncClient(url, token)
+        self._own = client is None  # a client made here is closed here
         self._stored: str | None = None  # the stored session's id, once known
         self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> AsterSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection to the daemon, when this session made it."""
+        if self._own:
+            await self.client.close()
 
     async def stored_id(self, *, create: bool) -> str | None:
         """The id of the stored session this conversation is (made when ``create``)."""
@@ -74,6 +88,13 @@ class AsterSession(SessionABC):
 
     async def _lines(self) -> list[dict[str, Any]]:
         """Every event as stored, retractions and what they took back included."""
+        try:
+            return await self._read()
+        except NotFoundError:  # trashed meanwhile (by a person, another process)
+            self._stored = None
+            return await self._read()
+
+    async def _read(self) -> list[dict[str, Any]]:
         sid = await self.stored_id(create=False)
         if sid is None:
             return []
@@ -99,7 +120,13 @@ class AsterSession(SessionABC):
         async with self._lock:
             sid = await self.stored_id(create=True)
             assert sid is not None
-            await self.client.append(sid, events)
+            try:
+                await self.client.append(sid, events)
+            except NotFoundError:  # trashed meanwhile: the id names a new session now
+                self._stored = None
+                sid = await self.stored_id(create=True)
+                assert sid is not None
+                await self.client.append(sid, events)
 
     async def pop_item(self) -> Any | None:
         async with self._lock:
@@ -179,14 +206,27 @@ def event_of(item: dict[str, Any]) -> dict[str, Any]:
         )
     else:  # no chat equivalent (an item reference, a compaction…): marked as what it is
         event = {"type": "message", "role": "assistant", "content": f"[{kind}]"}
-    return {**event, ITEM: item}
+    kept, shared = dict(item), []
+    for field in ("content", "output", "arguments"):  # kept once, where every tool reads it
+        if isinstance(item.get(field), str) and item[field] == _shared(event, field):
+            del kept[field]
+            shared.append(field)
+    return {**event, ITEM: kept, **({SHARED: shared} if shared else {})}
+
+
+def _shared(event: dict[str, Any], field: str) -> Any:
+    """What an event holds of an item's ``field``: its content, or its call's arguments."""
+    if field != "arguments":
+        return event.get("content")
+    calls = event.get("tool_calls") or [{}]
+    return calls[0].get("function", {}).get("arguments")
 
 
 def items_of(event: dict[str, Any]) -> list[Any]:
     """The SDK item an event holds, or those made from a message another tool wrote;
     none for what is no item (a title, a summary, reasoning with nothing to replay)."""
     if isinstance(event.get(ITEM), dict):
-        return [event[ITEM]]
+        return [{**event[ITEM], **{f: _shared(event, f) for f in event.get(SHARED) or ()}}]
     if event.get("type") != "message":
         return []
     role = event.get("role")

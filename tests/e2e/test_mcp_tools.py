@@ -100,6 +100,14 @@ async def test_every_failure_is_a_failed_call_that_says_what_to_do(daemon: Daemo
         assert "outcome" in failed(
             await mcp.call_tool("record_procedure", {"outcome": "maybe", "task": "t"})
         )
+        bad_query = failed(await mcp.call_tool("search_sessions", {"query": '"unclosed'}))
+        assert "closing quote" in bad_query and "search again" in bad_query
+        said(await mcp.call_tool("remember", {"note": "Deploy on Tuesdays.", "title": "deploy"}))
+        said(await mcp.call_tool("remember", {"note": "Release notes by hand.", "title": "notes"}))
+        merged = failed(
+            await mcp.call_tool("edit_block", {"name": "notes", "body": "Deploy on Tuesdays."})
+        )
+        assert "block 'deploy' says that already" in merged
 
 
 async def test_edit_list_and_record(daemon: Daemon) -> None:

@@ -291,3 +291,30 @@ def test_a_long_output_is_stored_once_and_a_trashed_session_is_not_in_the_way(
         assert session.client.http.is_closed  # it made its client, and closed it
 
     asyncio.run(run())
+
+
+def test_pop_item_takes_one_item_of_a_message_another_tool_wrote(daemon: Daemon) -> None:
+    async def run() -> None:
+        async with AsterSession("mixed", repo_root=REPO, url=daemon.url) as session:
+            await session.add_items([{"role": "user", "content": "check both"}])
+            sid = await session.stored_id(create=False)
+            assert sid is not None
+            written = {  # by another tool: text and two calls in one event
+                "type": "message",
+                "role": "assistant",
+                "content": "Checking both.",
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                    {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}},
+                ],
+            }
+            await session.client.append(sid, written)
+            before = await session.get_items()
+            assert [i.get("call_id") for i in before] == [None, None, "a", "b"]
+            popped = await session.pop_item()
+            assert popped == before[-1]
+            assert await session.get_items() == before[:-1]  # the text and call a stay
+            assert await session.pop_item() == before[2]
+            assert await session.get_items() == before[:2]
+
+    asyncio.run(run())

@@ -138,13 +138,16 @@ class AsterSession(SessionABC):
                 last = found[-1]
                 sid = await self.stored_id(create=False)
                 assert sid is not None
+                *kept, popped = items_of(last)  # an event another tool wrote may hold several
                 retraction = {"type": "retraction", "target_seq": last["seq"], "reason": "pop_item"}
                 latest = max(e["seq"] for e in lines)  # the If-Match: the file's last seq
-                try:
-                    await self.client.append(sid, retraction, if_match=f'"{latest}"')
+                try:  # the event taken back, and the items it held but the last, in one append
+                    await self.client.append(
+                        sid, [retraction, *events_of(kept)], if_match=f'"{latest}"'
+                    )
                 except PreconditionFailedError:
                     continue
-                return items_of(last)[-1]
+                return popped
             raise RuntimeError(f"session {self.session_id!r} kept changing; nothing popped")
 
     async def clear_session(self) -> None:

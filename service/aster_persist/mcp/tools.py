@@ -196,10 +196,15 @@ def tools_of(front: Front) -> list[Tool]:
                 if notice is not None:
                     raise ToolError(notice)
                 meta = {**frontmatter.parse(text).meta, **changes}
-                await memory.write_block(
+                saved, merged = await memory.write_block(
                     scope, name, body=body, meta=meta, replace=True, if_match=block.etag,
                     actor="tool", session=session_id,
                 )  # fmt: skip
+                if merged and saved.name != name:
+                    raise ToolError(
+                        f"Not changed: block {saved.name!r} says that already (its importance "
+                        f"was raised). Forget {name!r} if it is a duplicate."
+                    )
         except AsterError as exc:
             raise ToolError(failure("edit_block", arguments, exc)) from None
         said = f"Changed {name!r} ({', '.join(sorted([*changes, *(['body'] if body else [])]))})."
@@ -270,7 +275,10 @@ def tools_of(front: Front) -> list[Tool]:
     async def search_sessions(
         query: str, repo_root: str | None, limit: int, ctx: Any
     ) -> CallToolResult:
-        parsed = parse_query(query)
+        try:
+            parsed = parse_query(query)
+        except AsterError as exc:
+            raise ToolError(f"{exc.detail}. Fix the query and search again.") from None
         parsed.repo = parsed.repo or repo_root
         hits, _next = await front.query(front.stores()[0].search(parsed, limit=limit, cursor=None))
         lines = [

@@ -24,6 +24,19 @@ MAX_MEMORY_LISTED = 100  # blocks one list_memory call returns at most
 
 ITEMS = returns(items="array")
 
+
+def at_most(what: str, default: int, maximum: int) -> Param:
+    """The ``limit`` of a tool that lists: how many of ``what`` it returns."""
+    return Param(
+        "limit",
+        int,
+        f"How many {what} to return ({default} unless given).",
+        default=default,
+        minimum=1,
+        maximum=maximum,
+    )
+
+
 # -- what an MCP call says about where it comes from ---------------------------------------
 
 REPO_ROOT = Param(
@@ -54,14 +67,7 @@ SEARCH_SESSIONS = ToolSpec(
     (
         Param("query", str, "Words, phrases and filters to search for.", required=True),
         SESSIONS_OF,
-        Param(
-            "limit",
-            int,
-            "How many hits to return (10 unless given).",
-            default=10,
-            minimum=1,
-            maximum=MAX_HITS,
-        ),
+        at_most("hits", 10, MAX_HITS),
     ),
     read_only=True,
     output=ITEMS,
@@ -84,14 +90,7 @@ GET_SESSION = ToolSpec(
             default=0,
             minimum=0,
         ),
-        Param(
-            "limit",
-            int,
-            "How many events to return at most (50 unless given).",
-            default=50,
-            minimum=1,
-            maximum=MAX_WINDOW,
-        ),
+        at_most("events", 50, MAX_WINDOW),
     ),
     read_only=True,
     output=returns(session_id="string", events="array", more="boolean"),
@@ -101,14 +100,7 @@ LIST_SESSIONS = ToolSpec(
     "List sessions, most recently active first.",
     (
         SESSIONS_OF,
-        Param(
-            "limit",
-            int,
-            "How many sessions to return (20 unless given).",
-            default=20,
-            minimum=1,
-            maximum=MAX_LISTED,
-        ),
+        at_most("sessions", 20, MAX_LISTED),
     ),
     read_only=True,
     output=ITEMS,
@@ -134,16 +126,7 @@ LIST_MEMORY = ToolSpec(
     "List memory blocks, most recently updated first, with their type, tags and "
     "description: what was learned lately, beyond the index in your instructions. "
     "Then recall(name) the ones that matter.",
-    (
-        Param(
-            "limit",
-            int,
-            "How many blocks to return (10 unless given).",
-            default=10,
-            minimum=1,
-            maximum=MAX_MEMORY_LISTED,
-        ),
-    ),
+    (at_most("blocks", 10, MAX_MEMORY_LISTED),),
     read_only=True,
     output=ITEMS,
 )

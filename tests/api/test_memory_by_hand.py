@@ -55,6 +55,24 @@ def test_a_number_that_is_not_finite_is_the_default_and_search_keeps_up(home: Pa
         assert found(client, "something") == ["weird"]
 
 
+def test_frontmatter_json_cannot_carry_is_read_back_in_a_form_it_can(home: Path) -> None:
+    with make_client(home, watch=False) as client:
+        client.post("/v1/memory/blocks", json={"name": "odd", "content": "Body."})
+        path = next(home.rglob("odd.md"))
+        odd = (
+            "x_big: 123456789012345678901234567890\nx_when: 2026-01-02\n"
+            "x_set: !!set {b: null, a: null}\nx_keys: {1: one}\n"
+        )
+        path.write_text(path.read_text().replace("---\n", "---\n" + odd, 1))
+        for track in ("true", "false"):  # the fast path and the router
+            r = client.get("/v1/memory/blocks/odd", params={"track": track})
+            assert r.status_code == 200, r.text
+            meta = r.json()["metadata"]
+            assert meta["x_big"] == "123456789012345678901234567890"
+            assert meta["x_when"] == "2026-01-02" and meta["x_set"] == ["a", "b"]
+            assert meta["x_keys"] == {"1": "one"} and meta["name"] == "odd"
+
+
 def test_files_in_another_encoding_are_replaced_journaled_and_reverted_exactly(
     home: Path,
 ) -> None:

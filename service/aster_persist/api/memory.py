@@ -239,7 +239,8 @@ def recalled(text: str, block: BlockMeta) -> dict[str, Any]:
         document = frontmatter.parse(text)
     except Invalid:  # a hand edit broke the frontmatter: the body is all of it
         return _block(block) | {"content": text, "body": text, "metadata": {}}
-    return _block(block) | {"content": text, "body": document.body, "metadata": document.meta}
+    metadata = frontmatter.plain(document.meta)
+    return _block(block) | {"content": text, "body": document.body, "metadata": metadata}
 
 
 @router.put(

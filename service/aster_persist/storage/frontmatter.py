@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
 import yaml
@@ -45,6 +46,24 @@ def _split(text: str) -> tuple[str | None, str]:
         raise Invalid("the frontmatter has no closing --- line")
     body_start = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
     return text[start:end], text[body_start:]
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON can carry it: what YAML reads that JSON has no form for (an
+    integer past 64 bits, binary, a set, a key that is no string) in a form it has."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((plain(v) for v in value), key=str)
+    if isinstance(value, bool) or value is None or isinstance(value, float | str):
+        return value
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
 
 
 def body_of(text: str) -> str:

@@ -284,6 +284,27 @@ def test_appends_never_wait_for_the_model(learning: Daemon, model: ScriptedModel
     ]  # first in, first out
 
 
+def test_a_turn_taken_back_before_its_job_runs_is_not_learned(
+    learning: Daemon, model: ScriptedModel
+) -> None:
+    gate = threading.Event()
+    model.responders["memory_items"] = lambda request: Reply({"items": []}, hold=gate)
+    sid = session(learning, title="t")
+    append(learning, sid, [user("first"), assistant("one")])
+    assert model.arrived.wait(10)  # the model holds the first job; the next ones wait
+    try:
+        append(learning, sid, [user("use the staging key"), assistant("zebra answer")])  # 3-4
+        append(learning, sid, [user("last"), assistant("three")])  # 5-6
+        append(learning, sid, {"type": "retraction", "target_seq": 4})
+        append(learning, sid, {"type": "retraction", "target_seq": 5})
+    finally:
+        gate.set()
+    settled(learning, 3)
+    turns = [model.prompt(r).split("The turn:\n")[1] for r in model.of("memory_items")]
+    assert len(turns) == 2 and not any("zebra answer" in t for t in turns)
+    assert "User: last" not in turns[1] and "Assistant: three" in turns[1]
+
+
 def test_untitled_sessions_get_a_title_once(learning: Daemon, model: ScriptedModel) -> None:
     model.then("session_title", {"title": "Debugging the flaky websocket test"})
     sid = session(learning)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AsterError, Invalid, NameTaken
 from ..index.text import parse_query
+from ..schemas.rendering import retracted
 from ..storage.memory import slugify
 from .model import ModelClient
 from .prompts import EXTRACTION_PROMPT, EXTRACTION_SCHEMA, SCHEMA_NAME
@@ -44,6 +45,11 @@ class Extraction:
         """Ask the model about one turn; its validated answer, with what was shown."""
         assert self.model is not None
         lines, info = await self._lines(job)
+        if int(job["to_seq"]) in retracted(lines):  # taken back since: nothing to learn
+            nothing: list[Any] = []
+            seq = int(job["to_seq"])
+            return {"accepted": nothing, "rejected": nothing, "first_seq": seq,
+                    "last_seq": seq, "repo_root": info.repo_root}  # fmt: skip
         turn, first, last = turn_of(lines, job.get("from_seq"), int(job["to_seq"]))
         text = render_turn(turn, self.max_input_chars)
         scope = self.memory.store.scope_for(info.repo_root)
@@ -83,7 +89,11 @@ class Extraction:
             # that shared a sync can put the start of a turn before these bytes).
             whole = after is None or any(0 < s <= after + 1 for s in seqs)
             if job["to_seq"] in seqs and whole:
-                return lines, held[1]
+                # and what was taken back since (a retraction comes after what it takes)
+                later, _end = await asyncio.to_thread(
+                    self.sessions.read_span, session, end, held[0]
+                )
+                return lines + [e for e in later if e.get("type") == "retraction"], held[1]
         lines, _raw, info = await self.sessions.read(session)
         return lines, info
 

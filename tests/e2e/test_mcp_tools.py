@@ -185,18 +185,24 @@ async def test_the_project_comes_from_the_url_then_the_roots(
         assert done.structured_content["scope"] == "global"
 
 
-async def test_aster_persist_mcp_serves_stdio_through_the_daemon(daemon: Daemon) -> None:
+async def test_aster_persist_mcp_serves_stdio_through_the_daemon(
+    daemon: Daemon, tmp_path: Path
+) -> None:
     """A stdio-only client runs `aster-persist mcp`: the same tools, the same store."""
     import os
     import sys
 
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "aster_persist", "mcp", "--url", daemon.url],
-        env={**os.environ, "ASTER_HOME": str(daemon.home)},
-    )
+    def started_in(folder: Path) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "aster_persist", "mcp", "--url", daemon.url],
+            env={**os.environ, "ASTER_HOME": str(daemon.home)},
+            cwd=str(folder),
+        )
+
+    params = started_in(tmp_path)  # in no repository: the global memory
     for mode in ("legacy", "auto"):
         async with Client(params, mode=mode) as mcp:
             tools = {t.name for t in (await mcp.list_tools()).tools}
@@ -216,6 +222,13 @@ async def test_aster_persist_mcp_serves_stdio_through_the_daemon(daemon: Daemon)
         daemon.start()
         listed = await mcp.call_tool("list_memory", {})
         assert "over-stdio-legacy" in said(listed)
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    async with Client(started_in(repo / "src"), mode="legacy") as mcp:  # the client's project
+        done = await mcp.call_tool("remember", {"note": "In the repo.", "title": "here"})
+        assert done.structured_content["scope"] == f"project:{project_slug(str(repo))}"
 
 
 def test_aster_persist_mcp_says_when_the_daemon_is_away(tmp_path: Path) -> None:

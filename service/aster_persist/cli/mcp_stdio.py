@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Annotated, Any, BinaryIO
+from urllib.parse import quote
 
 import anyio
 import httpx
@@ -20,6 +22,7 @@ import orjson
 import typer
 
 from ..client.connection import http_options
+from .codex_hooks import top_level
 from .common import Url, fail
 
 ACCEPT = "application/json, text/event-stream"
@@ -166,14 +169,14 @@ async def events(response: httpx.Response) -> AsyncIterator[bytes]:
         yield "\n".join(data).encode()
 
 
-async def serve_stdio(url: str | None, token: str | None) -> None:
+async def serve_stdio(url: str | None, token: str | None, path: str = "/mcp") -> None:
     """Read messages from stdin until it closes; each is forwarded as it comes, so a
     long call never holds back the next message."""
     options = http_options(url, token, timeout=3600)
     options["timeout"] = httpx.Timeout(10, read=None)  # a subscription's stream may idle
     stdin = anyio.wrap_file(sys.stdin.buffer)
     async with httpx.AsyncClient(**options) as http, anyio.create_task_group() as tasks:
-        proxy = Proxy(http, sys.stdout.buffer, "/mcp")
+        proxy = Proxy(http, sys.stdout.buffer, path)
         first = True
         async for line in stdin:
             if not line.strip():
@@ -188,10 +191,25 @@ async def serve_stdio(url: str | None, token: str | None) -> None:
 def mcp_command(
     url: Url = None,
     token: Annotated[str | None, typer.Option(help="The daemon's token (default: found).")] = None,
+    repo_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="The project a call without repo_root is about (default: the git "
+            "repository the client starts this in, if it is in one)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the running daemon's MCP server over stdio, for clients that speak stdio
     only (configure the client to run `aster-persist mcp`)."""
+    root = repo_root.expanduser().absolute() if repo_root is not None else git_top(Path.cwd())
+    path = "/mcp" if root is None else f"/mcp?repo_root={quote(str(root), safe='/')}"
     try:
-        anyio.run(serve_stdio, url, token)
+        anyio.run(serve_stdio, url, token, path)
     except KeyboardInterrupt:
         raise fail("stopped", 0) from None
+
+
+def git_top(folder: Path) -> Path | None:
+    """The top of the git work tree ``folder`` is in; None when it is in none."""
+    top = top_level(folder)
+    return top if (top / ".git").exists() else None

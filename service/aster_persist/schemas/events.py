@@ -319,7 +319,9 @@ class ReasoningEvent(TypedDict):
 @with_config(ConfigDict(extra="allow"))
 class RetractionEvent(TypedDict):
     """An earlier event taken back (an agent framework's "pop the last item"): the
-    transcript keeps it, and every view of the session leaves it out from here on."""
+    transcript keeps it, and every view of the session leaves it out from here on. It is
+    final: a retraction of a retraction, or of what is taken back already, changes
+    nothing (to say it again, append it again)."""
 
     type: Literal["retraction"]
     target_seq: Annotated[int, Field(ge=1, le=MAX_SEQ), WHOLE]

@@ -83,7 +83,9 @@ def test_sessions_list_show_and_latest(cli: Cli, session: str) -> None:
     listed = cli.json("sessions", "list", "--repo-root", ROOT)
     assert [s["id"] for s in listed["items"]] == [session]
     [summary] = listed["items"]  # what it is made of: written here, one call
-    assert summary["source_tool"] is None and summary["tool_calls"] == 1 and " api " in out
+    assert summary["source_tool"] is None and summary["tool_calls"] == 1
+    (row,) = [line.split("\t") for line in out.splitlines()]  # piped: one row, tab-separated
+    assert row[0] == session and row[1] == "Build fix" and row[3] == "api" and row[-1] == "ok"
 
     code, out, _ = cli("sessions", "show", session, "--width", "40")
     assert code == 0

@@ -20,8 +20,12 @@ One module per command group, registered here in the order ``--help`` lists them
 
 from __future__ import annotations
 
+import inspect
+from typing import Annotated
+
 import typer
 
+from .. import __version__
 from .common import load_settings
 from .follow import follow_app
 from .hooks import hook_app, hooks_app
@@ -52,6 +56,25 @@ app = typer.Typer(
     add_completion=False,
 )
 
+
+def _version(shown: bool) -> None:
+    if shown:
+        typer.echo(f"aster-persist {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 # `--help` lists commands in the order they are registered, then the groups.
 app.command(epilog=settings_help())(serve)
 app.command()(reindex)
@@ -65,6 +88,28 @@ app.command("search")(search_command)
 app.command("mcp")(mcp_command)
 app.command()(doctor)
 app.command()(openapi)
+
+
+def tidy(doc: str | None) -> str | None:
+    """A docstring as help: each paragraph one line (the terminal wraps it), and
+    ``code`` as `code`."""
+    if not doc:
+        return doc
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs).replace("``", "`")
+
+
+def _tidy_help(group: typer.Typer) -> None:
+    """Every command's help in ``group`` (and its groups) tidied, once."""
+    for command in group.registered_commands:
+        doc = command.help or (command.callback.__doc__ if command.callback else None)
+        command.help = tidy(doc)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _tidy_help(sub.typer_instance)
+
+
+_tidy_help(app)
 
 
 def main(argv: list[str] | None = None) -> None:

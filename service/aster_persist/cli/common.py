@@ -20,7 +20,7 @@ import orjson
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from .. import client as api
 from .. import settings as settings_module
@@ -78,11 +78,31 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def table(*columns: str, rows: list[list[Any]]) -> None:
-    """A table on stdout, for people."""
-    out = Table(*columns)
-    for row in rows:
-        out.add_row(*("" if cell is None else str(cell) for cell in row))
+def table(*columns: str, rows: list[list[Any]], keys: tuple[str, ...] = ()) -> None:
+    """Rows on stdout: for a terminal, a table whose ``keys`` columns (the first one
+    unless named: ids, names, paths, what a person types next) are never cut, the
+    others wrapped to fit; through a pipe, tab-separated rows with no header, each
+    cell on one line."""
+    cells = [["" if cell is None else " ".join(str(cell).split()) for cell in row] for row in rows]
+    if not sys.stdout.isatty():
+        sys.stdout.write("".join("\t".join(row) + "\n" for row in cells))
+        return
+    whole = set(keys or columns[:1])
+    out = Table(
+        *(
+            Column(
+                name,
+                no_wrap=name in whole,
+                overflow="fold",  # a key wider than the terminal folds; it is never cut
+                min_width=max([len(name)] + [len(row[i]) for row in cells])
+                if name in whole
+                else None,
+            )
+            for i, name in enumerate(columns)
+        )
+    )
+    for row in cells:
+        out.add_row(*row)
     Console().print(out)
 
 

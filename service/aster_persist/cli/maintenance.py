@@ -14,7 +14,7 @@ import typer
 
 from ..errors import HomeUnavailable
 from ..settings import Settings
-from .common import fail, load_settings, table
+from .common import fail, load_settings
 
 
 def reindex(
@@ -104,23 +104,13 @@ def doctor(
     elif not findings:
         typer.echo(f"{opened.root}: all well")
     else:
-        table(
-            "problem",
-            "file",
-            "detail",
-            "repair",
-            rows=[
-                [
-                    f.kind,
-                    f.path,
-                    f.detail,
-                    (f"moved to {f.moved_to}" if f.moved_to else "done")
-                    if f.repaired
-                    else ("run with --repair" if f.repairable else "cannot be repaired"),
-                ]
-                for f in findings
-            ],
-        )
+        for f in findings:  # the path on a line of its own: whole, whatever the width
+            repair = (
+                (f"moved to {f.moved_to}" if f.moved_to else "repaired")
+                if f.repaired
+                else ("run with --repair" if f.repairable else "cannot be repaired")
+            )
+            typer.echo(f"{f.kind}: {f.path}\n    {f.detail} ({repair})")
         typer.echo(f"{len(findings)} problems found, {len(findings) - len(left)} repaired")
     if left:
         raise typer.Exit(1)

@@ -246,7 +246,7 @@ def sessions_prune(
 
 @sessions_app.command("import")
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files, or folders to search for them.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files, or folders to search for them.")],
     format: Annotated[
         str, typer.Option(help=f"{', '.join(CHOICES[:-1])} or {CHOICES[-1]}.")
     ] = "auto",

@@ -1,0 +1,131 @@
+"""The command line as a person and a script use it: through a pseudo-terminal of 80
+columns no id, name or path is cut; through a pipe, rows are tab-separated; help is
+wrapped by the terminal, and `--version` answers."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..conftest import Daemon, assistant, user
+
+SCRIPT = str(Path(sys.executable).with_name("aster-persist"))
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+LONG_ROOT = "/srv/" + "a-rather-long-folder-name-" * 3 + "app"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    daemon = Daemon(tmp_path_factory.mktemp("cli-output") / "home").start()
+    yield daemon
+    daemon.kill()
+
+
+def environment(server: Daemon) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return {**env, "ASTER_URL": server.url, "ASTER_HOME": str(server.home), "TERM": "xterm"}
+
+
+def in_terminal(server: Daemon, *args: str, columns: int = 80) -> str:
+    """What a command shows in a terminal ``columns`` wide (colours taken out)."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(
+        [SCRIPT, *args], stdin=follower, stdout=follower, stderr=follower, env=environment(server)
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the program
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert proc.wait(60) == 0, b"".join(chunks)
+    os.close(leader)
+    return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
+
+
+def piped(server: Daemon, *args: str) -> str:
+    done = subprocess.run(
+        [SCRIPT, *args], capture_output=True, text=True, env=environment(server), timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_ids_names_and_paths_are_whole_at_80_columns(server: Daemon) -> None:
+    sid = httpx.post(
+        f"{server.url}/v1/sessions",
+        json={"repo_root": LONG_ROOT, "title": "A title long enough to need wrapping " * 3},
+    ).json()["id"]
+    httpx.post(
+        f"{server.url}/v1/sessions/{sid}/events",
+        json=[user("where is the zanzibar config?"), assistant("In zanzibar.toml.")],
+    )
+    name = "how-the-deploy-pipeline-promotes-builds-to-production"
+    httpx.post(
+        f"{server.url}/v1/memory/blocks",
+        params={"repo_root": LONG_ROOT},
+        json={"name": name, "content": "Through staging, zanzibar first."},
+    )
+    shown = {
+        "sessions list": in_terminal(server, "sessions", "list"),
+        "sessions latest": in_terminal(server, "sessions", "latest", LONG_ROOT),
+        "memory list": in_terminal(server, "memory", "list", "--repo-root", LONG_ROOT),
+        "search": in_terminal(server, "search", "zanzibar"),
+        "memory search": in_terminal(
+            server, "memory", "search", "zanzibar", "--repo-root", LONG_ROOT
+        ),
+    }
+    for what, text in shown.items():
+        assert max(map(len, text.splitlines())) <= 80, what  # it fits the terminal
+    for what in ("sessions list", "sessions latest"):
+        assert sid in shown[what], shown[what]
+    assert f"{sid} #1" in shown["search"] and f"{sid} #2" in shown["search"]
+    for what in ("memory list", "memory search"):
+        assert name in shown[what], shown[what]
+
+
+def test_the_file_column_of_an_import_is_whole(server: Daemon) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="imp"))
+    source = Path(__file__).parent.parent / "fixtures" / "codex"
+    rollout = next(source.rglob("rollout-*.jsonl"))
+    target = folder / ("a-fairly-long-rollout-file-name-" + rollout.name[-20:])
+    target.write_bytes(rollout.read_bytes())
+    text = in_terminal(server, "sessions", "import", str(target), "--repo-root", LONG_ROOT)
+    assert str(target) in text and max(map(len, text.splitlines())) <= 80
+
+
+def test_a_pipe_gets_tab_separated_rows(server: Daemon) -> None:
+    sid = httpx.post(f"{server.url}/v1/sessions", json={"repo_root": "/srv/piped"}).json()["id"]
+    rows = [line.split("\t") for line in piped(server, "sessions", "list").splitlines()]
+    (mine,) = [row for row in rows if row[0] == sid]
+    assert len(mine) == 8 and mine[2] == "/srv/piped" and mine[-1] == "ok"
+
+
+def test_help_is_wrapped_by_the_terminal_and_the_version_answers(server: Daemon) -> None:
+    text = in_terminal(server, "sessions", "--help", columns=180)
+    line = next(x for x in text.splitlines() if "A transcript, readably" in x)
+    # one paragraph, broken only where the terminal ends (the docstring breaks after
+    # "results shortened,")
+    assert "results shortened, summaries and evictions marked. `--json` gives" in line
+    assert "``" not in text
+    assert "{PATH...}" in in_terminal(server, "sessions", "import", "--help")
+    from aster_persist import __version__
+
+    assert piped(server, "--version").strip() == f"aster-persist {__version__}"

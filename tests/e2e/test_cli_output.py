@@ -60,9 +60,14 @@ def in_terminal(server: Daemon, *args: str, columns: int = 80) -> str:
     return ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
 
 
-def piped(server: Daemon, *args: str) -> str:
+def piped(server: Daemon, *args: str, cwd: Path | None = None) -> str:
     done = subprocess.run(
-        [SCRIPT, *args], capture_output=True, text=True, env=environment(server), timeout=60
+        [SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        env=environment(server),
+        timeout=60,
+        cwd=cwd,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -129,3 +134,20 @@ def test_help_is_wrapped_by_the_terminal_and_the_version_answers(server: Daemon)
     from aster_persist import __version__
 
     assert piped(server, "--version").strip() == f"aster-persist {__version__}"
+
+
+def test_the_project_is_the_repository_you_stand_in(server: Daemon, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    deep = repo / "src" / "pkg"
+    deep.mkdir(parents=True)
+    sid = httpx.post(f"{server.url}/v1/sessions", json={"repo_root": str(repo)}).json()["id"]
+    assert piped(server, "sessions", "latest", "--json", cwd=deep).find(sid) > 0
+    assert sid in piped(server, "sessions", "latest", "..", "--json", cwd=deep)
+    piped(server, "memory", "add", "Run tox.", "--name", "tests", "--repo-root", ".", cwd=deep)
+    block = httpx.get(
+        f"{server.url}/v1/memory/blocks/tests", params={"repo_root": str(repo), "track": False}
+    )
+    assert block.status_code == 200 and block.json()["body"].strip() == "Run tox."
+    listed = piped(server, "sessions", "list", "--repo-root", "src", cwd=repo)
+    assert [row.split("\t")[0] for row in listed.splitlines()] == [sid]

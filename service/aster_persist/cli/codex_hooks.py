@@ -33,7 +33,7 @@ import orjson
 import typer
 
 from .. import client as api
-from .common import EXIT_REFUSED, Url, daemon, fail
+from .common import EXIT_REFUSED, Url, daemon, fail, top_level
 
 TURN_DONE = "agent-turn-complete"
 RUNS = ("aster_persist hook codex", "aster-persist hook codex")  # marks a notify of ours
@@ -360,13 +360,3 @@ def with_block(text: str, content: str | None) -> str:
     if before.endswith(newline * 2) and (not after or after.startswith(newline)):
         before = before[: -len(newline)]  # the blank line that set the block apart
     return before + after
-
-
-def top_level(folder: Path) -> Path:
-    """The top of the git work tree a folder is in (the folder holding ``.git``), else
-    the folder."""
-    folder = folder.expanduser().absolute()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder

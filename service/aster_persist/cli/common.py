@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -30,8 +31,30 @@ EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_CONFLICT = 1, 3, 4, 5
 
 Url = Annotated[str | None, typer.Option(help="The daemon (default: ASTER_URL).")]
 Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
+
+
+def top_level(folder: Path) -> Path:
+    """The top of the git work tree a folder is in (the folder holding ``.git``), else
+    the folder."""
+    folder = folder.expanduser().absolute()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def project(value: str | None) -> str | None:
+    """A project as given where you stand: ``.``, a relative path or a subfolder is the
+    top of its git work tree (the daemon resolves a worktree to its repository)."""
+    return None if value is None else str(top_level(Path(value)))
+
+
 RepoRoot = Annotated[
-    str | None, typer.Option(help="The project (its repository root); global without.")
+    str | None,
+    typer.Option(
+        help="The project: its repository, or any folder in it (`.` for here); global without.",
+        callback=project,
+    ),
 ]
 
 

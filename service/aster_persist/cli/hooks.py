@@ -30,8 +30,8 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from .codex_hooks import codex_hook, codex_instructions, codex_notify, top_level
-from .common import Url, fail
+from .codex_hooks import codex_hook, codex_instructions, codex_notify
+from .common import Url, fail, top_level
 
 hooks_app = typer.Typer(help="Plug agents in: their hooks, to print or install.")
 hook_app = typer.Typer(help="What an agent's hooks run (given its payload).", hidden=True)

@@ -105,12 +105,12 @@ def doctor(
         typer.echo(f"{opened.root}: all well")
     else:
         for f in findings:  # the path on a line of its own: whole, whatever the width
-            repair = (
+            fix = (
                 (f"moved to {f.moved_to}" if f.moved_to else "repaired")
                 if f.repaired
                 else ("run with --repair" if f.repairable else "cannot be repaired")
             )
-            typer.echo(f"{f.kind}: {f.path}\n    {f.detail} ({repair})")
+            typer.echo(f"{f.kind}: {f.path}\n    {f.detail} ({fix})")
         typer.echo(f"{len(findings)} problems found, {len(findings) - len(left)} repaired")
     if left:
         raise typer.Exit(1)

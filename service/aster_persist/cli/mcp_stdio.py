@@ -22,8 +22,7 @@ import orjson
 import typer
 
 from ..client.connection import http_options
-from .codex_hooks import top_level
-from .common import Url, fail
+from .common import Url, fail, top_level
 
 ACCEPT = "application/json, text/event-stream"
 HANDSHAKE = ("initialize", "notifications/initialized")

@@ -7,13 +7,18 @@ from typing import Annotated, Literal, cast
 
 import typer
 
-from .common import Json, Url, daemon, emit_json, fail, short, table
+from .common import Json, Url, daemon, emit_json, fail, project, short, table
 
 
 def search_command(
     query: str,
     kind: Annotated[str, typer.Option(help="messages, memory or all.")] = "messages",
-    repo_root: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    repo_root: Annotated[
+        str | None,
+        typer.Option(
+            help="Only this project (its repository, or a folder in it).", callback=project
+        ),
+    ] = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
     json_out: Json = False,

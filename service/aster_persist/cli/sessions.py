@@ -3,7 +3,6 @@ against the running daemon (output and exit codes as in `common.py`)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -18,7 +17,19 @@ from rich.console import Console
 from .. import client as api
 from ..importers import CHOICES
 from ..schemas.rendering import read_event
-from .common import EXIT_REFUSED, Json, RepoRoot, Url, daemon, emit_json, fail, short, table
+from .common import (
+    EXIT_REFUSED,
+    Json,
+    RepoRoot,
+    Url,
+    daemon,
+    emit_json,
+    fail,
+    project,
+    short,
+    table,
+    top_level,
+)
 
 sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
 
@@ -136,14 +147,18 @@ def render_event(line: dict[str, Any], width: int = 300) -> list[str]:
 @sessions_app.command("latest")
 def sessions_latest(
     repo_root: Annotated[
-        str | None, typer.Argument(help="The project; the current directory without.")
+        str | None,
+        typer.Argument(
+            help="The project: its repository, or any folder in it; where you stand without.",
+            callback=project,
+        ),
     ] = None,
     json_out: Json = False,
     url: Url = None,
 ) -> None:
     """The project's most recently active session."""
     with daemon(url) as aster:
-        found = aster.latest_session(repo_root or os.getcwd())
+        found = aster.latest_session(repo_root or str(top_level(Path.cwd())))
     if json_out:
         return emit_json(found)
     table(
@@ -246,12 +261,18 @@ def sessions_prune(
 
 @sessions_app.command("import")
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Files, or folders to search for them.")],
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATH...", help="Files, or folders to search for them.")
+    ],
     format: Annotated[
         str, typer.Option(help=f"{', '.join(CHOICES[:-1])} or {CHOICES[-1]}.")
     ] = "auto",
     repo_root: Annotated[
-        str | None, typer.Option(help="The project, when a file does not say.")
+        str | None,
+        typer.Option(
+            help="The project, when a file does not say: its repository, or a folder in it.",
+            callback=project,
+        ),
     ] = None,
     json_out: Json = False,
     url: Url = None,

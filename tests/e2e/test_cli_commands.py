@@ -16,9 +16,10 @@ import pytest
 # (and `follow`, `hooks` and `mcp`, added since; `hook`, what hooks run, is hidden).
 BEFORE = {
     (): [
-        *("serve", "reindex", "journal", "search", "mcp", "doctor", "openapi"),
-        *("sessions", "memory", "follow", "hooks"),
+        *("serve", "reindex", "search", "mcp", "doctor", "openapi"),
+        *("sessions", "memory", "follow", "hooks", "journal"),  # journal: a group since revert
     ],
+    ("journal",): ["revert"],
     ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),

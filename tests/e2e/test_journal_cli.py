@@ -84,3 +84,85 @@ def test_journal_says_when_the_daemon_is_not_running() -> None:
     )
     assert done.returncode == 3  # the documented code for "not running"
     assert "not running" in done.stderr
+
+
+def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASTER_HOME": str(home)}
+    return subprocess.run(cli(*args), capture_output=True, text=True, timeout=30, env=env)
+
+
+def test_journal_filters_and_revert_with_a_dry_run(home: Path) -> None:
+    daemon = Daemon(home).start()
+    try:
+        for name in ("one", "two", "three"):
+            remember(daemon.url, name)
+        sid = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": "/srv/j"}).json()["id"]
+        httpx.patch(f"{daemon.url}/v1/sessions/{sid}", json={"title": "Named"})
+        url = ("--url", daemon.url)
+
+        newest = run("journal", "--limit", "2", "--json", *url, home=home).stdout.splitlines()
+        assert [json.loads(x)["op"] for x in newest] == ["session.created", "session.renamed"]
+        mine = run("journal", "--session", sid, "--json", *url, home=home).stdout.splitlines()
+        assert {json.loads(x)["session"] for x in mine} == {sid} and len(mine) == 2
+        memory = run("journal", "--op", "memory", "--json", *url, home=home).stdout.splitlines()
+        assert [json.loads(x)["name"] for x in memory] == ["one", "two", "three"]
+        assert run("journal", "--since", "2999-01-01", *url, home=home).stdout == ""
+        assert "one" in run("journal", "--since", "2000-01-01", *url, home=home).stdout
+        bad = run("journal", "--since", "yesterday", *url, home=home)
+        assert bad.returncode == 2 and "not a date" in bad.stderr
+
+        entries = httpx.get(f"{daemon.url}/v1/journal").json()["items"]
+        write = next(e for e in entries if e["name"] == "two")
+        plan = run("journal", "revert", write["id"], "--dry-run", *url, home=home)
+        assert plan.returncode == 0 and "would remove global/two" in plan.stdout
+        assert httpx.get(f"{daemon.url}/v1/memory/blocks/two").status_code == 200  # unchanged
+        done = run("journal", "revert", write["id"], *url, home=home)
+        assert done.returncode == 0 and f"reverted {write['id']}" in done.stdout
+        assert httpx.get(f"{daemon.url}/v1/memory/blocks/two").status_code == 404
+        undo = httpx.get(f"{daemon.url}/v1/journal").json()["items"][-1]
+        plan = run("journal", "revert", undo["id"], "--dry-run", "--json", *url, home=home)
+        assert json.loads(plan.stdout)["content"].endswith("two facts\n")
+
+        rename = next(e for e in entries if e["op"] == "session.renamed")
+        said = run("journal", "revert", rename["id"], "--dry-run", *url, home=home).stdout
+        assert "cannot be reverted: the session had no title before" in said
+        missing = run("journal", "revert", "01J0000000000000000000ABCD", *url, home=home)
+        assert missing.returncode == 4 and "no journal entry" in missing.stderr
+        malformed = run("journal", "revert", "nope", *url, home=home)
+        assert malformed.returncode == 2
+    finally:
+        daemon.kill()
+
+
+def test_journal_follow_shows_appends_too(home: Path) -> None:
+    daemon = Daemon(home).start()
+    try:
+        sid = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": "/srv/f"}).json()["id"]
+        newest = httpx.get(f"{daemon.url}/v1/journal").json()["items"][-1]["id"]
+        follower = subprocess.Popen(
+            cli("journal", "--follow", "--after", newest, "--session", sid, "--url", daemon.url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "ASTER_HOME": str(home)},
+        )
+        lines = lines_of(follower)
+        try:
+            for _ in range(50):  # appended until the follower is there to see one
+                httpx.post(
+                    f"{daemon.url}/v1/sessions/{sid}/events",
+                    json={"type": "message", "role": "user", "content": "hi"},
+                )
+                try:
+                    line = lines.get(timeout=0.3)
+                    break
+                except queue.Empty:
+                    continue
+            assert "session.appended" in line and sid in line
+        finally:
+            follower.kill()
+            follower.wait()
+            assert follower.stdout is not None
+            follower.stdout.close()
+    finally:
+        daemon.kill()

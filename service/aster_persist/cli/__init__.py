@@ -6,7 +6,7 @@ One module per command group, registered here in the order ``--help`` lists them
 
     server.py       serve (and the server class that exits 0 after a clean shutdown)
     maintenance.py  reindex, doctor (a home with the daemon stopped), openapi
-    journal.py      journal
+    journal.py      journal (list, filter, follow) and journal revert
     search.py       search
     sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/import
     memory.py       memory list/show/add/remove/archive/restore/context/search
@@ -29,7 +29,7 @@ from .. import __version__
 from .common import load_settings
 from .follow import follow_app
 from .hooks import hook_app, hooks_app
-from .journal import journal_command
+from .journal import journal_app
 from .maintenance import doctor, openapi, openapi_text, reindex
 from .mcp_stdio import mcp_command
 from .memory import memory_app
@@ -83,7 +83,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(follow_app, name="follow")
 app.add_typer(hooks_app, name="hooks")
 app.add_typer(hook_app, name="hook")
-app.command("journal")(journal_command)
+app.add_typer(journal_app, name="journal")
 app.command("search")(search_command)
 app.command("mcp")(mcp_command)
 app.command()(doctor)

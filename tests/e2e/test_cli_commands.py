@@ -23,9 +23,12 @@ BEFORE = {
     ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),
-        "import",
+        *("import", "create", "append"),
     ],
-    ("memory",): ["list", "show", "add", "remove", "archive", "restore", "context", "search"],
+    ("memory",): [
+        *("list", "show", "add", "remove", "archive", "restore", "context", "search"),
+        *("success", "failure"),
+    ],
 }
 
 SCRIPT = Path(sys.executable).with_name("aster-persist")

@@ -5,6 +5,7 @@ wrapped by the terminal, and `--version` answers."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -151,3 +152,76 @@ def test_the_project_is_the_repository_you_stand_in(server: Daemon, tmp_path: Pa
     assert block.status_code == 200 and block.json()["body"].strip() == "Run tox."
     listed = piped(server, "sessions", "list", "--repo-root", "src", cwd=repo)
     assert [row.split("\t")[0] for row in listed.splitlines()] == [sid]
+
+
+def fed(
+    server: Daemon, stdin: str, *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SCRIPT, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment(server),
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def test_a_headless_host_creates_and_appends(server: Daemon, tmp_path: Path) -> None:
+    repo = tmp_path / "app"
+    (repo / ".git").mkdir(parents=True)
+    made = fed(server, "", "sessions", "create", "--title", "From a script", cwd=repo)
+    sid = made.stdout.strip()
+    assert made.returncode == 0 and f"sessions append {sid}" in made.stderr
+    header = httpx.get(f"{server.url}/v1/sessions/{sid}").json()["header"]
+    assert header["repo_root"] == str(repo) and header["title"] == "From a script"
+
+    lines = '{"type":"message","role":"user","content":"hi"}\n\n' + (
+        '{"type":"message","role":"assistant","content":"hello"}\n'
+    )
+    done = fed(server, lines, "sessions", "append", sid, "--idempotency-key", "turn-1")
+    assert done.returncode == 0 and done.stdout.strip() == f"appended: seq 1-2 of {sid}"
+    again = fed(server, lines, "sessions", "append", sid, "--idempotency-key", "turn-1")
+    assert again.stdout.startswith("already appended (a retry): seq 1-2")
+    one = fed(
+        server, '{"events": [{"type":"title","title":"T"}]}', "sessions", "append", sid, "--json"
+    )
+    assert json.loads(one.stdout) == {"first_seq": 3, "last_seq": 3, "count": 1, "replayed": False}
+    for bad, said in (("", "no events on stdin"), ("{}\nnope\n", "line 2 of stdin")):
+        refused = fed(server, bad, "sessions", "append", sid)
+        assert refused.returncode == 2 and said in refused.stderr
+    wrong = fed(server, '{"type":"message","role":"robot"}', "sessions", "append", sid)
+    assert wrong.returncode == 1 and "role" in wrong.stderr
+    assert httpx.get(f"{server.url}/v1/sessions/{sid}").json()["events"] == 3
+
+
+def test_procedures_json_everywhere_and_text_after_two_dashes(
+    server: Daemon, tmp_path: Path
+) -> None:
+    root = "/srv/procedures"
+    ok = fed(server, "", "memory", "success", "release", "--tool", "make", "--result",
+             "tagged v1", "--repo-root", root, "--json")  # fmt: skip
+    block = json.loads(ok.stdout)
+    assert ok.returncode == 0 and block["type"] == "procedural" and "success" in block["tags"]
+    bad = fed(server, "", "memory", "failure", "deploy", "--error", "no disk", "--repo-root", root)
+    assert bad.returncode == 0 and "recorded as" in bad.stdout
+    dashed = fed(server, "", "memory", "add", "--repo-root", root, "--", "-v makes it verbose")
+    assert dashed.returncode == 0
+    core = httpx.get(f"{server.url}/v1/memory/core", params={"repo_root": root}).json()
+    assert "-v makes it verbose" in core["content"]
+
+    removed = fed(server, "", "memory", "remove", block["name"], "--repo-root", root, "--json")
+    assert json.loads(removed.stdout) == {
+        "name": block["name"],
+        "repo_root": root,
+        "forgotten": True,
+    }
+    sid = httpx.post(f"{server.url}/v1/sessions", json={"repo_root": root}).json()["id"]
+    out = tmp_path / "s.jsonl"
+    exported = fed(server, "", "sessions", "export", sid, "-o", str(out), "--json")
+    report = json.loads(exported.stdout)
+    assert report["bytes"] == out.stat().st_size and report["output"] == str(out)
+    assert fed(server, "", "sessions", "export", sid, "--json").returncode == 2
+    deleted = fed(server, "", "sessions", "delete", sid, "--json")
+    assert json.loads(deleted.stdout) == {"id": sid, "purged": False, "trashed": True}

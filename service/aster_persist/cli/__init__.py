@@ -15,6 +15,7 @@ One module per command group, registered here in the order ``--help`` lists them
                     (what those hooks run)
     codex_hooks.py  hooks codex and codex-instructions, and hook codex (Codex's notify)
     mcp_stdio.py    mcp (the daemon's MCP server over stdio, for stdio-only clients)
+    writing.py      sessions create/append, memory success/failure (writes for headless hosts)
     common.py       failing with an exit code, settings, the daemon connection, tables, JSON
 """
 
@@ -36,6 +37,7 @@ from .memory import memory_app
 from .search import search_command
 from .server import serve, settings_help
 from .sessions import sessions_app
+from .writing import memory_failure, memory_success, sessions_append, sessions_create
 
 __all__ = [
     "app",
@@ -78,6 +80,10 @@ def _options(
 # `--help` lists commands in the order they are registered, then the groups.
 app.command(epilog=settings_help())(serve)
 app.command()(reindex)
+sessions_app.command("create")(sessions_create)
+sessions_app.command("append")(sessions_append)
+memory_app.command("success")(memory_success)
+memory_app.command("failure")(memory_failure)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
 app.add_typer(follow_app, name="follow")

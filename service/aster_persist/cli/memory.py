@@ -77,7 +77,9 @@ def memory_show(
 
 @memory_app.command("add")
 def memory_add(
-    text: Annotated[str, typer.Argument(help="What to remember.")],
+    text: Annotated[
+        str, typer.Argument(help="What to remember (text that starts with - goes after --).")
+    ],
     name: Annotated[str | None, typer.Option(help="As a named block.")] = None,
     title: Annotated[str | None, typer.Option(help="As a block named after this.")] = None,
     description: Annotated[
@@ -116,10 +118,14 @@ def memory_add(
 
 
 @memory_app.command("remove")
-def memory_remove(name: str, repo_root: RepoRoot = None, url: Url = None) -> None:
-    """Forget a block (the journal keeps it: `journal` shows the entry to revert)."""
+def memory_remove(
+    name: str, repo_root: RepoRoot = None, json_out: Json = False, url: Url = None
+) -> None:
+    """Forget a block (the journal keeps it: `journal revert` brings it back)."""
     with daemon(url) as aster:
         aster.forget(name, repo_root)
+    if json_out:
+        return emit_json({"name": name, "repo_root": repo_root, "forgotten": True})
     typer.echo(f"forgot {name}")
 
 

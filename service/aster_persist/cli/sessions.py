@@ -172,7 +172,7 @@ def sessions_latest(
 
 @sessions_app.command("rename")
 def sessions_rename(session_id: str, title: str, json_out: Json = False, url: Url = None) -> None:
-    """Set a session's title (journaled; `journal` shows how to revert it)."""
+    """Set a session's title (journaled: `journal revert` undoes it)."""
     with daemon(url) as aster:
         done = aster.rename_session(session_id, title)
     if json_out:
@@ -184,11 +184,14 @@ def sessions_rename(session_id: str, title: str, json_out: Json = False, url: Ur
 def sessions_delete(
     session_id: str,
     purge: Annotated[bool, typer.Option(help="For good, not to the trash.")] = False,
+    json_out: Json = False,
     url: Url = None,
 ) -> None:
     """Move a session to the trash (`sessions restore` brings it back)."""
     with daemon(url) as aster:
         aster.delete_session(session_id, purge=purge)
+    if json_out:
+        return emit_json({"id": session_id, "purged": purge, "trashed": not purge})
     typer.echo(f"{'purged' if purge else 'moved to the trash'}: {session_id}")
 
 
@@ -209,9 +212,14 @@ def sessions_export(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here, not to stdout.")
     ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="With -o: what was written, as JSON on stdout.")
+    ] = False,
     url: Url = None,
 ) -> None:
     """A transcript as JSONL, byte for byte (blobs put back), or as chat messages."""
+    if json_out and output is None:
+        raise fail("--json reports the file written: give it with -o", 2)
     with daemon(url) as aster:
         if format == "openai":
             data = orjson.dumps(aster.export_openai(session_id), option=orjson.OPT_INDENT_2)
@@ -224,6 +232,9 @@ def sessions_export(
         sys.stdout.flush()
     else:
         output.write_bytes(data)
+        if json_out:
+            report = {"id": session_id, "format": format, "bytes": len(data), "output": str(output)}
+            return emit_json(report)
         typer.echo(f"wrote {len(data)} bytes to {output}", err=True)
 
 

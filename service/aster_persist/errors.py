@@ -18,7 +18,8 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
       PayloadTooLarge (413), InsufficientStorage (507)
       ModelUnavailable (502), TooManySubscribers (503)
       StorageFailed (500 storage_failed)
-    HomeUnavailable: the data home cannot be used (at start; never over HTTP)
+    HomeUnavailable: the data home cannot be used (at start; never over HTTP);
+      HomeInUse: another daemon holds it
 
 The guard answers before any of this runs, with the same problem body: 401, 403, 408
 (a stalled request), 413, 431 (a request head too large) and 503 (too many requests
@@ -183,6 +184,10 @@ class StorageFailed(AsterError):
 
 class HomeUnavailable(Exception):
     """The data home cannot be used; raised at start, never over HTTP."""
+
+
+class HomeInUse(HomeUnavailable):
+    """Another daemon holds the data home."""
 
 
 def problem_body(

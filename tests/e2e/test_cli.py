@@ -134,7 +134,7 @@ def test_sessions_rename_delete_restore_export_prune(
     assert code == 0 and sid in out
     assert cli.json("sessions", "list", "--repo-root", root)["items"][0]["title"] == "Greetings"
     code, _, err = cli("sessions", "restore", sid)
-    assert code == 5 and "not in the trash" in err  # a conflict with its state
+    assert code == 1 and "not in the trash" in err  # a conflict with its state: refused
 
 
 def test_memory_commands(cli: Cli) -> None:
@@ -156,7 +156,7 @@ def test_memory_commands(cli: Cli) -> None:
     code, out, err = cli(
         "memory", "add", "Something else.", "--name", "database", "--repo-root", root
     )
-    assert code == 5 and "database" in err  # a different body under the name: conflict
+    assert code == 1 and "database" in err  # a different body under the name: refused
 
     code, out, _ = cli("memory", "list", "--repo-root", root)
     assert code == 0 and "database" in out and "db" in out

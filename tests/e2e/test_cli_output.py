@@ -225,3 +225,31 @@ def test_procedures_json_everywhere_and_text_after_two_dashes(
     assert fed(server, "", "sessions", "export", sid, "--json").returncode == 2
     deleted = fed(server, "", "sessions", "delete", sid, "--json")
     assert json.loads(deleted.stdout) == {"id": sid, "purged": False, "trashed": True}
+
+
+def test_exit_codes_are_the_same_for_every_command(server: Daemon, tmp_path: Path) -> None:
+    """0 done, 1 refused, 2 bad usage, 3 no daemon or one holds the home, 4 not found."""
+    malformed = fed(server, "", "sessions", "show", "not-an-id")
+    assert malformed.returncode == 2 and "is not a session id" in malformed.stderr
+    prune = fed(server, "", "sessions", "prune")
+    assert prune.returncode == 2 and "--older-than-days" in prune.stderr
+    gone = fed(server, "", "sessions", "show", "01J0000000000000000000ABCD")
+    assert gone.returncode == 4
+    away = fed(server, "", "sessions", "list", "--url", "http://127.0.0.1:1")
+    assert away.returncode == 3
+    for command in ("reindex", "doctor"):  # the home the running daemon holds
+        held = fed(server, "", command, "--home", str(server.home))
+        assert held.returncode == 3 and "in use" in held.stderr, command
+    assert "Exit codes: 0 done" in fed(server, "", "--help").stdout
+
+    fresh = tmp_path / "never-made"
+    port = server.url.rsplit(":", 1)[1]
+    busy = subprocess.run(
+        [SCRIPT, "serve", "--port", port, "--home", str(fresh)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment(server),
+    )
+    assert busy.returncode == 3 and "is in use" in busy.stderr
+    assert "serving" not in busy.stderr and not fresh.exists()  # nothing made

@@ -27,7 +27,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
-from .common import load_settings
+from .common import EXIT_CODES, load_settings
 from .follow import follow_app
 from .hooks import hook_app, hooks_app
 from .journal import journal_app
@@ -56,6 +56,7 @@ app = typer.Typer(
     help="A local daemon that keeps AI coding agents' transcripts, memory and journal.",
     no_args_is_help=True,
     add_completion=False,
+    epilog=EXIT_CODES,
 )
 
 

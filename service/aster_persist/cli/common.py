@@ -2,11 +2,14 @@
 the connection to the daemon, and output for people (tables) and programs (JSON).
 
 Every read takes ``--json`` (one JSON document, or one JSON line per item for streams);
-without it, people get tables. Exit codes scripts can rely on:
+without it, people get tables. Exit codes scripts can rely on, the same for every
+command (``EXIT_CODES``, shown by ``--help``)::
 
-    0  done                     3  the daemon is not running (or not at --url)
-    1  refused, or failed       4  not found
-    2  bad usage                5  conflict: exists, changed meanwhile, damaged
+    0  done
+    1  a finding, a refusal or a failure (a conflict too: exists, changed meanwhile)
+    2  bad usage: a flag, an argument or an id that cannot be right
+    3  the daemon is not running (or not at --url), or one already holds the home
+    4  not found
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from .. import client as api
 from .. import settings as settings_module
 from ..settings import Settings
 
-EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_NOT_FOUND, EXIT_CONFLICT = 1, 3, 4, 5
+EXIT_REFUSED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = 1, 2, 3, 4
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 a finding, a refusal or a failure; 2 bad usage; 3 the daemon "
+    "is not running, or one already holds the home; 4 not found."
+)
 
 Url = Annotated[str | None, typer.Option(help="The daemon (default: ASTER_URL).")]
 Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
@@ -82,12 +89,37 @@ def daemon(url: str | None) -> Iterator[api.Client]:
         raise fail(f"{exc}; start it with `aster-persist serve`", EXIT_UNAVAILABLE) from None
     except api.NotFoundError as exc:
         raise fail(exc.detail or str(exc), EXIT_NOT_FOUND) from None
-    except (api.ConflictError, api.PreconditionFailedError) as exc:
-        raise fail(exc.detail or str(exc), EXIT_CONFLICT) from None
     except api.ApiError as exc:
         raise fail(str(exc), EXIT_REFUSED) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
+
+
+def session_id(value: str) -> str:
+    """A session id argument, checked before the daemon is asked (exit 2 if malformed)."""
+    from ..storage.home import ULID_RE
+
+    if not ULID_RE.fullmatch(value):
+        raise typer.BadParameter(f"{value!r} is not a session id (26 letters and digits)")
+    return value
+
+
+SessionId = Annotated[
+    str, typer.Argument(metavar="ID", help="The session's id.", callback=session_id)
+]
+
+
+def open_home(explicit: Path | None, *, fallback: str = "none", why: str = "") -> Any:
+    """The data home, locked; exit 3 when a daemon holds it, 1 when it cannot be used."""
+    from ..errors import HomeInUse, HomeUnavailable
+    from ..storage.home import Home
+
+    try:
+        return Home.open(explicit, fallback=fallback)
+    except HomeInUse as exc:
+        raise fail(f"{exc}{why}", EXIT_UNAVAILABLE) from None
+    except HomeUnavailable as exc:
+        raise fail(str(exc), EXIT_REFUSED) from None
 
 
 def emit_json(value: Any) -> None:

@@ -12,9 +12,8 @@ from typing import Annotated
 import orjson
 import typer
 
-from ..errors import HomeUnavailable
 from ..settings import Settings
-from .common import fail, load_settings
+from .common import fail, load_settings, open_home
 
 
 def reindex(
@@ -28,13 +27,9 @@ def reindex(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     from ..index.catalog import rebuild
-    from ..storage.home import Home
 
     settings = load_settings(home=home)
-    try:
-        opened = Home.open(settings.home)
-    except HomeUnavailable as exc:
-        raise fail(str(exc)) from None
+    opened = open_home(settings.home, why=" (reindex works on a home no daemon is using)")
     started = time.perf_counter()
     try:
         with Progress(
@@ -70,15 +65,11 @@ def doctor(
 
     from ..doctor import Doctor
     from ..paths import resolve_home
-    from ..storage.home import Home
 
     settings = load_settings(home=home)
     if settings.home is not None and not resolve_home(settings.home).exists():
         raise fail(f"there is no data home at {resolve_home(settings.home)}", 4)
-    try:
-        opened = Home.open(settings.home)
-    except HomeUnavailable as exc:
-        raise fail(f"{exc} (doctor works on a home no daemon is using)", 3) from None
+    opened = open_home(settings.home, why=" (doctor works on a home no daemon is using)")
     try:
         with Progress(
             "[progress.description]{task.description}",

@@ -10,9 +10,8 @@ from typing import Annotated
 
 import typer
 
-from ..errors import HomeUnavailable
 from ..settings import Settings
-from .common import fail, load_settings
+from .common import fail, load_settings, open_home
 
 
 def settings_help() -> str:
@@ -36,16 +35,13 @@ def serve(
 
     from ..api.guard import connection
     from ..app import create_app
-    from ..storage.home import Home
 
     settings = load_settings(host=host, port=port, home=home)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    try:
-        opened = Home.open(settings.home, fallback=settings.fallback)
-    except HomeUnavailable as exc:
-        raise fail(str(exc)) from None
+    _check_port(settings.host, settings.port)  # before anything is made on disk
+    opened = open_home(settings.home, fallback=settings.fallback)
     try:
         application = create_app(settings, home=opened)
     except (OSError, ValueError) as exc:
@@ -74,6 +70,22 @@ def serve(
     server.run()
     if not server.started:
         raise typer.Exit(3)
+
+
+def _check_port(host: str, port: int) -> None:
+    """Exit 3, having made nothing, when the address is taken (another daemon, most
+    likely); any other trouble binding is left for the server to report."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise fail(f"{host}:{port} is in use (a daemon running already?)", 3) from None
 
 
 def _raise_open_file_limit() -> None:

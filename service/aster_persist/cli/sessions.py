@@ -21,6 +21,7 @@ from .common import (
     EXIT_REFUSED,
     Json,
     RepoRoot,
+    SessionId,
     Url,
     daemon,
     emit_json,
@@ -80,7 +81,7 @@ def sessions_list(
 
 @sessions_app.command("show")
 def sessions_show(
-    session_id: str,
+    session_id: SessionId,
     width: Annotated[int, typer.Option(help="Tool results are cut to this many characters.")] = 300,
     json_out: Json = False,
     url: Url = None,
@@ -171,7 +172,9 @@ def sessions_latest(
 
 
 @sessions_app.command("rename")
-def sessions_rename(session_id: str, title: str, json_out: Json = False, url: Url = None) -> None:
+def sessions_rename(
+    session_id: SessionId, title: str, json_out: Json = False, url: Url = None
+) -> None:
     """Set a session's title (journaled: `journal revert` undoes it)."""
     with daemon(url) as aster:
         done = aster.rename_session(session_id, title)
@@ -182,7 +185,7 @@ def sessions_rename(session_id: str, title: str, json_out: Json = False, url: Ur
 
 @sessions_app.command("delete")
 def sessions_delete(
-    session_id: str,
+    session_id: SessionId,
     purge: Annotated[bool, typer.Option(help="For good, not to the trash.")] = False,
     json_out: Json = False,
     url: Url = None,
@@ -196,7 +199,7 @@ def sessions_delete(
 
 
 @sessions_app.command("restore")
-def sessions_restore(session_id: str, json_out: Json = False, url: Url = None) -> None:
+def sessions_restore(session_id: SessionId, json_out: Json = False, url: Url = None) -> None:
     """Bring a session back from the trash."""
     with daemon(url) as aster:
         done = aster.restore_session(session_id)
@@ -207,7 +210,7 @@ def sessions_restore(session_id: str, json_out: Json = False, url: Url = None) -
 
 @sessions_app.command("export")
 def sessions_export(
-    session_id: str,
+    session_id: SessionId,
     format: Annotated[str, typer.Option(help="native (JSONL) or openai (messages).")] = "native",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here, not to stdout.")
@@ -250,6 +253,11 @@ def sessions_prune(
     url: Url = None,
 ) -> None:
     """Move old sessions to the trash: a dry run unless --apply."""
+    if older_than_days is None and keep_latest is None and purge_trash_older_than_days is None:
+        raise fail(
+            "say what to prune: --older-than-days, --keep-latest or --purge-trash-older-than-days",
+            2,
+        )
     with daemon(url) as aster:
         done = aster.prune_sessions(
             older_than_days=older_than_days,

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from .common import Json, RepoRoot, Url, daemon, emit_json, fail, project, top_level
+from .common import Json, RepoRoot, SessionId, Url, daemon, emit_json, fail, project, top_level
 
 
 def read_events(data: bytes) -> list[dict[str, Any]]:
@@ -64,7 +64,7 @@ def sessions_create(
 
 
 def sessions_append(
-    session_id: str,
+    session_id: SessionId,
     idempotency_key: Annotated[
         str | None,
         typer.Option(help="A retry with the same key writes nothing and says so."),

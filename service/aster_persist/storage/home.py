@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import HomeUnavailable, InvalidName
+from ..errors import HomeInUse, HomeUnavailable, InvalidName
 from ..paths import resolve_home
 from . import fs
 
@@ -190,7 +190,7 @@ class Home:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
             if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise HomeUnavailable(
+                raise HomeInUse(
                     f"data home {self.root} is in use by another aster-persist daemon (pid {holder})"
                 ) from exc
             raise HomeUnavailable(f"cannot lock {path}: {exc.strerror}") from exc

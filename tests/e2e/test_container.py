@@ -148,3 +148,39 @@ def test_the_entrypoint_runs_as_the_image_runs_it(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
+
+
+def test_the_build_context_leaves_out_the_checkout_and_keeps_what_is_copied() -> None:
+    """`.dockerignore` keeps `.git`, `.venv` and the tests out of the build context, and
+    nothing the Dockerfile copies in."""
+    import fnmatch
+
+    patterns = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+    def ignored(path: str) -> bool:
+        parts = path.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(
+            fnmatch.fnmatch(p, pattern.removeprefix("**/")) or fnmatch.fnmatch(p, pattern)
+            for pattern in patterns
+            for p in prefixes + parts
+        )
+
+    for left_out in (".git", ".venv", "tests/e2e/typescript/node_modules", "test-artifacts"):
+        assert ignored(left_out), left_out
+    copied = [
+        source
+        for _line, op, args in instructions(REPO / "Dockerfile")
+        if op == "COPY" and "--from" not in args
+        for source in args.split()[:-1]
+    ]
+    assert copied and "service" in copied
+    for source in copied:
+        for path in (REPO / source).rglob("*") if (REPO / source).is_dir() else [REPO / source]:
+            rel = str(path.relative_to(REPO))
+            if "__pycache__" not in rel and ".egg-info" not in rel:  # built here, not sources
+                assert not ignored(rel), rel

@@ -17,8 +17,9 @@ import pytest
 BEFORE = {
     (): [
         *("serve", "reindex", "search", "mcp", "doctor", "openapi"),
-        *("sessions", "memory", "follow", "hooks", "journal"),  # journal: a group since revert
-    ],
+        *("sessions", "memory", "follow", "hooks", "service", "journal"),
+    ],  # journal: a group since revert
+    ("service",): ["install", "uninstall"],
     ("journal",): ["revert"],
     ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [

@@ -14,6 +14,7 @@ One module per command group, registered here in the order ``--help`` lists them
     hooks.py        hooks claude (print, install, uninstall), and hook claude-code
                     (what those hooks run)
     codex_hooks.py  hooks codex and codex-instructions, and hook codex (Codex's notify)
+    service.py      service install/uninstall (a systemd user unit, a launchd agent)
     mcp_stdio.py    mcp (the daemon's MCP server over stdio, for stdio-only clients)
     writing.py      sessions create/append, memory success/failure (writes for headless hosts)
     common.py       failing with an exit code, settings, the daemon connection, tables, JSON
@@ -36,6 +37,7 @@ from .mcp_stdio import mcp_command
 from .memory import memory_app
 from .search import search_command
 from .server import serve, settings_help
+from .service import service_app
 from .sessions import sessions_app
 from .writing import memory_failure, memory_success, sessions_append, sessions_create
 
@@ -89,6 +91,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(memory_app, name="memory")
 app.add_typer(follow_app, name="follow")
 app.add_typer(hooks_app, name="hooks")
+app.add_typer(service_app, name="service")
 app.add_typer(hook_app, name="hook")
 app.add_typer(journal_app, name="journal")
 app.command("search")(search_command)

@@ -1,0 +1,130 @@
+"""``service``: keep the daemon running for a user, as a systemd user unit (Linux) or a
+launchd agent (macOS). ``install`` writes the file (``--print`` only shows it) and
+says the one command that starts it; ``uninstall`` takes our file away again. The
+unit runs this interpreter's ``-m aster_persist serve``, so it keeps working whatever
+``PATH`` the service manager gives it."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shlex
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import fail
+
+service_app = typer.Typer(help="Keep the daemon running: a systemd user unit or a launchd agent.")
+
+NAME = "aster-persist"
+LABEL = "dev.aster-persist.daemon"
+MARK = "written by aster-persist service install"
+
+
+class Kind(StrEnum):
+    systemd = "systemd"
+    launchd = "launchd"
+
+
+def default_kind() -> Kind:
+    return Kind.launchd if sys.platform == "darwin" else Kind.systemd
+
+
+def command() -> list[str]:
+    return [sys.executable, "-m", "aster_persist", "serve"]
+
+
+def place(kind: Kind) -> Path:
+    """Where the service manager looks for a user's unit or agent."""
+    if kind is Kind.launchd:
+        return Path.home() / "Library" / "LaunchAgents" / f"{LABEL}.plist"
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "systemd" / "user" / f"{NAME}.service"
+
+
+def systemd_unit(home: Path | None) -> str:
+    env = f"Environment=ASTER_HOME={home}\n" if home is not None else ""
+    return (
+        f"# {MARK}\n"
+        "[Unit]\n"
+        "Description=aster-persist: durable store for AI coding agents\n"
+        "After=network.target\n\n"
+        "[Service]\n"
+        f"ExecStart={shlex.join(command())}\n"
+        f"{env}"
+        "Restart=on-failure\n"
+        "RestartSec=2\n\n"
+        "[Install]\n"
+        "WantedBy=default.target\n"
+    )
+
+
+def launchd_agent(home: Path | None) -> str:
+    agent = {
+        "Label": LABEL,
+        "ProgramArguments": command(),
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},
+        "Comment": MARK,
+    }
+    if home is not None:
+        agent["EnvironmentVariables"] = {"ASTER_HOME": str(home)}
+    return plistlib.dumps(agent).decode()
+
+
+def starts_with(kind: Kind, path: Path) -> str:
+    if kind is Kind.launchd:
+        return f"launchctl bootstrap gui/{os.getuid()} {shlex.quote(str(path))}"
+    return f"systemctl --user daemon-reload && systemctl --user enable --now {NAME}"
+
+
+KindOption = Annotated[
+    Kind | None, typer.Option("--kind", help="systemd or launchd (default: this system's).")
+]
+
+
+@service_app.command("install")
+def service_install(
+    kind: KindOption = None,
+    home: Annotated[Path | None, typer.Option(help="The data home it serves (ASTER_HOME).")] = None,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Show the unit or agent; write nothing.")
+    ] = False,
+) -> None:
+    """Write a systemd user unit or a launchd agent that runs the daemon, and say how
+    to start it."""
+    kind = kind or default_kind()
+    home = home.expanduser().absolute() if home is not None else None
+    text = systemd_unit(home) if kind is Kind.systemd else launchd_agent(home)
+    if print_only:
+        sys.stdout.write(text)
+        return
+    path = place(kind)
+    if path.is_symlink():
+        raise fail(f"{path} is a link; it is not written through", 1)
+    if path.exists() and MARK not in path.read_text(errors="replace"):
+        raise fail(f"{path} is not ours; move it away first", 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+    typer.echo(f"wrote {path}")
+    typer.echo(f"start it with: {starts_with(kind, path)}", err=True)
+
+
+@service_app.command("uninstall")
+def service_uninstall(kind: KindOption = None) -> None:
+    """Take the unit or agent away (stop it first: `systemctl --user disable --now
+    aster-persist`, or `launchctl bootout`)."""
+    kind = kind or default_kind()
+    path = place(kind)
+    if not path.exists() or path.is_symlink():
+        raise fail(f"no unit of ours at {path}", 4)
+    if MARK not in path.read_text(errors="replace"):
+        raise fail(f"{path} is not ours; left as it is", 1)
+    path.unlink()
+    typer.echo(f"removed {path}")

@@ -1,0 +1,132 @@
+"""Installing for a person's everyday use: ``pipx install .`` gives a working
+``aster-persist`` in an environment of its own with only what the daemon needs, ``make
+run`` installs no test tools, and ``service install`` writes a systemd user unit or a
+launchd agent (and ``uninstall`` takes it away)."""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from ..conftest import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = str(Path(sys.executable).with_name("aster-persist"))
+
+
+def source_copy(into: Path) -> Path:
+    """What an install reads (so a build never writes into the checkout)."""
+    into.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(REPO / name, into / name)
+    shutil.copytree(
+        REPO / "service",
+        into / "service",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    return into
+
+
+def test_pipx_install_gives_a_working_command_without_the_test_tools(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+    }
+    source = source_copy(tmp_path / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "pipx", "install", str(source)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    command = tmp_path / "bin" / "aster-persist"
+    version = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("aster-persist ")
+    python = tmp_path / "pipx" / "venvs" / "aster-persist" / "bin" / "python"
+    for tool in ("pytest", "playwright", "schemathesis"):
+        absent = subprocess.run([python, "-c", f"import {tool}"], capture_output=True)
+        assert absent.returncode != 0, f"{tool} was installed"
+
+    port = free_port()
+    daemon = subprocess.Popen(
+        [command, "serve", "--port", str(port), "--home", str(tmp_path / "home")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and daemon.poll() is None, "never ready"
+            time.sleep(0.1)
+        made = httpx.post(f"http://127.0.0.1:{port}/v1/sessions", json={"repo_root": "/srv/x"})
+        assert made.status_code == 201
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+
+
+def test_make_run_installs_the_daemon_alone() -> None:
+    planned = subprocess.run(
+        ["make", "-n", "run", "VENV=/nonexistent/venv"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    installs = [line for line in planned.splitlines() if "pip install" in line and "-e" in line]
+    assert installs and all("[test]" not in line for line in installs), planned
+    assert "aster-persist serve" in planned
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_service_install_writes_a_unit_and_uninstall_takes_it_away(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    shown = run("service", "install", "--kind", "systemd", "--print", env=env)
+    assert shown.returncode == 0 and f"ExecStart={sys.executable} -m aster_persist serve" in (
+        shown.stdout
+    )
+    unit = tmp_path / "config" / "systemd" / "user" / "aster-persist.service"
+    assert not unit.exists()  # --print writes nothing
+
+    done = run("service", "install", "--kind", "systemd", "--home", str(tmp_path / "d"), env=env)
+    assert done.returncode == 0 and "systemctl --user enable --now aster-persist" in done.stderr
+    text = unit.read_text()
+    assert f"Environment=ASTER_HOME={tmp_path / 'd'}" in text and "WantedBy=default.target" in text
+    assert run("service", "install", "--kind", "systemd", env=env).returncode == 0  # again: ours
+
+    agent = tmp_path / "Library" / "LaunchAgents" / "dev.aster-persist.daemon.plist"
+    assert run("service", "install", "--kind", "launchd", env=env).returncode == 0
+    loaded = plistlib.loads(agent.read_bytes())
+    assert loaded["ProgramArguments"] == [sys.executable, "-m", "aster_persist", "serve"]
+    assert loaded["RunAtLoad"] is True
+
+    for kind, path in (("systemd", unit), ("launchd", agent)):
+        assert run("service", "uninstall", "--kind", kind, env=env).returncode == 0
+        assert not path.exists()
+        assert run("service", "uninstall", "--kind", kind, env=env).returncode == 4
+
+    unit.write_text("[Service]\nExecStart=/usr/bin/something-else\n")  # a person's own
+    refused = run("service", "install", "--kind", "systemd", env=env)
+    assert refused.returncode == 1 and "not ours" in refused.stderr
+    assert unit.read_text() == "[Service]\nExecStart=/usr/bin/something-else\n"
+    assert run("service", "uninstall", "--kind", "systemd", env=env).returncode == 1
+    assert unit.exists()

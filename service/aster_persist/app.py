@@ -200,7 +200,7 @@ def create_app(
             journal.close()
             home.close()
 
-    origins = settings.cors_origins or settings.own_origins
+    origins = settings.origins
     app = AsterApp(
         title="aster-persist",
         version=__version__,
@@ -240,7 +240,7 @@ def create_app(
     )
     app.front = lambda inner: Guard(
         FastPath(inner, app),
-        allowed_hosts=settings.allowed_hosts,
+        allowed_hosts=[*settings.allowed_hosts, *filter(None, [settings.public_host])],
         allowed_origins=origins,
         token=token,
         max_body_bytes=settings.max_body_bytes,

@@ -14,6 +14,7 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -62,6 +63,11 @@ class Settings(BaseSettings):
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Extra Host names accepted besides localhost, 127.0.0.1 and [::1].",
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="Where clients reach the daemon when it is published elsewhere (a "
+        "container's port mapped, a proxy): its host and origin are allowed too.",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -185,6 +191,27 @@ class Settings(BaseSettings):
                 raise ValueError(f"origin {origin!r} is never allowed")
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _an_origin(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        parsed = urlsplit(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"the public URL is http(s)://host[:port], not {value!r}")
+        if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
+            raise ValueError(f"the public URL is an origin, with no path: {value!r}")
+        try:
+            parsed.port  # noqa: B018 - a port out of range raises
+        except ValueError as exc:
+            raise ValueError(f"the public URL's port is not a port: {value!r}") from exc
+        return f"{parsed.scheme}://{parsed.netloc}".lower()
+
+    @property
+    def public_host(self) -> str | None:
+        """The host name of the public URL, as a Host header names it."""
+        return urlsplit(self.public_url).hostname if self.public_url else None
+
     @property
     def loopback(self) -> bool:
         """True when the bind address only accepts local connections."""
@@ -223,6 +250,13 @@ class Settings(BaseSettings):
         if self.host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
             names.append(self.host)
         return [f"http://{name}:{self.port}" for name in names]
+
+    @property
+    def origins(self) -> list[str]:
+        """The origins allowed to call the API: those named, else the daemon's own; and
+        the public URL's, whichever."""
+        named = self.cors_origins or self.own_origins
+        return [*named, self.public_url] if self.public_url else named
 
 
 class SettingsError(ValueError):

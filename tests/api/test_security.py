@@ -25,7 +25,11 @@ def test_foreign_host_is_403_before_any_work(client: TestClient, home: Path, hos
 
 
 @pytest.mark.parametrize(
-    "host", ["localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"]
+    "host",
+    [
+        *("localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"),
+        "host.docker.internal:4627",  # how a container names this machine
+    ],
 )
 def test_local_hosts_pass(client: TestClient, host: str) -> None:
     assert client.get("/healthz", headers={"Host": host}).status_code == 200
@@ -35,6 +39,38 @@ def test_extra_allowed_hosts(home: Path) -> None:
     with make_client(home, allowed_hosts="aster.internal, other") as client:
         assert client.get("/healthz", headers={"Host": "aster.internal:4627"}).status_code == 200
         assert client.get("/healthz", headers={"Host": "nope"}).status_code == 403
+
+
+def test_a_published_address_is_allowed_as_host_and_origin(home: Path) -> None:
+    """A container's port mapped elsewhere (ASTER_PUBLIC_URL): the page there can write."""
+    public = {"public_url": "http://Aster.Example:8080/"}
+    with make_client(home, **public) as client:
+        hosted = client.get("/healthz", headers={"Host": "aster.example:8080"})
+        assert hosted.status_code == 200
+        r = client.post(
+            "/v1/sessions",
+            json={"repo_root": REPO},
+            headers={"Origin": "http://aster.example:8080", "Host": "aster.example:8080"},
+        )
+        assert r.status_code == 201 and r.headers["access-control-allow-origin"] == (
+            "http://aster.example:8080"
+        )
+        other = client.get("/v1/sessions", headers={"Origin": "http://aster.example:9090"})
+        assert other.status_code == 403
+    with make_client(home, cors_origins="http://tool.example", **public) as client:
+        both = [
+            client.get("/v1/sessions", headers={"Origin": origin}).status_code
+            for origin in ("http://tool.example", "http://aster.example:8080")
+        ]
+        assert both == [200, 200]
+
+
+@pytest.mark.parametrize(
+    "url", ["aster.example", "ftp://aster.example", "http://aster.example/app", "http://:80"]
+)
+def test_a_public_url_that_is_no_origin_is_refused_by_name(url: str) -> None:
+    with pytest.raises(ValueError, match="public URL"):
+        Settings(public_url=url)
 
 
 @pytest.mark.parametrize("origin", ["null", "http://evil.example", "http://127.0.0.1:9999"])

@@ -88,7 +88,7 @@ def test_compose_file_is_valid_and_publishes_on_loopback_only() -> None:
     assert "aster-persist" in service["environment"]["ASTER_ALLOWED_HOSTS"]
     # the public URL follows the published port, so a page there may write
     (published,) = service["ports"]
-    host_port = published.split(":")[1]
+    host_port = published.removeprefix("127.0.0.1:").rsplit(":", 1)[0]
     assert service["environment"]["ASTER_PUBLIC_URL"] == f"http://127.0.0.1:{host_port}"
 
 

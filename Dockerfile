@@ -1,11 +1,13 @@
 # syntax=docker/dockerfile:1
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY requirements.lock pyproject.toml README.md LICENSE ./
 COPY service ./service
+# the dependencies as locked (make lock), then the project alone
 RUN python -m venv /opt/aster \
  && /opt/aster/bin/pip install --no-cache-dir --upgrade pip==24.2 \
- && /opt/aster/bin/pip install --no-cache-dir .
+ && /opt/aster/bin/pip install --no-cache-dir -r requirements.lock \
+ && /opt/aster/bin/pip install --no-cache-dir --no-deps .
 
 FROM python:3.11-slim
 RUN groupadd --system --gid 10001 aster \

@@ -6,7 +6,7 @@ HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(HASH)
 RUN_STAMP := $(VENV)/.daemon-$(HASH)
 
-.PHONY: run test proof lint bench openapi clean
+.PHONY: run test proof lint bench openapi lock clean
 
 # everything: the daemon, the adapters' frameworks and the test tools
 $(STAMP): pyproject.toml
@@ -55,6 +55,11 @@ lint: $(STAMP)
 
 openapi: $(STAMP)  ## regenerate openapi/openapi.json from the app
 	$(BIN)/aster-persist openapi --output openapi/openapi.json
+
+lock: $(STAMP)  ## requirements.lock (the container's pinned dependencies) from pyproject.toml
+	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report lock-report.json .
+	$(BIN)/python -m tests.lockfile lock-report.json > requirements.lock
+	rm -f lock-report.json
 
 bench: $(STAMP)  ## benchmarks against baselines measured in the same run
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)

@@ -1,4 +1,5 @@
-"""Installing for a person's everyday use: ``pipx install .`` gives a working
+"""Installing for a person's everyday use: ``pipx install .`` and ``uv tool install .``
+give a working
 ``aster-persist`` in an environment of its own with only what the daemon needs, ``make
 run`` installs no test tools, and ``service install`` writes a systemd user unit or a
 launchd agent (and ``uninstall`` takes it away)."""
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ..conftest import free_port
 
@@ -34,26 +36,35 @@ def source_copy(into: Path) -> Path:
     return into
 
 
-def test_pipx_install_gives_a_working_command_without_the_test_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("installer", ["pipx", "uv"])
+def test_a_tool_install_gives_a_working_command_without_the_test_tools(
+    tmp_path: Path, installer: str
+) -> None:
+    """`pipx install .` and `uv tool install .`, each into a place of its own."""
     env = {
         **os.environ,
-        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_HOME": str(tmp_path / "tools"),
         "PIPX_BIN_DIR": str(tmp_path / "bin"),
         "PIPX_MAN_DIR": str(tmp_path / "man"),
+        "UV_TOOL_DIR": str(tmp_path / "tools"),
+        "UV_TOOL_BIN_DIR": str(tmp_path / "bin"),
     }
     source = source_copy(tmp_path / "src")
-    done = subprocess.run(
-        [sys.executable, "-m", "pipx", "install", str(source)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    install = (
+        [sys.executable, "-m", "pipx", "install", str(source)]
+        if installer == "pipx"
+        else [str(Path(sys.executable).with_name("uv")), "tool", "install", str(source)]
     )
+    done = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     command = tmp_path / "bin" / "aster-persist"
     version = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("aster-persist ")
-    python = tmp_path / "pipx" / "venvs" / "aster-persist" / "bin" / "python"
+    tools = tmp_path / "tools"  # pipx keeps venvs/<name>, uv <name>
+    (python,) = [
+        *tools.glob("venvs/aster-persist/bin/python"),
+        *tools.glob("aster-persist/bin/python"),
+    ]
     for tool in ("pytest", "playwright", "schemathesis"):
         absent = subprocess.run([python, "-c", f"import {tool}"], capture_output=True)
         assert absent.returncode != 0, f"{tool} was installed"

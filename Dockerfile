@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-FROM python:3.11-slim AS build
+# The base image by digest (its tag moves; the digest does not). To move it on:
+#   docker buildx imagetools inspect python:3.11-slim
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS build
 WORKDIR /src
 COPY requirements.lock pyproject.toml README.md LICENSE ./
 COPY service ./service
@@ -9,7 +11,7 @@ RUN python -m venv /opt/aster \
  && /opt/aster/bin/pip install --no-cache-dir -r requirements.lock \
  && /opt/aster/bin/pip install --no-cache-dir --no-deps .
 
-FROM python:3.11-slim
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 RUN groupadd --system --gid 10001 aster \
  && useradd --system --uid 10001 --gid aster --home-dir /data --shell /usr/sbin/nologin aster \
  && mkdir -p /data \

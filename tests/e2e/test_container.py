@@ -61,7 +61,9 @@ def test_the_image_is_slim_non_root_and_keeps_its_data_on_a_volume() -> None:
     steps = instructions(REPO / "Dockerfile")
     final = max(stage for stage, _, _ in steps)
     last = [(word, args) for stage, word, args in steps if stage == final]
-    assert last[0][0] == "FROM" and re.fullmatch(r"python:3\.\d+-slim", last[0][1])
+    assert last[0][0] == "FROM" and re.fullmatch(
+        r"python:3\.\d+-slim(@sha256:[0-9a-f]{64})?", last[0][1]
+    )
     users = [args for word, args in last if word == "USER"]
     assert users and users[-1].split(":")[0] not in ("root", "0")
     env = {k: v for word, args in last if word == "ENV" for k, v in env_of(args).items()}
@@ -152,6 +154,15 @@ def test_the_entrypoint_runs_as_the_image_runs_it(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
+
+
+def test_every_base_image_is_pinned_by_digest() -> None:
+    bases = [
+        args.split()[0] for _stage, op, args in instructions(REPO / "Dockerfile") if op == "FROM"
+    ]
+    assert len(bases) == 2
+    for base in bases:
+        assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", base), base
 
 
 def test_the_build_context_leaves_out_the_checkout_and_keeps_what_is_copied() -> None:

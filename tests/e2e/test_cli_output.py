@@ -253,3 +253,13 @@ def test_exit_codes_are_the_same_for_every_command(server: Daemon, tmp_path: Pat
     )
     assert busy.returncode == 3 and "is in use" in busy.stderr
     assert "serving" not in busy.stderr and not fresh.exists()  # nothing made
+
+
+def test_following_a_folder_answers_in_json_too(server: Daemon, tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    home = ("--home", str(tmp_path / "home"))
+    added = json.loads(fed(server, "", "follow", "add", str(folder), *home, "--json").stdout)
+    assert added == {"following": str(folder), "folders": [str(folder)]}
+    removed = json.loads(fed(server, "", "follow", "remove", str(folder), *home, "--json").stdout)
+    assert removed == {"stopped": str(folder), "folders": []}

@@ -6,6 +6,7 @@ launchd agent (and ``uninstall`` takes it away)."""
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import shutil
@@ -122,7 +123,8 @@ def test_service_install_writes_a_unit_and_uninstall_takes_it_away(tmp_path: Pat
     assert done.returncode == 0 and "systemctl --user enable --now aster-persist" in done.stderr
     text = unit.read_text()
     assert f"Environment=ASTER_HOME={tmp_path / 'd'}" in text and "WantedBy=default.target" in text
-    assert run("service", "install", "--kind", "systemd", env=env).returncode == 0  # again: ours
+    again = run("service", "install", "--kind", "systemd", "--json", env=env)  # again: ours
+    assert json.loads(again.stdout)["path"] == str(unit)
 
     agent = tmp_path / "Library" / "LaunchAgents" / "dev.aster-persist.daemon.plist"
     assert run("service", "install", "--kind", "launchd", env=env).returncode == 0
@@ -131,7 +133,8 @@ def test_service_install_writes_a_unit_and_uninstall_takes_it_away(tmp_path: Pat
     assert loaded["RunAtLoad"] is True
 
     for kind, path in (("systemd", unit), ("launchd", agent)):
-        assert run("service", "uninstall", "--kind", kind, env=env).returncode == 0
+        gone = run("service", "uninstall", "--kind", kind, "--json", env=env)
+        assert json.loads(gone.stdout) == {"kind": kind, "removed": str(path)}
         assert not path.exists()
         assert run("service", "uninstall", "--kind", kind, env=env).returncode == 4
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,14 @@ def test_reindex_rebuilds_from_the_files(home: Path, clock: FakeClock) -> None:
     with make_client(home, clock) as client:
         assert results(client, queries) == before
         assert [h["name"] for h in search_memory(client, "walrus")] == ["m"]
+    again = subprocess.run(
+        [sys.executable, "-m", "aster_persist", "reindex", "--home", str(home), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(again.stdout)
+    assert (report["files"], report["documents"], report["memory"]) == (3, 10, 1)
 
 
 def test_reindex_refuses_while_the_home_is_in_use(home: Path) -> None:

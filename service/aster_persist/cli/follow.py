@@ -26,7 +26,7 @@ def _home(home: Path | None) -> tuple[Path, list[str]]:
 
 
 @follow_app.command("add")
-def add(path: Folder, home: Home = None) -> None:
+def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
     """Follow a folder: its sessions are imported now and as they grow."""
     folder = path.expanduser().absolute()
     if not folder.is_dir():
@@ -34,12 +34,15 @@ def add(path: Folder, home: Home = None) -> None:
     from ..live.follow import listed, write_list
 
     root, _configured = _home(home)
-    write_list(root, [*listed(root), str(folder)])
+    folders = [*listed(root), str(folder)]
+    write_list(root, folders)
+    if json_out:
+        return emit_json({"following": str(folder), "folders": listed(root)})
     typer.echo(f"following {folder}")
 
 
 @follow_app.command("remove")
-def remove(path: Folder, home: Home = None) -> None:
+def remove(path: Folder, home: Home = None, json_out: Json = False) -> None:
     """Stop following a folder (what was imported of it stays)."""
     folder = str(path.expanduser().absolute())
     from ..live.follow import listed, write_list
@@ -49,6 +52,8 @@ def remove(path: Folder, home: Home = None) -> None:
     if folder not in folders:
         raise fail(f"{folder} is not followed (ASTER_FOLLOW's folders are set there)", 2)
     write_list(root, [f for f in folders if f != folder])
+    if json_out:
+        return emit_json({"stopped": folder, "folders": listed(root)})
     typer.echo(f"no longer following {folder}")
 
 

@@ -13,11 +13,12 @@ import orjson
 import typer
 
 from ..settings import Settings
-from .common import fail, load_settings, open_home
+from .common import emit_json, fail, load_settings, open_home
 
 
 def reindex(
     home: Annotated[Path | None, typer.Option(help="Data home (ASTER_HOME).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="What was rebuilt, as JSON.")] = False,
 ) -> None:
     """Rebuild the search index and session catalog from the files, with the daemon
     stopped. Never needed for correctness (the daemon rebuilds a missing or broken index
@@ -45,6 +46,9 @@ def reindex(
             )
     finally:
         opened.close()
+    seconds = round(time.perf_counter() - started, 3)
+    if json_out:
+        return emit_json({**stats, "seconds": seconds})
     typer.echo(
         f"reindexed {stats['files']} sessions ({stats['documents']} documents) and "
         f"{stats['memory']} memory files in {time.perf_counter() - started:.1f} s"

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from .common import fail
+from .common import Json, emit_json, fail
 
 service_app = typer.Typer(help="Keep the daemon running: a systemd user unit or a launchd agent.")
 
@@ -94,6 +94,7 @@ def service_install(
     print_only: Annotated[
         bool, typer.Option("--print", help="Show the unit or agent; write nothing.")
     ] = False,
+    json_out: Json = False,
 ) -> None:
     """Write a systemd user unit or a launchd agent that runs the daemon, and say how
     to start it."""
@@ -112,12 +113,14 @@ def service_install(
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
+    if json_out:
+        return emit_json({"kind": kind.value, "path": str(path), "start": starts_with(kind, path)})
     typer.echo(f"wrote {path}")
     typer.echo(f"start it with: {starts_with(kind, path)}", err=True)
 
 
 @service_app.command("uninstall")
-def service_uninstall(kind: KindOption = None) -> None:
+def service_uninstall(kind: KindOption = None, json_out: Json = False) -> None:
     """Take the unit or agent away (stop it first: `systemctl --user disable --now
     aster-persist`, or `launchctl bootout`)."""
     kind = kind or default_kind()
@@ -127,4 +130,6 @@ def service_uninstall(kind: KindOption = None) -> None:
     if MARK not in path.read_text(errors="replace"):
         raise fail(f"{path} is not ours; left as it is", 1)
     path.unlink()
+    if json_out:
+        return emit_json({"kind": kind.value, "removed": str(path)})
     typer.echo(f"removed {path}")

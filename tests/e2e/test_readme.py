@@ -54,3 +54,64 @@ def test_readme_settings_table_matches_the_settings() -> None:
         if isinstance(default, float) and default.is_integer():
             shown = str(int(default))
         assert rows[name.upper()].strip() == f"`{shown}`", name
+
+
+def test_readme_cli_examples(home: Path, tmp_path: Path) -> None:
+    """The command line section's two blocks, as written: the first against a running
+    daemon from inside a repository, the second with the daemon stopped."""
+    import os
+    import sys
+
+    text = README.read_text()
+    section = text.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    online, offline = re.findall(r"```sh\n(.*?)```", section, re.S)[:2]
+    user = tmp_path / "user"
+    (user / "src" / "app" / ".git").mkdir(parents=True)
+    claude = user / ".claude" / "projects" / "-src-app"
+    claude.mkdir(parents=True)
+    fixture = (
+        Path(__file__).parents[1] / "fixtures" / "claude-code" / "spotter" / "tool_heavy.jsonl"
+    )
+    shutil.copy(fixture, claude / fixture.name)
+    env = {
+        **os.environ,
+        "HOME": str(user),
+        "ASTER_HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    daemon = Daemon(home)
+    env["ASTER_URL"] = daemon.url
+    daemon.start()
+    try:
+        script = "set -euo pipefail\n" + online + '\necho "SID=$sid"\n'
+        done = subprocess.run(
+            ["bash", "-c", script], capture_output=True, text=True, timeout=180, env=env
+        )
+        assert done.returncode == 0, done.stderr + done.stdout
+        sid = done.stdout.strip().rsplit("SID=", 1)[1]
+        session = httpx.get(f"{daemon.url}/v1/sessions/{sid}").json()
+        assert session["title"] == "Flaky websocket" and session["repo_root"] == str(
+            user / "src" / "app"
+        )
+        assert (user / "chat.json").exists()
+        root = {"repo_root": str(user / "src" / "app")}
+
+        def names(**params: str) -> set[str]:
+            found = httpx.get(f"{daemon.url}/v1/memory/blocks", params=params).json()
+            return {b["name"] for b in found["items"]}
+
+        assert "database" in names(**root)  # --repo-root . in the repository
+        assert {"release-success", "deploy-failure"} <= names()  # global
+        listed = httpx.get(f"{daemon.url}/v1/sessions").json()["items"]
+        assert [s["source_tool"] for s in listed].count("claude-code") == 1  # imported once
+    finally:
+        assert daemon.stop() == 0
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + offline],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "all well" in done.stdout and "reindexed" in done.stdout

@@ -263,3 +263,18 @@ def test_following_a_folder_answers_in_json_too(server: Daemon, tmp_path: Path) 
     assert added == {"following": str(folder), "folders": [str(folder)]}
     removed = json.loads(fed(server, "", "follow", "remove", str(folder), *home, "--json").stdout)
     assert removed == {"stopped": str(folder), "folders": []}
+
+
+def test_the_hook_installers_answer_in_json_too(server: Daemon, tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    claude = fed(server, "", "hooks", "claude", "--install", "--settings", str(settings), "--json")
+    assert json.loads(claude.stdout) == {"settings": str(settings), "installed": True}
+    config = tmp_path / "config.toml"
+    codex = fed(server, "", "hooks", "codex", "--install", "--config", str(config), "--json")
+    assert json.loads(codex.stdout) == {"config": str(config), "installed": True, "changed": True}
+    agents = tmp_path / "AGENTS.md"
+    agents.write_text("# Notes\n")
+    removed = fed(
+        server, "", "hooks", "codex-instructions", "--remove", "--file", str(agents), "--json"
+    )
+    assert json.loads(removed.stdout) == {"file": str(agents), "removed": True, "changed": False}

@@ -33,7 +33,7 @@ import orjson
 import typer
 
 from .. import client as api
-from .common import EXIT_REFUSED, Url, daemon, fail, top_level
+from .common import EXIT_REFUSED, Json, Url, daemon, emit_json, fail, top_level
 
 TURN_DONE = "agent-turn-complete"
 RUNS = ("aster_persist hook codex", "aster-persist hook codex")  # marks a notify of ours
@@ -188,6 +188,7 @@ def codex_notify(
         Path | None,
         typer.Option(help="Codex's config file (default: config.toml in CODEX_HOME, ~/.codex)."),
     ] = None,
+    json_out: Json = False,
 ) -> None:
     """Codex's notify program for this store: its line of config.toml, printed or set.
 
@@ -205,7 +206,10 @@ def codex_notify(
         updated = with_notify(text or "", line if install else None, force)
     except (OSError, ValueError) as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
-    if updated == (text or ""):
+    changed = updated != (text or "")
+    if json_out:
+        emit_json({"config": str(path), "installed": install, "changed": changed})
+    if not changed:
         said = "already set in" if install else "not set by this program in"
         typer.echo(f"Codex notify {said} {path}; it was left as it is", err=True)
         return
@@ -308,6 +312,7 @@ def codex_instructions(
         Path | None, typer.Option(help="The file (default: AGENTS.md at the repository's top).")
     ] = None,
     remove: Annotated[bool, typer.Option(help="Take the memory block out.")] = False,
+    json_out: Json = False,
     url: Url = None,
 ) -> None:
     """The project's memory in AGENTS.md, which Codex reads.
@@ -327,6 +332,8 @@ def codex_instructions(
         updated = with_block(text or "", content)
     except ValueError as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
+    if json_out:
+        emit_json({"file": str(path), "removed": remove, "changed": updated != (text or "")})
     if updated == (text or ""):
         typer.echo(f"no change to {path}", err=True)
         return

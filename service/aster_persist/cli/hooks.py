@@ -31,7 +31,7 @@ import orjson
 import typer
 
 from .codex_hooks import codex_hook, codex_instructions, codex_notify
-from .common import Url, fail, top_level
+from .common import Json, Url, emit_json, fail, top_level
 
 hooks_app = typer.Typer(help="Plug agents in: their hooks, to print or install.")
 hook_app = typer.Typer(help="What an agent's hooks run (given its payload).", hidden=True)
@@ -90,6 +90,7 @@ def claude_hooks(
         Path, typer.Option(help="Claude Code's settings file (a project's: .claude/).")
     ] = SETTINGS,
     command: Annotated[str | None, typer.Option(help="What the hooks run.")] = None,
+    json_out: Json = False,
 ) -> None:
     """Claude Code's hooks for this store: memory at the start of a session, the session
     brought in after every turn, sub-agent and compaction. Printed, or installed."""
@@ -118,6 +119,8 @@ def claude_hooks(
     temporary.write_bytes(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
     os.replace(temporary, path)  # whole or not at all
     done = "installed in" if install else "removed from"
+    if json_out:
+        emit_json({"settings": str(path), "installed": install})
     typer.echo(f"Claude Code hooks {done} {path}", err=True)
 
 

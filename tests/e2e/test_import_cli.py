@@ -39,7 +39,7 @@ def test_import_a_folder_twice(daemon: Daemon, tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert (
         f"0 sessions imported, 0 brought up to date, {files} already here, 0 files failed"
-        in second.stdout
+        in second.stderr
     )
     # a transcript its agent went on writing: brought up to date, in the same session
     [small] = sorted((tree / "claude").rglob("1af7fc5e-*.jsonl"))
@@ -47,7 +47,7 @@ def test_import_a_folder_twice(daemon: Daemon, tmp_path: Path) -> None:
     small.write_bytes(b"".join(whole.splitlines(keepends=True)[:10]))
     shutil.rmtree(tree / "codex")
     third = run(str(small), "--url", daemon.url)
-    assert "0 sessions imported, 0 brought up to date, 1 already here" in third.stdout
+    assert "0 sessions imported, 0 brought up to date, 1 already here" in third.stderr
     small.write_bytes(whole)
     with small.open("ab") as handle:  # and one record more than the fixture holds
         handle.write(whole.splitlines(keepends=True)[-1].replace(b'"uuid":"', b'"uuid":"x', 1))

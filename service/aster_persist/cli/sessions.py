@@ -363,7 +363,8 @@ def import_command(
             f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
             f"{sum(r.get('updated', 0) for r in results)} brought up to date, "
             f"{sum(r.get('already_imported', 0) for r in results)} already here, "
-            f"{len(failed)} files failed"
+            f"{len(failed)} files failed",
+            err=True,  # a notice: stdout holds the rows
         )
     if failed:
         raise typer.Exit(EXIT_REFUSED)

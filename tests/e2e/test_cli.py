@@ -120,8 +120,8 @@ def test_sessions_rename_delete_restore_export_prune(
     code, out, _ = cli("sessions", "export", sid, "--format", "openai")
     assert code == 0 and json.loads(out)[0] == {"role": "user", "content": "hello there"}
 
-    code, out, _ = cli("sessions", "prune", "--keep-latest", "0")
-    assert code == 0 and "would move" in out and sid in out
+    code, out, err = cli("sessions", "prune", "--keep-latest", "0")
+    assert code == 0 and "would move" in err and sid in out  # the rows out, the notice err
     dry = cli.json("sessions", "prune", "--keep-latest", "0")
     assert dry["dry_run"] and sid in [s["id"] for s in dry["trashed"]]
     assert httpx.get(f"{server.url}/v1/sessions/{sid}").status_code == 200  # a dry run

@@ -72,4 +72,4 @@ def list_folders(home: Home = None, json_out: Json = False) -> None:
         return
     table("folder", "from", rows=rows)
     for folder in offered:
-        typer.echo(f"not followed yet: {folder}  (aster-persist follow add {folder})")
+        typer.echo(f"not followed yet: {folder}  (aster-persist follow add {folder})", err=True)

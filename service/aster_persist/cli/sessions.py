@@ -275,7 +275,9 @@ def sessions_prune(
         rows=[[s.id, short(s.title, 40), s.updated_at, s.reason] for s in done.trashed],
     )
     verb = "would move" if done.dry_run else "moved"
-    typer.echo(f"{verb} {len(done.trashed)} sessions to the trash; purged {len(done.purged)}")
+    typer.echo(
+        f"{verb} {len(done.trashed)} sessions to the trash; purged {len(done.purged)}", err=True
+    )
 
 
 @sessions_app.command("import")

@@ -240,7 +240,7 @@ def create_app(
     )
     app.front = lambda inner: Guard(
         FastPath(inner, app),
-        allowed_hosts=[*settings.allowed_hosts, *filter(None, [settings.public_host])],
+        allowed_hosts=settings.hosts,
         allowed_origins=origins,
         token=token,
         max_body_bytes=settings.max_body_bytes,

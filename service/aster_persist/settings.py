@@ -201,16 +201,36 @@ class Settings(BaseSettings):
             raise ValueError(f"the public URL is http(s)://host[:port], not {value!r}")
         if parsed.path not in ("", "/") or parsed.query or parsed.fragment:
             raise ValueError(f"the public URL is an origin, with no path: {value!r}")
+        if parsed.username is not None or parsed.password is not None:
+            raise ValueError(f"the public URL is an origin, with no user: {value!r}")
         try:
-            parsed.port  # noqa: B018 - a port out of range raises
+            port = parsed.port
         except ValueError as exc:
             raise ValueError(f"the public URL's port is not a port: {value!r}") from exc
-        return f"{parsed.scheme}://{parsed.netloc}".lower()
+        host = parsed.hostname.lower()
+        host = f"[{host}]" if ":" in host else host
+        default = {"http": 80, "https": 443}[parsed.scheme]
+        # as a browser sends it in Origin: no default port
+        return f"{parsed.scheme}://{host}" + (f":{port}" if port not in (None, default) else "")
 
     @property
     def public_host(self) -> str | None:
-        """The host name of the public URL, as a Host header names it."""
-        return urlsplit(self.public_url).hostname if self.public_url else None
+        """The host name of the public URL, as a Host header names it (an IPv6
+        address in brackets)."""
+        if not self.public_url:
+            return None
+        host = urlsplit(self.public_url).hostname or ""
+        return f"[{host}]" if ":" in host else host
+
+    @property
+    def hosts(self) -> list[str]:
+        """The Host names allowed besides this machine's own: those named, the public
+        URL's, and the name containers give this machine when a token is required
+        (that name is answered by a network's DNS, so it is never trusted alone)."""
+        extra = [h for h in (self.public_host, "host.docker.internal") if h]
+        if not self.auth_enabled:
+            extra = extra[:1] if self.public_host else []
+        return [*self.allowed_hosts, *extra]
 
     @property
     def loopback(self) -> bool:

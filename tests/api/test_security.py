@@ -26,10 +26,7 @@ def test_foreign_host_is_403_before_any_work(client: TestClient, home: Path, hos
 
 @pytest.mark.parametrize(
     "host",
-    [
-        *("localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"),
-        "host.docker.internal:4627",  # how a container names this machine
-    ],
+    ["localhost", "localhost:9", "127.0.0.1:4627", "[::1]:4627", "LOCALHOST"],
 )
 def test_local_hosts_pass(client: TestClient, host: str) -> None:
     assert client.get("/healthz", headers={"Host": host}).status_code == 200
@@ -65,8 +62,43 @@ def test_a_published_address_is_allowed_as_host_and_origin(home: Path) -> None:
         assert both == [200, 200]
 
 
+def test_the_name_containers_give_this_machine_only_where_a_token_is_required(
+    home: Path,
+) -> None:
+    """A network's DNS answers host.docker.internal: with no token, trusting it would let
+    a rebinding page read the store; with a token required, containers may use it."""
+    headers = {"Host": "host.docker.internal:4627"}
+    with make_client(home) as client:  # loopback, no token
+        assert client.get("/v1/sessions", headers=headers).status_code == 403
+    with make_client(home, auth="token", token="t" * 32) as client:
+        authorised = {**headers, "Authorization": "Bearer " + "t" * 32}
+        assert client.get("/v1/sessions", headers=authorised).status_code == 200
+        assert client.get("/v1/sessions", headers=headers).status_code == 401
+
+
 @pytest.mark.parametrize(
-    "url", ["aster.example", "ftp://aster.example", "http://aster.example/app", "http://:80"]
+    ("url", "origin", "host"),
+    [
+        ("http://[FD00::1]:8080", "http://[fd00::1]:8080", "[fd00::1]:8080"),
+        ("https://aster.example:443", "https://aster.example", "aster.example"),
+        ("http://aster.example:80/", "http://aster.example", "aster.example"),
+    ],
+)
+def test_a_public_url_is_read_as_a_browser_sends_it(
+    home: Path, url: str, origin: str, host: str
+) -> None:
+    assert Settings(public_url=url).public_url == origin
+    with make_client(home, public_url=url) as client:
+        r = client.get("/v1/sessions", headers={"Host": host, "Origin": origin})
+        assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        *("aster.example", "ftp://aster.example", "http://aster.example/app", "http://:80"),
+        "http://user:pw@aster.example",
+    ],
 )
 def test_a_public_url_that_is_no_origin_is_refused_by_name(url: str) -> None:
     with pytest.raises(ValueError, match="public URL"):

@@ -37,8 +37,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# this machine's own names; host.docker.internal is how a container names the machine
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1", "host.docker.internal"})
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 OPEN_PATHS = frozenset({"/healthz"})
 PAGE = "/"  # the dashboard's page and files carry no data: they load without a token
 PAGE_FILES = "/ui/"

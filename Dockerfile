@@ -3,13 +3,15 @@
 #   docker buildx imagetools inspect python:3.11-slim
 FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS build
 WORKDIR /src
-COPY requirements.lock pyproject.toml README.md LICENSE ./
-COPY service ./service
-# the dependencies as locked (make lock), then the project alone
+# the dependencies exactly as locked (make lock), a layer of their own, then the project
+COPY requirements.lock ./
 RUN python -m venv /opt/aster \
  && /opt/aster/bin/pip install --no-cache-dir --upgrade pip==24.2 \
- && /opt/aster/bin/pip install --no-cache-dir -r requirements.lock \
- && /opt/aster/bin/pip install --no-cache-dir --no-deps .
+ && /opt/aster/bin/pip install --no-cache-dir --no-deps -r requirements.lock
+COPY pyproject.toml README.md LICENSE ./
+COPY service ./service
+RUN /opt/aster/bin/pip install --no-cache-dir --no-deps . \
+ && /opt/aster/bin/pip check
 
 FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 RUN groupadd --system --gid 10001 aster \

@@ -58,7 +58,8 @@ openapi: $(STAMP)  ## regenerate openapi/openapi.json from the app
 
 lock: $(STAMP)  ## requirements.lock (the container's pinned dependencies) from pyproject.toml
 	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report lock-report.json .
-	$(BIN)/python -m tests.lockfile lock-report.json > requirements.lock
+	$(BIN)/python -m tests.lockfile lock-report.json > requirements.lock.new
+	mv requirements.lock.new requirements.lock
 	rm -f lock-report.json
 
 bench: $(STAMP)  ## benchmarks against baselines measured in the same run

@@ -48,8 +48,9 @@ def lock_of(report: dict[str, object]) -> str:
         if normalised(item["metadata"]["name"]) != "aster-persist"
     )
     return (
-        "# The container's dependencies, pinned (Linux, CPython 3.11): `make lock` makes it\n"
-        "# from pyproject.toml, and the suite fails when it no longer matches.\n"
+        "# The container's dependencies, pinned: `make lock` makes it from pyproject.toml,\n"
+        "# resolved for the Python that runs it (the image's: CPython 3.11 on Linux), and the\n"
+        "# suite fails when it no longer matches.\n"
         f"{HEAD}{dependencies_hash()}\n" + "\n".join(lines) + "\n"
     )
 

@@ -31,4 +31,5 @@ def test_every_dependency_is_pinned_at_a_version_it_accepts() -> None:
 def test_the_dockerfile_installs_the_lock_then_the_project_alone() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "requirements.lock" in dockerfile
-    assert "-r requirements.lock" in dockerfile and "--no-deps ." in dockerfile
+    assert "--no-deps -r requirements.lock" in dockerfile and "--no-deps ." in dockerfile
+    assert "pip check" in dockerfile  # nothing missing from the lock goes unnoticed

@@ -150,6 +150,10 @@ def test_the_project_is_the_repository_you_stand_in(server: Daemon, tmp_path: Pa
         f"{server.url}/v1/memory/blocks/tests", params={"repo_root": str(repo), "track": False}
     )
     assert block.status_code == 200 and block.json()["body"].strip() == "Run tox."
+    elsewhere = tmp_path / "notes"
+    elsewhere.mkdir()
+    noted = fed(server, "", "sessions", "latest", "../../../notes", cwd=deep)
+    assert noted.returncode == 4 and f"no session for {elsewhere}\n" in noted.stderr  # not repo
     listed = piped(server, "sessions", "list", "--repo-root", "src", cwd=repo)
     assert [row.split("\t")[0] for row in listed.splitlines()] == [sid]
 

@@ -122,7 +122,17 @@ def test_service_install_writes_a_unit_and_uninstall_takes_it_away(tmp_path: Pat
     done = run("service", "install", "--kind", "systemd", "--home", str(tmp_path / "d"), env=env)
     assert done.returncode == 0 and "systemctl --user enable --now aster-persist" in done.stderr
     text = unit.read_text()
-    assert f"Environment=ASTER_HOME={tmp_path / 'd'}" in text and "WantedBy=default.target" in text
+    assert (
+        f'Environment="ASTER_HOME={tmp_path / "d"}"' in text and "WantedBy=default.target" in text
+    )
+    odd = run(
+        "service", "install", "--print", "--kind", "systemd", "--home", "/srv/a b%c$d", env=env
+    )
+    assert 'Environment="ASTER_HOME=/srv/a b%%c$$d"' in odd.stdout  # systemd reads it back whole
+    from_env = run(
+        "service", "install", "--print", "--kind", "systemd", env={**env, "ASTER_HOME": "/srv/h"}
+    )
+    assert 'Environment="ASTER_HOME=/srv/h"' in from_env.stdout  # the home the CLI uses
     again = run("service", "install", "--kind", "systemd", "--json", env=env)  # again: ours
     assert json.loads(again.stdout)["path"] == str(unit)
 

@@ -124,12 +124,23 @@ def test_journal_filters_and_revert_with_a_dry_run(home: Path) -> None:
         assert json.loads(plan.stdout)["content"].endswith("two facts\n")
 
         rename = next(e for e in entries if e["op"] == "session.renamed")
-        said = run("journal", "revert", rename["id"], "--dry-run", *url, home=home).stdout
-        assert "cannot be reverted: the session had no title before" in said
+        said = run("journal", "revert", rename["id"], "--dry-run", *url, home=home)
+        assert said.returncode == 1  # as the revert itself would be refused
+        assert "cannot be reverted: the session had no title before" in said.stdout
+        deleted = httpx.delete(f"{daemon.url}/v1/sessions/{sid}")
+        assert deleted.status_code == 204
+        trashed = httpx.get(f"{daemon.url}/v1/journal", params={"op": "session.deleted"})
+        entry = trashed.json()["items"][-1]["id"]
+        back = run("journal", "revert", entry, *url, home=home)
+        assert back.returncode == 0 and back.stdout.strip() == f"reverted {entry}: session {sid}"
         missing = run("journal", "revert", "01J0000000000000000000ABCD", *url, home=home)
         assert missing.returncode == 4 and "no journal entry" in missing.stderr
-        malformed = run("journal", "revert", "nope", *url, home=home)
-        assert malformed.returncode == 2
+        for bad in ("nope", "0" * 26 + "0", "8" + "0" * 25):  # no ULID, too long, overflows
+            assert run("journal", "revert", bad, *url, home=home).returncode == 2, bad
+        assert run("journal", "--session", "nope", *url, home=home).returncode == 2
+        assert run("journal", "--after", "nope", *url, home=home).returncode == 2
+        lower = run("journal", "revert", undo["id"].lower(), "--dry-run", *url, home=home)
+        assert lower.returncode == 0 and "would" in lower.stdout  # ids in any case
     finally:
         daemon.kill()
 

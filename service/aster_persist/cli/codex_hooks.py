@@ -207,13 +207,14 @@ def codex_notify(
     except (OSError, ValueError) as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
     changed = updated != (text or "")
-    if json_out:
+    if changed:
+        write_text(path, updated)
+    if json_out:  # once it is done
         emit_json({"config": str(path), "installed": install, "changed": changed})
     if not changed:
         said = "already set in" if install else "not set by this program in"
         typer.echo(f"Codex notify {said} {path}; it was left as it is", err=True)
         return
-    write_text(path, updated)
     typer.echo(f"Codex notify {'set in' if install else 'removed from'} {path}", err=True)
 
 
@@ -332,15 +333,16 @@ def codex_instructions(
         updated = with_block(text or "", content)
     except ValueError as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
-    if json_out:
-        emit_json({"file": str(path), "removed": remove, "changed": updated != (text or "")})
-    if updated == (text or ""):
+    changed = updated != (text or "")
+    if changed and remove and not updated:
+        path.unlink()  # nothing but the block was there
+    elif changed:
+        write_text(path, updated)
+    if json_out:  # once it is done
+        emit_json({"file": str(path), "removed": remove, "changed": changed})
+    if not changed:
         typer.echo(f"no change to {path}", err=True)
         return
-    if remove and not updated:
-        path.unlink()  # nothing but the block was there
-    else:
-        write_text(path, updated)
     typer.echo(f"memory {'removed from' if remove else 'written to'} {path}", err=True)
 
 

@@ -14,6 +14,7 @@ command (``EXIT_CODES``, shown by ``--help``)::
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,7 +44,7 @@ Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
 def top_level(folder: Path) -> Path:
     """The top of the git work tree a folder is in (the folder holding ``.git``), else
     the folder."""
-    folder = folder.expanduser().absolute()
+    folder = Path(os.path.normpath(folder.expanduser().absolute()))  # `..` taken first
     for candidate in (folder, *folder.parents):
         if (candidate / ".git").exists():
             return candidate

@@ -12,7 +12,7 @@ import typer
 from ulid import ULID
 
 from ..schemas.journal import JournalEntry
-from .common import EXIT_NOT_FOUND, Json, Url, daemon, emit_json, fail
+from .common import EXIT_NOT_FOUND, Json, Url, daemon, emit_json, fail, session_id
 
 journal_app = typer.Typer(
     help="The journal: every change, who made it, and how to undo it.",
@@ -57,7 +57,9 @@ def journal_command(
         bool, typer.Option("--follow", "-f", help="Keep printing changes as they happen.")
     ] = False,
     json_lines: Annotated[bool, typer.Option("--json", help="One JSON entry per line.")] = False,
-    after: Annotated[str | None, typer.Option(help="Start after this entry id.")] = None,
+    after: Annotated[
+        str | None, typer.Option(help="Start after this entry id.", callback=checked_entry)
+    ] = None,
     since: Annotated[
         str | None, typer.Option(help="Start at this date or time (UTC unless it says).")
     ] = None,
@@ -68,7 +70,9 @@ def journal_command(
         str | None, typer.Option(help="Only this op (`memory` for every memory.*).")
     ] = None,
     scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
-    session: Annotated[str | None, typer.Option(help="Only this session's changes.")] = None,
+    session: Annotated[
+        str | None, typer.Option(help="Only this session's changes.", callback=checked_session)
+    ] = None,
     url: Url = None,
 ) -> None:
     """Print the journal, oldest first; with --follow, the live change feed (appends
@@ -120,10 +124,8 @@ def journal_revert(
 ) -> None:
     """Undo one journaled change (the revert is journaled too, so it can be undone in
     turn); with --dry-run, what it would write."""
-    try:
-        before_it = str(ULID.from_int(int(ULID.from_str(entry_id)) - 1))
-    except ValueError:
-        raise fail(f"{entry_id!r} is not a journal entry id (a ULID)", 2) from None
+    entry_id = entry_id_of(entry_id)
+    before_it = str(ULID.from_int(int(ULID.from_str(entry_id)) - 1)) if entry_id != MIN_ID else None
     with daemon(url) as aster:
         page = aster.journal_page(cursor=before_it, limit=1)
         if not page.items or page.items[0].id != entry_id:
@@ -131,24 +133,59 @@ def journal_revert(
         entry = page.items[0]
         if dry_run:
             plan = planned(entry)
-            return emit_json(plan) if json_out else typer.echo(plan["says"])
+            if json_out:
+                emit_json(plan)
+            else:
+                typer.echo(plan["says"])
+            if not plan["would_revert"]:
+                raise typer.Exit(1)  # as the revert itself would be refused
+            return
         if not entry.revertible:
             raise fail(f"a {entry.op} entry cannot be reverted", 1)
         done = aster.revert(entry_id)
     if json_out:
         return emit_json(done)
-    typer.echo(f"reverted {entry_id}: {done.op} {done.id}")
+    undone = f"{done.op} {done.id}" if done.op else f"session {done.session}"
+    typer.echo(f"reverted {entry_id}: {undone}")
+
+
+MIN_ID = "0" * 26
+
+
+def entry_id_of(value: str) -> str:
+    """A journal entry id as the journal writes it (exit 2 if it is none)."""
+    try:
+        return str(ULID.from_str(value))
+    except (ValueError, OverflowError):
+        raise fail(f"{value!r} is not a journal entry id (a ULID)", 2) from None
+
+
+def checked_entry(value: str | None) -> str | None:
+    return None if value is None else entry_id_of(value)
+
+
+def checked_session(value: str | None) -> str | None:
+    return None if value is None else session_id(value)
 
 
 def planned(entry: JournalEntry) -> dict[str, Any]:
     """What reverting ``entry`` would do, for --dry-run."""
     out: dict[str, Any] = {"entry": entry.id, "op": entry.op, "revertible": entry.revertible}
     before = entry.before if isinstance(entry.before, dict) else None
+    after = entry.after if isinstance(entry.after, dict) else None
+    moved = after is not None and after.get("path") != (before or {}).get("path")
+    refused = False
     if not entry.revertible:
-        says = f"{entry.id} ({entry.op}) cannot be reverted; nothing would change"
+        says, refused = f"{entry.id} ({entry.op}) cannot be reverted; nothing would change", True
     elif entry.op.startswith("memory."):
         if before is None:
             says = f"would remove {entry.scope}/{entry.name}, which this change created"
+        elif "withheld" in before:
+            says = (
+                f"would be refused: what {before.get('path')} held then was a secret, which "
+                "the journal never kept and memory never takes back"
+            )
+            refused = True
         else:
             content = (
                 base64.b64decode(before["content_base64"]).decode("utf-8", "replace")
@@ -156,11 +193,13 @@ def planned(entry: JournalEntry) -> dict[str, Any]:
                 else str(before.get("content", ""))
             )
             out["path"], out["content"] = before.get("path"), content
-            says = f"would write {before.get('path')} back as it was:\n{content}"
+            gone = f" and remove {after['path']}" if moved and after is not None else ""
+            says = f"would write {before.get('path')} back as it was{gone}:\n{content}"
     elif entry.op in ("session.deleted", "session.pruned"):
         says = f"would bring session {entry.session} back from the trash"
     elif entry.op == "session.renamed":
         title = (before or {}).get("title")
+        refused = not title
         says = (
             f"would rename session {entry.session} back to {title!r}"
             if title
@@ -168,5 +207,5 @@ def planned(entry: JournalEntry) -> dict[str, Any]:
         )
     else:
         says = f"would move session {entry.session} to the trash"
-    out["says"] = says
+    out["says"], out["would_revert"] = says, not refused
     return out

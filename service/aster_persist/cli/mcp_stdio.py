@@ -200,7 +200,7 @@ def mcp_command(
 ) -> None:
     """Serve the running daemon's MCP server over stdio, for clients that speak stdio
     only (configure the client to run `aster-persist mcp`)."""
-    root = repo_root.expanduser().absolute() if repo_root is not None else git_top(Path.cwd())
+    root = top_level(repo_root) if repo_root is not None else git_top(Path.cwd())
     path = "/mcp" if root is None else f"/mcp?repo_root={quote(str(root), safe='/')}"
     try:
         anyio.run(serve_stdio, url, token, path)

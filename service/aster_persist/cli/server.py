@@ -81,6 +81,8 @@ def _check_port(host: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        if family == socket.AF_INET6:  # as asyncio binds: IPv6 alone, beside IPv4's
+            probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
         try:
             probe.bind((host, port))
         except OSError as exc:

@@ -46,15 +46,22 @@ def place(kind: Kind) -> Path:
     return Path(config) / "systemd" / "user" / f"{NAME}.service"
 
 
+def unit_value(text: str) -> str:
+    """``text`` as systemd reads it back: ``%`` specifiers and ``$`` variables not
+    expanded."""
+    return text.replace("%", "%%").replace("$", "$$")
+
+
 def systemd_unit(home: Path | None) -> str:
-    env = f"Environment=ASTER_HOME={home}\n" if home is not None else ""
+    quoted = str(home).replace("\\", "\\\\").replace('"', '\\"') if home is not None else ""
+    env = f'Environment="ASTER_HOME={unit_value(quoted)}"\n' if home is not None else ""
     return (
         f"# {MARK}\n"
         "[Unit]\n"
         "Description=aster-persist: durable store for AI coding agents\n"
         "After=network.target\n\n"
         "[Service]\n"
-        f"ExecStart={shlex.join(command())}\n"
+        f"ExecStart={unit_value(shlex.join(command()))}\n"
         f"{env}"
         "Restart=on-failure\n"
         "RestartSec=2\n\n"
@@ -90,7 +97,12 @@ KindOption = Annotated[
 @service_app.command("install")
 def service_install(
     kind: KindOption = None,
-    home: Annotated[Path | None, typer.Option(help="The data home it serves (ASTER_HOME).")] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            help="The data home it serves (default: ASTER_HOME, if set).", envvar="ASTER_HOME"
+        ),
+    ] = None,
     print_only: Annotated[
         bool, typer.Option("--print", help="Show the unit or agent; write nothing.")
     ] = False,

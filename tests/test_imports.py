@@ -198,3 +198,16 @@ def test_every_module_of_the_client_imports_only_http_and_schemas() -> None:
             stdlib = name.split(".")[0] in sys.stdlib_module_names
             ours = any(name == m or name.startswith(m + ".") for m in CLIENT_MAY_IMPORT)
             assert stdlib or ours, (path.name, name)
+
+
+def test_every_integration_imports_only_the_client_schemas_and_its_framework() -> None:
+    """An adapter runs in the agent's process: it reaches the store through the client,
+    never the daemon's own parts."""
+    allowed = ("aster_persist.client", "aster_persist.schemas")
+    for path in sorted((PACKAGE / "integrations").glob("*.py")):
+        for name in imported_by(path, "aster_persist.integrations"):
+            if name.startswith("aster_persist"):
+                assert any(name == m or name.startswith(m + ".") for m in allowed), (
+                    path.name,
+                    name,
+                )

@@ -31,6 +31,17 @@ def lines_of(proc: subprocess.Popen[str]) -> queue.Queue[str]:
     return out
 
 
+def following(home: Path, *args: str) -> subprocess.Popen[str]:
+    """`journal --follow` running, its lines on a pipe."""
+    return subprocess.Popen(
+        cli("journal", "--follow", *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "ASTER_HOME": str(home)},
+    )
+
+
 def remember(url: str, name: str) -> None:
     r = httpx.post(f"{url}/v1/memory/blocks", json={"name": name, "content": f"{name} facts"})
     assert r.status_code == 201, r.text
@@ -46,13 +57,7 @@ def test_journal_prints_and_follows_across_a_restart(home: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "memory.write" in done.stdout and "before" in done.stdout
         newest = httpx.get(f"{daemon.url}/v1/journal").json()["items"][-1]["id"]
-        follower = subprocess.Popen(
-            cli("journal", "--follow", "--json", "--after", newest, "--url", daemon.url),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "ASTER_HOME": str(home)},
-        )
+        follower = following(home, "--json", "--after", newest, "--url", daemon.url)
         lines = lines_of(follower)
         try:
             remember(daemon.url, "during")  # before or after it connects: either way, once
@@ -150,13 +155,7 @@ def test_journal_follow_shows_appends_too(home: Path) -> None:
     try:
         sid = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": "/srv/f"}).json()["id"]
         newest = httpx.get(f"{daemon.url}/v1/journal").json()["items"][-1]["id"]
-        follower = subprocess.Popen(
-            cli("journal", "--follow", "--after", newest, "--session", sid, "--url", daemon.url),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "ASTER_HOME": str(home)},
-        )
+        follower = following(home, "--after", newest, "--session", sid, "--url", daemon.url)
         lines = lines_of(follower)
         try:
             for _ in range(50):  # appended until the follower is there to see one

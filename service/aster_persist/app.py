@@ -23,7 +23,7 @@ from .api import events as events_api
 from .api import journal as journal_api
 from .api import learning as learning_api
 from .api import memory as memory_api
-from .api import ops, page, problems, sessions
+from .api import ops, overview, page, problems, reading, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
 from .api.front import EXPOSED_HEADERS, AsterApp
@@ -213,7 +213,9 @@ def create_app(
     app.state.home = home
     app.state.token = token
     problems.install(app)
+    app.include_router(overview.router)  # before /sessions/{id}: its paths are fixed words
     app.include_router(sessions.router)
+    app.include_router(reading.router)
     app.include_router(journal_api.router)
     app.include_router(memory_api.router)
     app.include_router(search_api.router)
@@ -234,6 +236,7 @@ def create_app(
             "If-Match",
             "If-None-Match",
             "Idempotency-Key",
+            "X-Aster-Actor",
             "Last-Event-ID",
         ],
         expose_headers=EXPOSED_HEADERS,

@@ -43,11 +43,16 @@ def test_a_number_that_is_not_finite_is_the_default_and_search_keeps_up(home: Pa
     with make_client(home, watch=False) as client:
         client.post("/v1/memory/blocks", json={"name": "old", "content": "kafka keeps 7 days"})
         assert found(client, "kafka") == ["old"]
-        r = client.put(
+        r = client.put(  # through the API, refused: the number is not one
             "/v1/memory/blocks/weird", content="---\nimportance: .nan\n---\nsomething\n", headers=MD
         )
-        assert r.status_code == 200, r.text
-        assert r.json()["importance"] == 0.5
+        assert r.status_code == 422 and "importance" in r.json()["detail"], r.text
+        client.post("/v1/memory/blocks", json={"name": "weird", "content": "something"})
+        path = next(home.rglob("weird.md"))  # by hand, read as the default
+        path.write_text(path.read_text().replace("importance: 0.5", "importance: .nan"))
+        r = client.get("/v1/memory/blocks/weird", params={"track": "false"})
+        assert r.status_code == 200 and r.json()["importance"] == 0.5, r.text
+        assert ".nan" in r.json()["content"]
         assert client.delete("/v1/memory/blocks/old").status_code == 204
         client.post("/v1/memory/blocks", json={"name": "new", "content": "zookeeper is gone"})
         assert found(client, "kafka") == []

@@ -30,6 +30,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ..errors import PROBLEM_MEDIA_TYPE, problem_body
+from ..storage.journal import CLIENT_ACTORS, REQUEST_ACTOR
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -140,6 +141,17 @@ class Guard:
                     extra=[(b"www-authenticate", b'Bearer realm="aster-persist"')],
                 )
                 return
+        said = headers.get(b"x-aster-actor")
+        actor = said.decode("latin-1") if said is not None else "api"
+        if actor not in CLIENT_ACTORS:
+            await send_problem(
+                send,
+                422,
+                "invalid",
+                "Invalid request",
+                f"X-Aster-Actor must be one of {', '.join(CLIENT_ACTORS)}, not {actor[:40]!r}",
+            )
+            return
         if scope["type"] == "http":
             received = await self._body(scope, receive, send, headers)
             if received is None:
@@ -157,9 +169,11 @@ class Guard:
             )
             return
         self.active += 1
+        said_actor = REQUEST_ACTOR.set(actor)  # who the journal says made the changes
         try:
             await self.app(scope, receive, send)
         finally:
+            REQUEST_ACTOR.reset(said_actor)
             self.active -= 1
 
     async def _body(

@@ -4,7 +4,7 @@ of one entry."""
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
@@ -12,7 +12,8 @@ from starlette.responses import Response
 from ..errors import NotFound
 from ..schemas.journal import JournalPage
 from ..schemas.memory import RevertResult
-from ..storage.journal import Journal
+from ..storage.journal import ACTORS, Journal
+from .bounds import time_bound
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["journal"])
@@ -25,14 +26,30 @@ async def list_journal(
     scope: str | None = None,
     name: str | None = None,
     session: str | None = None,
+    actor: Literal[ACTORS] | None = None,  # type: ignore[valid-type]
+    since: str | None = None,
+    until: str | None = None,
+    order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: str | None = None,
 ) -> Response:
-    """Journal entries after `cursor` (an entry id), oldest first. `op=session` matches
-    every `session.*` operation."""
+    """Journal entries after `cursor` (an entry id), oldest first; with `order=desc`,
+    newest first and before `cursor`. `op=session` matches every `session.*` operation;
+    `since` and `until` (a date, whole days, or an RFC 3339 time) bound when. Each entry
+    says whether it can be reverted and, once it was, by which entry (`reverted_by`)."""
     journal: Journal = request.app.state.journal
     items, next_cursor = await asyncio.to_thread(
-        journal.page, after=cursor, limit=limit, op=op, scope=scope, name=name, session=session
+        journal.page,
+        after=cursor,
+        limit=limit,
+        op=op,
+        scope=scope,
+        name=name,
+        session=session,
+        actor=actor,
+        since=time_bound(since, "since"),
+        until=time_bound(until, "until", end=True),
+        newest_first=order == "desc",
     )
     return json_response({"items": items, "next_cursor": next_cursor})
 

@@ -21,6 +21,7 @@ from ..schemas.memory import (
     ContextOut,
     Core,
     CoreWritten,
+    Frontmatter,
     MemoryPruneIn,
     MemoryPruneOut,
     MemoryToolCall,
@@ -274,6 +275,10 @@ async def put_block(
     else:
         doc = frontmatter.parse(await _text_body(request))
         meta = {k: v for k, v in doc.meta.items() if k != "name"}
+        try:
+            Frontmatter.model_validate(meta)
+        except ValidationError as exc:
+            raise Invalid(f"the frontmatter is not valid: {_first_error(exc)}") from None
         body = doc.body
     scope = await _scope(request, repo_root)
     block, merged = await memory.write_block(

@@ -18,6 +18,7 @@ from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
 from ..services.memory import Memory
 from ..services.sessions import Sessions
 from ..storage.home import check_session_id
+from .bounds import time_bound
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -37,6 +38,8 @@ async def search(
     role: Annotated[list[Role] | None, Query()] = None,
     repo_root: str | None = None,
     session_id: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,
 ) -> Response:
@@ -44,7 +47,11 @@ async def search(
     session, seq, role, a snippet with the `highlights` as `[start, end)` character
     offsets, and a BM25 `score` (higher is better); pages follow `next_cursor`.
     `kind=memory` searches blocks and `ASTER.md` instead; `kind=all` adds the best
-    memory hits to the first page of transcript hits."""
+    memory hits to the first page of transcript hits. `since` and `until` (a date, whole
+    days, or an RFC 3339 time) bound the transcript hits' times, like `after:` and
+    `before:` in `q`. Memory hits come from the project and global memory when a project
+    is named, from every scope when none is; a memory hit of a project says its
+    `repo_root`."""
     sessions: Sessions = request.app.state.sessions
     memory: Memory = request.app.state.memory
     query = parse_query(q)
@@ -54,6 +61,8 @@ async def search(
     if session_id is not None:  # checked even when q names a session too
         session_id = check_session_id(session_id)
     query.session = query.session or session_id
+    query.after = query.after or time_bound(since, "since")
+    query.before = query.before or time_bound(until, "until", end=True)
     items: list[dict[str, object]] = []
     next_cursor = None
     if kind != "memory":
@@ -61,14 +70,16 @@ async def search(
     if kind != "messages" and cursor is None:
         found = await sessions.search_memory(
             query,
-            scopes=await _memory_scopes(memory, query.repo),
+            scopes=await _memory_scopes(memory, query.repo) if query.repo else None,
             kinds=("block", "core"),
             k=limit,
         )
+        roots = {f"project:{p['slug']}": p["repo_root"] for p in await sessions.projects()}
         hits = [
             {
                 "kind": h["kind"],
                 "scope": h["scope"],
+                "repo_root": roots.get(h["scope"]),
                 "name": h["name"],
                 "snippet": h["snippet"],
                 "highlights": h["highlights"],

@@ -12,19 +12,17 @@ from starlette.responses import Response
 
 from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
 from ..importers import CHOICES
-from ..schemas import cursors
+from ..index.catalog import Listing
 from ..schemas.sessions import MAX_ALIAS
 from ..services.sessions import Sessions
-from ..storage.chat import to_chat_messages, to_context_messages
 from ..storage.events import SessionHeader
 from ..storage.home import check_session_id, normalize_repo_root
 from . import body as strict
 from .appends import appended_body, appended_headers, appended_status, handle_append
+from .bounds import time_bound
 from .models import (
     LIST_LIMIT,
     AppendOut,
-    ChatMessages,
-    EventPage,
     ImportOut,
     Problem,
     ProjectList,
@@ -39,7 +37,7 @@ from .models import (
     summary_of,
 )
 from .rules import checked_time, parse_seq_match
-from .session_docs import APPEND_DOC, NDJSON_DOC, REPLAYED
+from .session_docs import APPEND_DOC, REPLAYED
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -47,6 +45,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     for code in (400, 404, 409, 412, 413, 422, 500, 507)
 }
 NDJSON = "application/x-ndjson"
+SortKey = Literal[
+    "updated", "created", "events", "turns", "tool_calls", "tool_errors", "tokens", "duration"
+]
 if TYPE_CHECKING:
     ImportFormat = str
 else:  # the importers' registry names the formats; the OpenAPI enum follows it
@@ -121,12 +122,35 @@ async def list_sessions(
     cursor: str | None = None,
     parent_id: str | None = None,
     alias: Annotated[str | None, Query(min_length=1, max_length=MAX_ALIAS)] = None,
+    source_tool: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    model: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    since: str | None = None,
+    until: str | None = None,
+    errors: bool | None = None,
+    top_level: bool = False,
+    sort: SortKey = "updated",
+    order: Literal["asc", "desc"] = "desc",
 ) -> Response:
     """Sessions, newest activity first, served from the catalog (no transcript is read).
     With `parent_id`, the sessions that one started (its sub-agents); with `alias`, the
-    live session its caller named so (none, or one)."""
+    live session its caller named so (none, or one). Filters: `source_tool` (`api` for
+    sessions written through the API), `model`, last activity `since` and `until` (a
+    date, whole days, or an RFC 3339 time), `errors` (had tool errors or not),
+    `top_level` (no sub-agents). `sort` by activity, creation, events, turns, tool calls,
+    tool errors, tokens or duration, `order` largest (latest) first by default; the
+    cursor follows the order it was given in."""
     if parent_id is not None:
         check_session_id(parent_id)
+    listing = Listing(
+        source_tool=source_tool,
+        model=model,
+        since=time_bound(since, "since"),
+        until=time_bound(until, "until", end=True),
+        errors=errors,
+        top_level=top_level,
+        sort=sort,
+        descending=order == "desc",
+    )
     page = await _sessions(request).listing(
         repo_root=repo_root,
         state=state,
@@ -134,6 +158,7 @@ async def list_sessions(
         cursor=cursor,
         parent=parent_id,
         alias=alias,
+        listing=listing,
     )
     items = [_summary(i, page.parents.get(i.id)) for i in page.items]
     return json_response({"items": items, "next_cursor": page.next_cursor})
@@ -370,107 +395,3 @@ async def append_events(request: Request, session_id: str) -> Response:
         media_type="application/json",
         headers=appended_headers(result),
     )
-
-
-@router.get(
-    "/sessions/{session_id:session}/events",
-    operation_id="sessions-events",
-    response_model=EventPage,
-    responses={**ERRORS, 200: {"content": {NDJSON: NDJSON_DOC}}},
-)
-async def read_events(
-    request: Request,
-    session_id: str,
-    after: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-    type: Annotated[list[str] | None, Query()] = None,
-    cursor: str | None = None,
-    inline: bool = True,
-) -> Response:
-    """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`).
-    A large content stored as a blob is put back in place unless `inline=false`, which
-    shows its reference (`content_ref`, `bytes`, `preview`)."""
-    check_session_id(session_id)
-    if cursor is not None:
-        if not cursors.SEQ.fullmatch(cursor):
-            raise Invalid(
-                f"cursor must match {cursors.SEQ.pattern}: the seq of the last event read"
-            )
-        after = int(cursor)
-    lines, raw, info = await _sessions(request).read(session_id, inline=inline)
-    picked: list[int] = []
-    more = False
-    for i, line in enumerate(lines):
-        seq = line.get("seq")
-        if line.get("type") == "session" or not isinstance(seq, int) or seq <= after:
-            continue
-        if type and line.get("type") not in type:
-            continue
-        if len(picked) == limit:
-            more = True
-            break
-        picked.append(i)
-    next_cursor = str(lines[picked[-1]]["seq"]) if more and picked else None
-    headers = {"ETag": etag(info.last_seq)}
-    if next_cursor is not None:
-        headers["Link"] = (
-            f'</v1/sessions/{session_id}/events?cursor={next_cursor}&limit={limit}>; rel="next"'
-        )
-    if NDJSON in request.headers.get("accept", ""):
-        body = b"".join(raw[i] + b"\n" for i in picked)
-        return Response(body, media_type=NDJSON, headers=headers)
-    return json_response(
-        {"events": [lines[i] for i in picked], "next_cursor": next_cursor}, headers=headers
-    )
-
-
-@router.get(
-    "/sessions/{session_id:session}/messages",
-    operation_id="sessions-messages",
-    response_model=ChatMessages,
-    responses=ERRORS,
-)
-async def chat_messages(
-    request: Request,
-    session_id: str,
-    view: Literal["history", "context"] = "history",
-) -> Response:
-    """The session as a chat-completions `messages` list: `history` or `context` view."""
-    check_session_id(session_id)
-    lines, _raw, info = await _sessions(request).read(session_id)
-    messages = to_chat_messages(lines) if view == "history" else to_context_messages(lines)
-    return json_response(
-        {"session_id": session_id, "view": view, "messages": messages},
-        headers={"ETag": etag(info.last_seq)},
-    )
-
-
-@router.get(
-    "/sessions/{session_id:session}/export",
-    operation_id="sessions-export",
-    responses={
-        **ERRORS,
-        200: {
-            "content": {
-                NDJSON: NDJSON_DOC,
-                "application/json": {
-                    "schema": {"type": "array", "items": {"type": "object"}},
-                    "example": [{"role": "user", "content": "Why does the build fail?"}],
-                },
-            }
-        },
-    },
-)
-async def export_session(
-    request: Request,
-    session_id: str,
-    format: Literal["native", "openai"] = "native",
-) -> Response:
-    """The raw JSONL, byte for byte; or `format=openai` for a chat-completions messages array."""
-    check_session_id(session_id)
-    sessions = _sessions(request)
-    disposition = {"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'}
-    if format == "openai":
-        lines, _raw, _info = await sessions.read(session_id)
-        return json_response(to_context_messages(lines))
-    return Response(await sessions.export(session_id), media_type=NDJSON, headers=disposition)

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from ..schemas.events import SessionHeader
 from ..schemas.sessions import (
+    Activity,
     AppendOut,
     ChatMessages,
     EventPage,
@@ -15,6 +16,7 @@ from ..schemas.sessions import (
     ProjectList,
     PruneOut,
     SessionDetail,
+    SessionFacets,
     SessionPage,
     SessionSummary,
 )
@@ -49,9 +51,12 @@ class SessionEndpoints:
         cursor: str | None = None,
         alias: str | None = None,
         parent_id: str | None = None,
+        **filters: Any,
     ) -> Call[SessionPage]:
         """``GET /v1/sessions``: newest first, a page at a time (``next_cursor``); with
-        ``alias``, the live session of that alias; with ``parent_id``, its sub-agents'."""
+        ``alias``, the live session of that alias; with ``parent_id``, its sub-agents'.
+        ``filters`` are the listing's others (``source_tool``, ``model``, ``since``,
+        ``until``, ``errors``, ``top_level``, ``sort``, ``order``)."""
         params = {
             "repo_root": repo_root,
             "state": state,
@@ -59,8 +64,14 @@ class SessionEndpoints:
             "cursor": cursor,
             "alias": alias,
             "parent_id": parent_id,
+            **filters,
         }
         return Call("GET", "/v1/sessions", read_model(SessionPage), params=params)
+
+    @endpoint
+    def session_facets() -> Call[SessionFacets]:
+        """``GET /v1/sessions/facets``: the source tools and models sessions have."""
+        return Call("GET", "/v1/sessions/facets", read_model(SessionFacets))
 
     @endpoint
     def latest_session(repo_root: str) -> Call[SessionSummary]:
@@ -78,6 +89,12 @@ class SessionEndpoints:
         page at a time (``next_cursor``)."""
         params = {"limit": limit, "cursor": cursor}
         return Call("GET", "/v1/projects", read_model(ProjectList), params=params)
+
+    @endpoint
+    def activity(repo_root: str | None = None, *, days: int | None = None) -> Call[Activity]:
+        """``GET /v1/projects/activity``: events per day of a project (or of all)."""
+        params = {"repo_root": repo_root, "days": days}
+        return Call("GET", "/v1/projects/activity", read_model(Activity), params=params)
 
     @endpoint
     def get_session(session_id: str) -> Call[SessionDetail]:

@@ -315,15 +315,16 @@ def search_memory(
     db: sqlite3.Connection,
     query: Query,
     *,
-    scopes: list[str],
+    scopes: list[str] | None,
     kinds: tuple[str, ...] = ("block", "core"),
     now: datetime,
     k: int,
 ) -> list[dict[str, Any]]:
-    """Memory ranked by BM25 relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``."""
-    if query.match is None or not scopes:
+    """Memory ranked by BM25 relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``;
+    of ``scopes``, or of every scope when None."""
+    if query.match is None or scopes == []:
         return []
-    scope_marks = ", ".join("?" * len(scopes))
+    in_scopes = f"AND m.scope IN ({', '.join('?' * len(scopes))}) " if scopes is not None else ""
     kind_marks = ", ".join("?" * len(kinds))
     rows = _fts(
         lambda: db.execute(
@@ -331,9 +332,9 @@ def search_memory(
             f"m.description, m.relations, -{_MEMORY_RANK}, "
             f"snippet(memory_text, 3, '{_OPEN}', '{_CLOSE}', '…', 24) "
             "FROM memory_text JOIN memory_docs m ON m.rowid = memory_text.rowid "
-            f"WHERE memory_text MATCH ? AND m.scope IN ({scope_marks}) "
+            f"WHERE memory_text MATCH ? {in_scopes}"
             f"AND m.kind IN ({kind_marks}) ORDER BY {_MEMORY_RANK} LIMIT ?",
-            [query.match, *scopes, *kinds, max(k * 4, 50)],
+            [query.match, *(scopes or []), *kinds, max(k * 4, 50)],
         ).fetchall()
     )
     hits = []

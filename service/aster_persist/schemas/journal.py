@@ -58,6 +58,9 @@ class JournalEntry(BaseModel):
     revertible: bool = Field(
         default=False, description="Whether POST /v1/journal/{id}/revert can undo it."
     )
+    reverted_by: str | None = Field(
+        default=None, description="The latest entry that reverted this one, if any."
+    )
 
 
 class JournalPage(BaseModel):

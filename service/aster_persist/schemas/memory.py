@@ -106,6 +106,30 @@ class BlockPatch(BaseModel):
     importance: float | None = Field(default=None, ge=0, le=1)
     confidence: float | None = Field(default=None, ge=0, le=1)
     pinned: bool | None = None
+    body: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256 * 1024,
+        description="A new body (the markdown after the frontmatter); the frontmatter keys "
+        "not named here stay as they are.",
+    )
+
+
+class Frontmatter(BaseModel):
+    """The known keys of a block's frontmatter as a client writes them (``PUT`` with raw
+    markdown): each, when present, must be of its kind (``importance: lots`` is refused,
+    never read as the default); keys of its own are kept as they are."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool | None = None
+    supersedes: list[str] | None = None
+    conflicts_with: list[str] | None = None
 
 
 NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
@@ -250,12 +274,24 @@ class WithheldFile(BaseModel):
     secrets: list[SecretFound]
 
 
+class ContextSection(BaseModel):
+    label: str = Field(description="What this part is, as a person reads it.")
+    scope: str = Field(description="`global`, the project's scope, or `index`.")
+    content: str
+    chars: int
+    tokens: int = Field(description="Estimated: about four characters a token.")
+
+
 class ContextOut(BaseModel):
     scope: str
     content: str
     order: Literal["recency", "relevance"]
     counts: dict[str, int]
     tokens: int
+    parts: list[ContextSection] = Field(
+        default_factory=list,
+        description="The content in its parts, in order (joined by blank lines).",
+    )
     withheld: list[WithheldFile] = Field(
         default_factory=list,
         description="Memory files left out because a hand edit left a secret in them.",

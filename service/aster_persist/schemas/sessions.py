@@ -214,6 +214,31 @@ class ProjectList(BaseModel):
     next_cursor: str | None = None
 
 
+class FacetValue(BaseModel):
+    value: str
+    sessions: int
+
+
+class SessionFacets(BaseModel):
+    """What sessions can be filtered by, with how many sessions have each value."""
+
+    source_tools: list[FacetValue] = Field(
+        description="The tools sessions came from; `api` for those written through the API."
+    )
+    models: list[FacetValue]
+
+
+class ActivityDay(BaseModel):
+    day: str = Field(description="A day (UTC), as 2026-12-01.")
+    events: int
+
+
+class Activity(BaseModel):
+    repo_root: str | None
+    since: str
+    days: list[ActivityDay] = Field(description="Days with events, oldest first.")
+
+
 LIST_LIMIT = 500  # a page of a list that is usually read whole (blocks, projects)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import os
 from collections import deque
@@ -68,9 +69,11 @@ class GroupCommitter:
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run blocking store work on the writer thread."""
+        """Run blocking store work on the writer thread, in the caller's context (so the
+        journal knows who asked)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self.executor, lambda: context.run(fn, *args, **kwargs))
 
     async def open(self, session_id: str) -> None:
         """Hold a session open for appends (its recent keys read back from the file)."""

@@ -12,6 +12,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,12 @@ from .home import FILE_MODE, ULID_RE
 from .jsonl import parse, read_bytes, write_new
 from .transcripts import Clock, format_ts
 
-ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli")
+ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli", "dashboard")
+CLIENT_ACTORS = ("api", "cli", "dashboard")  # what a request may say it is (X-Aster-Actor)
+# Who is asking, for the request being served: a change journaled as made by "api" is
+# journaled as made by this instead (the guard sets it from the X-Aster-Actor header;
+# the writer thread runs each call in the caller's context, so every path sees it).
+REQUEST_ACTOR: ContextVar[str] = ContextVar("aster_request_actor", default="api")
 BORN = ("session.created", "session.imported")  # the entries that say a session exists
 
 
@@ -105,6 +111,8 @@ class Journal:
     ) -> dict[str, Any] | None:
         """``record``, but without ``blocking`` it returns None at once when another thread
         is writing (or syncing) an entry, so the event loop never waits on a disk."""
+        if actor == "api":
+            actor = REQUEST_ACTOR.get()
         assert actor in ACTORS, actor
         assert op in OPS, op
         if not self._lock.acquire(blocking=blocking):
@@ -143,6 +151,7 @@ class Journal:
                 raise
             self._published += len(data)
             entry["revertible"] = revertible(op)  # derived from the table, never stored
+            entry["reverted_by"] = None
             if op in BORN and session is not None:
                 self.sessions.add(session)
             self._note_source(entry)
@@ -171,10 +180,16 @@ class Journal:
             data = read_bytes(self.path, 0, self._published if self._fd >= 0 else None)
         except FileNotFoundError:
             return []
+        lines = [line for line in parse(data).lines if isinstance(line.get("id"), str)]
+        undone: dict[str, str] = {}  # an entry's id -> the latest revert of it
+        for line in lines:
+            detail = line.get("detail")
+            target = detail.get("reverted") if isinstance(detail, dict) else None
+            if isinstance(target, str):
+                undone[target] = line["id"]
         return [
-            line | {"revertible": revertible(line.get("op"))}
-            for line in parse(data).lines
-            if isinstance(line.get("id"), str)
+            line | {"revertible": revertible(line.get("op")), "reverted_by": undone.get(line["id"])}
+            for line in lines
         ]
 
     def page(
@@ -186,14 +201,29 @@ class Journal:
         scope: str | None = None,
         name: str | None = None,
         session: str | None = None,
+        actor: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        newest_first: bool = False,
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """Entries after the id ``after``, oldest first, with the filters that are given."""
+        """Entries after the id ``after`` (before it when ``newest_first``), oldest first
+        (newest first), with the filters that are given; ``since`` and ``until`` bound
+        their times (``until`` exclusive)."""
         if after is not None and not ULID_RE.fullmatch(after):
             raise Invalid("cursor must be a journal entry id (a ULID)")
         picked: list[dict[str, Any]] = []
         more = False
-        for entry in self.entries():
-            if after is not None and entry["id"] <= after:
+        entries = self.entries()
+        for entry in reversed(entries) if newest_first else entries:
+            if after is not None and (
+                entry["id"] >= after if newest_first else entry["id"] <= after
+            ):
+                continue
+            if since is not None and str(entry.get("ts", "")) < since:
+                continue
+            if until is not None and str(entry.get("ts", "")) >= until:
+                continue
+            if actor is not None and entry.get("actor") != actor:
                 continue
             if op is not None and not matches_op(entry.get("op"), op):
                 continue

@@ -34,6 +34,7 @@ class Stats:
     first_ts: str = ""
     # the sessions it started, by their source (a sub-agent's): the call that did
     spawned: dict[str, str] = field(default_factory=dict)
+    days: dict[str, int] = field(default_factory=dict)  # events by day (UTC) of their time
     # the first source record its events came from known by its own id (an import's
     # key: tool:source:record; a place, #n, is no record's own)
     first_record: str | None = None
@@ -43,6 +44,8 @@ class Stats:
         """Fold one event in (a summary's own copy: ``copy`` first if it is shared)."""
         if ts and (not self.first_ts or ts < self.first_ts):
             self.first_ts = ts
+        if ts and len(ts) >= 10:
+            self.days[ts[:10]] = self.days.get(ts[:10], 0) + 1
         if self.first_record is None:  # the first record known by its own id
             key = line.get("idempotency_key")
             parts = key.split(":", 2) if isinstance(key, str) else []
@@ -78,7 +81,9 @@ class Stats:
             self.models.append(model)
 
     def copy(self) -> Stats:
-        return replace(self, models=list(self.models), spawned=dict(self.spawned))
+        return replace(
+            self, models=list(self.models), spawned=dict(self.spawned), days=dict(self.days)
+        )
 
     def plus(self, more: Stats) -> Stats:
         """These counts and ``more``'s, as a new ``Stats`` (a summary copied for what
@@ -96,6 +101,8 @@ class Stats:
             out.first_ts = more.first_ts
         out.first_record = out.first_record or more.first_record
         out.counted += more.counted
+        for day, events in more.days.items():
+            out.days[day] = out.days.get(day, 0) + events
         out.spawned.update(more.spawned)
         return out
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .database import Catalog, MemoryDoc
 from .files import FileEntry, summarize_file
+from .listing import NEWEST, Listing, cursor_value_ok
 from .rebuild import rebuild
 from .schema import SCHEMA_VERSION
 from .worker import FLUSH_MAX_DELAY, FLUSH_QUIET, CatalogWorker
@@ -21,11 +22,14 @@ from .worker import FLUSH_MAX_DELAY, FLUSH_QUIET, CatalogWorker
 __all__ = [
     "FLUSH_MAX_DELAY",
     "FLUSH_QUIET",
+    "NEWEST",
     "SCHEMA_VERSION",
     "Catalog",
     "CatalogWorker",
     "FileEntry",
+    "Listing",
     "MemoryDoc",
+    "cursor_value_ok",
     "rebuild",
     "summarize_file",
 ]

@@ -24,6 +24,7 @@ from ...storage.summary import SessionInfo
 from .. import search
 from ..text import Doc, docs_of
 from .files import FileEntry, _continues, summarize_file
+from .listing import API_SOURCE, NEWEST, Listing
 from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, _info, _row
 
 log = logging.getLogger("aster_persist")
@@ -261,9 +262,10 @@ class Catalog:
         after: tuple[str, str] | None,
         parent: str | None = None,
         alias: str | None = None,
-    ) -> list[SessionInfo]:
-        where = []
-        args: list[Any] = []
+        listing: Listing = NEWEST,
+    ) -> list[tuple[SessionInfo, Any]]:
+        """A page of sessions in ``listing``'s order, each with its sort value."""
+        where, args = listing.where()
         if repo_root is not None:
             where.append("repo_root = ?")
             args.append(repo_root)
@@ -277,19 +279,20 @@ class Catalog:
             where.append("state = ?")
             args.append(state)
         if after is not None:
-            where.append("(updated_at, id) < (?, ?)")
-            args.extend(after)
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM sessions"
+            condition, values = listing.after(*after)
+            where.append(condition)
+            args.extend(values)
+        sql = f"SELECT {', '.join(_COLUMNS)}, {listing.key()} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        sql += f" ORDER BY {listing.order()} LIMIT ?"
         args.append(limit)
-        return [_info(r) for r in self.db.execute(sql, args)]
+        return [(_info(r[:-1]), r[-1]) for r in self.db.execute(sql, args)]
 
     def by_alias(self, alias: str) -> SessionInfo | None:
         """The live session with this alias (the newest, should two ever have it)."""
         found = self.page(repo_root=None, state=None, limit=1, after=None, alias=alias)
-        return found[0] if found else None
+        return found[0][0] if found else None
 
     def parents(self, infos: Iterable[SessionInfo]) -> dict[str, tuple[str, str | None]]:
         """Of each session another started, the id of that one and the call that did
@@ -350,6 +353,35 @@ class Catalog:
             {"slug": s, "repo_root": r, "sessions": c, "events": e, "last_activity": u}
             for s, r, c, e, u in rows
         ]
+
+    def facets(self) -> dict[str, list[dict[str, Any]]]:
+        """What sessions can be filtered by, each value with how many sessions have it:
+        the tools they came from (``api`` for none) and the models that wrote them."""
+        tools = self.db.execute(
+            f"SELECT coalesce(source_tool, '{API_SOURCE}'), count(*) FROM sessions "
+            "GROUP BY 1 ORDER BY 2 DESC, 1"
+        )
+        models = self.db.execute(
+            "SELECT value, count(*) FROM sessions, json_each(sessions.stats, '$.models') "
+            "GROUP BY value ORDER BY 2 DESC, 1"
+        )
+        return {
+            "source_tools": [{"value": v, "sessions": n} for v, n in tools],
+            "models": [{"value": v, "sessions": n} for v, n in models],
+        }
+
+    def activity(self, repo_root: str | None, since: str) -> list[dict[str, Any]]:
+        """Events per day (UTC) from the day ``since`` on, of one project or of all."""
+        sql = (
+            "SELECT day.key, sum(day.value) FROM sessions, json_each(sessions.stats, "
+            "'$.days') AS day WHERE day.key >= ?"
+        )
+        args: list[Any] = [since]
+        if repo_root is not None:
+            sql += " AND repo_root = ?"
+            args.append(repo_root)
+        rows = self.db.execute(sql + " GROUP BY day.key ORDER BY day.key", args)
+        return [{"day": day, "events": events} for day, events in rows]
 
     def count(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM sessions").fetchone()[0])

@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 6  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from
+SCHEMA_VERSION = 7  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day
 _COLUMNS = (
     "id",
     "slug",

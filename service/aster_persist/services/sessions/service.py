@@ -14,16 +14,16 @@ import io
 import logging
 import tempfile
 import time
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import Catalog, FileEntry
+from ...index.catalog import NEWEST, Catalog, FileEntry, Listing, cursor_value_ok
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage import fs
@@ -34,6 +34,8 @@ from ...storage.transcripts import AppendRequest, AppendResult
 from . import creation, imports, outside, prune
 from .notices import Appended
 from .parts import Parts
+
+T = TypeVar("T")
 
 log = logging.getLogger("aster_persist")
 
@@ -391,8 +393,7 @@ class Sessions(Parts):
 
     async def count(self) -> int:
         """How many sessions the catalog holds."""
-        await self.ready.wait()
-        return int(await asyncio.wrap_future(self.catalog.submit(lambda c: c.count())))
+        return int(await self.in_catalog(lambda c: c.count()))
 
     def stats(self) -> dict[str, int]:
         """The writer thread's counters: appends acknowledged, sync passes, open files."""
@@ -411,6 +412,7 @@ class Sessions(Parts):
         cursor: str | None = None,
         parent: str | None = None,
         alias: str | None = None,
+        listing: Listing = NEWEST,
     ) -> Page:
         after = None
         if cursor is not None:
@@ -418,6 +420,8 @@ class Sessions(Parts):
                 after = read_listing_cursor(cursor)
             except BadCursor as exc:
                 raise Invalid(str(exc)) from None
+            if not cursor_value_ok(listing, after[0]):
+                raise Invalid(f"cursor must start with a number when sorting by {listing.sort}")
         # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
         root = (
             await asyncio.to_thread(normalize_repo_root, repo_root)
@@ -426,35 +430,36 @@ class Sessions(Parts):
         )
         await self.ready.wait()
 
-        def page(c: Catalog) -> tuple[list[SessionInfo], dict[str, tuple[str, str | None]]]:
-            items = c.page(
+        def page(c: Catalog) -> tuple[list[tuple[SessionInfo, Any]], dict[str, Any]]:
+            rows = c.page(
                 repo_root=root,
                 state=state,
                 limit=limit + 1,
                 after=after,
                 parent=parent,
                 alias=alias,
+                listing=listing,
             )
-            return items, c.parents(items[:limit])
+            return rows, c.parents([info for info, _ in rows[:limit]])
 
-        items, parents = await asyncio.wrap_future(self.catalog.submit(page))
+        rows, parents = await asyncio.wrap_future(self.catalog.submit(page))
         next_cursor = None
-        if len(items) > limit:
-            items = items[:limit]
-            last = items[-1]
-            next_cursor = listing_cursor(last.updated_at, last.id)
-        return Page(items, next_cursor, parents)
+        if len(rows) > limit:
+            rows = rows[:limit]
+            last, key = rows[-1]
+            next_cursor = listing_cursor(str(key if key is not None else ""), last.id)
+        return Page([info for info, _ in rows], next_cursor, parents)
+
+    async def in_catalog(self, ask: Callable[[Catalog], T]) -> T:
+        """Ask the catalog (its facets, its activity…) on its own thread."""
+        await self.ready.wait()
+        return await asyncio.wrap_future(self.catalog.submit(ask))
 
     async def links(
         self, info: SessionInfo
     ) -> tuple[tuple[str, str | None] | None, list[dict[str, Any]]]:
         """The session that started this one (its id and call), and those it started."""
-        await self.ready.wait()
-
-        def links(c: Catalog) -> tuple[tuple[str, str | None] | None, list[dict[str, Any]]]:
-            return c.parents([info]).get(info.id), c.children(info)
-
-        return await asyncio.wrap_future(self.catalog.submit(links))
+        return await self.in_catalog(lambda c: (c.parents([info]).get(info.id), c.children(info)))
 
     # -- changes made by other programs ---------------------------------------------
 
@@ -464,25 +469,17 @@ class Sessions(Parts):
         """Transcript hits for ``query``, best first; sees every acknowledged append."""
         if query.repo is not None:
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
-        await self.ready.wait()
-        return await asyncio.wrap_future(
-            self.catalog.submit(
-                lambda c: search.search_docs(c.db, query, limit=limit, cursor=cursor)
-            )
+        return await self.in_catalog(
+            lambda c: search.search_docs(c.db, query, limit=limit, cursor=cursor)
         )
 
     async def search_memory(
-        self, query: Query, *, scopes: list[str], kinds: tuple[str, ...], k: int
+        self, query: Query, *, scopes: list[str] | None, kinds: tuple[str, ...], k: int
     ) -> list[dict[str, Any]]:
         """Memory hits for ``query`` in ``scopes``: relevance raised by recency."""
-        await self.ready.wait()
         now = self.store.clock()
-        return await asyncio.wrap_future(
-            self.catalog.submit(
-                lambda c: search.search_memory(
-                    c.db, query, scopes=scopes, kinds=kinds, now=now, k=k
-                )
-            )
+        return await self.in_catalog(
+            lambda c: search.search_memory(c.db, query, scopes=scopes, kinds=kinds, now=now, k=k)
         )
 
     async def latest(self, repo_root: str) -> SessionInfo:
@@ -492,8 +489,4 @@ class Sessions(Parts):
         return page.items[0]
 
     async def projects(self) -> list[dict[str, Any]]:
-        await self.ready.wait()
-        projects: list[dict[str, Any]] = await asyncio.wrap_future(
-            self.catalog.submit(lambda c: c.projects())
-        )
-        return projects
+        return await self.in_catalog(lambda c: c.projects())

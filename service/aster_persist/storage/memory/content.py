@@ -208,7 +208,8 @@ class ContentPart(StoreBase):
         session: str | None = None,
         op: str = "memory.edit",
     ) -> BlockMeta:
-        """Change frontmatter keys only; every other byte of the file stays as it was."""
+        """Change frontmatter keys (and the body, given as ``body``); every other byte of
+        the file stays as it was."""
         refuse_secrets(changes)
         self._settle(self.path(scope, name))
         text, block = self.read_block(scope, name)
@@ -216,6 +217,13 @@ class ContentPart(StoreBase):
         doc = frontmatter.parse(text)
         if doc.meta_text is None:
             doc = frontmatter.Document("", {}, doc.body)
+        keys = sorted(changes)
+        if "body" in changes:
+            changes = dict(changes)
+            body = changes.pop("body")
+            doc = frontmatter.Document(
+                doc.meta_text, doc.meta, body if body.endswith("\n") else body + "\n"
+            )
         if "updated_at" not in changes:
             changes = {**changes, "updated_at": format_ts(self.clock())}
         doc = frontmatter.set_keys(doc, changes)
@@ -229,7 +237,7 @@ class ContentPart(StoreBase):
             name=name,
             actor=actor,
             session=session,
-            detail={"keys": sorted(changes)},
+            detail={"keys": keys},
         )
         block = self._index(scope, name, False, data, doc)
         return block

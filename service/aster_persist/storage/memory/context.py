@@ -56,6 +56,16 @@ class ContextPart(StoreBase):
         shown = blocks[:MAX_INDEX_ENTRIES]
         cores = [(global_core, "global"), (project_core, project or "")]
         parts = [withheld_core(text, scope).strip() for text, scope in cores if text.strip()]
+        labels = [
+            (
+                "Global core memory (ASTER.md)"
+                if scope == "global"
+                else "Project core memory (ASTER.md)",
+                scope,
+            )
+            for text, scope in cores
+            if text.strip()
+        ]
         if blocks:
             lines = [
                 "### Recallable memory",
@@ -73,6 +83,14 @@ class ContextPart(StoreBase):
                     "search_memory(query) before assuming nothing is known.)"
                 )
             parts.append("\n".join(lines))
+            own = sum(1 for b in shown if b.scope != "global")
+            labels.append(
+                (
+                    f"Index of blocks ({len(shown)} shown: {len(shown) - own} global, "
+                    f"{own} of the project)",
+                    "index",
+                )
+            )
         text = "\n\n".join(parts) + ("\n" if parts else "")
         return {
             "scope": project or "global",
@@ -86,6 +104,16 @@ class ContextPart(StoreBase):
                 "project_core_bytes": len(project_core.encode()),
             },
             "tokens": estimate_tokens(text),
+            "parts": [
+                {
+                    "label": label,
+                    "scope": scope,
+                    "content": part,
+                    "chars": len(part),
+                    "tokens": estimate_tokens(part),
+                }
+                for (label, scope), part in zip(labels, parts, strict=True)
+            ],
             "withheld": [
                 {"scope": b.scope, "name": b.name, "secrets": b.secrets} for b in withheld_blocks
             ]

@@ -1,0 +1,56 @@
+"""/v1/sessions/facets and /v1/projects/activity: what the sessions can be filtered by,
+and how busy a project was day by day; both read the catalog only."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from ..schemas.sessions import Activity, SessionFacets
+from ..services.sessions import Sessions
+from ..storage.home import normalize_repo_root
+from . import body as strict
+from .sessions import ERRORS, json_response
+
+router = APIRouter(prefix="/v1", route_class=strict.StrictRoute)
+
+
+@router.get(
+    "/sessions/facets",
+    operation_id="sessions-facets",
+    response_model=SessionFacets,
+    tags=["sessions"],
+    responses=ERRORS,
+)
+async def facets(request: Request) -> Response:
+    """The source tools and models of the sessions, each with how many sessions have it,
+    most common first: the values `GET /v1/sessions` filters take."""
+    sessions: Sessions = request.app.state.sessions
+    return json_response(await sessions.in_catalog(lambda c: c.facets()))
+
+
+@router.get(
+    "/projects/activity",
+    operation_id="projects-activity",
+    response_model=Activity,
+    tags=["projects"],
+    responses=ERRORS,
+)
+async def activity(
+    request: Request,
+    repo_root: str | None = None,
+    days: Annotated[int, Query(ge=1, le=3660)] = 90,
+) -> Response:
+    """Events per day (UTC, by each event's own time) over the last `days` days, of one
+    project (`repo_root`) or of all; days without events are left out."""
+    sessions: Sessions = request.app.state.sessions
+    root = (
+        await asyncio.to_thread(normalize_repo_root, repo_root) if repo_root is not None else None
+    )
+    since = (sessions.store.clock() - timedelta(days=days - 1)).date().isoformat()
+    found = await sessions.in_catalog(lambda c: c.activity(root, since))
+    return json_response({"repo_root": root, "since": since, "days": found})

@@ -1,0 +1,139 @@
+"""Reading a session's transcript: its events (JSON pages or NDJSON, whole or as a
+reader sees them), its chat messages and its export."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from ..errors import Invalid
+from ..schemas import cursors
+from ..storage.chat import to_chat_messages, to_context_messages
+from ..storage.home import check_session_id
+from . import body as strict
+from .models import ChatMessages, EventPage
+from .session_docs import NDJSON_DOC
+from .sessions import ERRORS, NDJSON, _sessions, etag, json_response
+
+router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
+
+
+@router.get(
+    "/sessions/{session_id:session}/events",
+    operation_id="sessions-events",
+    response_model=EventPage,
+    responses={**ERRORS, 200: {"content": {NDJSON: NDJSON_DOC}}},
+)
+async def read_events(
+    request: Request,
+    session_id: str,
+    after: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+    type: Annotated[list[str] | None, Query()] = None,
+    cursor: str | None = None,
+    inline: bool = True,
+    raw: bool = True,
+) -> Response:
+    """Events after a seq, as JSON pages or NDJSON (`Accept: application/x-ndjson`).
+    A large content stored as a blob is put back in place unless `inline=false`, which
+    shows its reference (`content_ref`, `bytes`, `preview`). With `raw=false`, events
+    leave out what an import kept of its source's own records (`x_source`) and their
+    idempotency keys: what a reader shows, often a tenth of the bytes."""
+    check_session_id(session_id)
+    if cursor is not None:
+        if not cursors.SEQ.fullmatch(cursor):
+            raise Invalid(
+                f"cursor must match {cursors.SEQ.pattern}: the seq of the last event read"
+            )
+        after = int(cursor)
+    lines, raw_lines, info = await _sessions(request).read(session_id, inline=inline)
+    picked: list[int] = []
+    more = False
+    for i, line in enumerate(lines):
+        seq = line.get("seq")
+        if line.get("type") == "session" or not isinstance(seq, int) or seq <= after:
+            continue
+        if type and line.get("type") not in type:
+            continue
+        if len(picked) == limit:
+            more = True
+            break
+        picked.append(i)
+    next_cursor = str(lines[picked[-1]]["seq"]) if more and picked else None
+    headers = {"ETag": etag(info.last_seq)}
+    if next_cursor is not None:
+        also = ("&inline=false" if not inline else "") + ("&raw=false" if not raw else "")
+        headers["Link"] = (
+            f"</v1/sessions/{session_id}/events?cursor={next_cursor}&limit={limit}{also}>;"
+            ' rel="next"'
+        )
+    events = [lines[i] if raw else _reader_view(lines[i]) for i in picked]
+    if NDJSON in request.headers.get("accept", ""):
+        if raw:
+            body = b"".join(raw_lines[i] + b"\n" for i in picked)
+        else:
+            body = b"".join(orjson.dumps(e, option=orjson.OPT_APPEND_NEWLINE) for e in events)
+        return Response(body, media_type=NDJSON, headers=headers)
+    return json_response({"events": events, "next_cursor": next_cursor}, headers=headers)
+
+
+_NOT_READ = ("x_source", "idempotency_key")  # what raw=false leaves out of an event
+
+
+def _reader_view(line: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in line.items() if k not in _NOT_READ}
+
+
+@router.get(
+    "/sessions/{session_id:session}/messages",
+    operation_id="sessions-messages",
+    response_model=ChatMessages,
+    responses=ERRORS,
+)
+async def chat_messages(
+    request: Request,
+    session_id: str,
+    view: Literal["history", "context"] = "history",
+) -> Response:
+    """The session as a chat-completions `messages` list: `history` or `context` view."""
+    check_session_id(session_id)
+    lines, _raw, info = await _sessions(request).read(session_id)
+    messages = to_chat_messages(lines) if view == "history" else to_context_messages(lines)
+    return json_response(
+        {"session_id": session_id, "view": view, "messages": messages},
+        headers={"ETag": etag(info.last_seq)},
+    )
+
+
+@router.get(
+    "/sessions/{session_id:session}/export",
+    operation_id="sessions-export",
+    responses={
+        **ERRORS,
+        200: {
+            "content": {
+                NDJSON: NDJSON_DOC,
+                "application/json": {
+                    "schema": {"type": "array", "items": {"type": "object"}},
+                    "example": [{"role": "user", "content": "Why does the build fail?"}],
+                },
+            }
+        },
+    },
+)
+async def export_session(
+    request: Request,
+    session_id: str,
+    format: Literal["native", "openai"] = "native",
+) -> Response:
+    """The raw JSONL, byte for byte; or `format=openai` for a chat-completions messages array."""
+    check_session_id(session_id)
+    sessions = _sessions(request)
+    disposition = {"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'}
+    if format == "openai":
+        lines, _raw, _info = await sessions.read(session_id)
+        return json_response(to_context_messages(lines))
+    return Response(await sessions.export(session_id), media_type=NDJSON, headers=disposition)

@@ -1,23 +1,56 @@
 // The aster-persist dashboard: plain DOM, the daemon's own API, ES modules with no build
-// step. This entry wires the views to the router and starts the change feed.
+// step. This entry wires the views to the router, starts the change feed, and holds the
+// colour scheme switch and the keyboard shortcuts (/ search, j and k between turns).
 
-import { startFeed } from "./live.js";
+import { homeView } from "./home.js";
 import { journalView } from "./journal.js";
+import { startFeed } from "./live.js";
 import { memoryView } from "./memory.js";
 import { projectView } from "./project.js";
-import { projectsView } from "./projects.js";
-import { listen, route } from "./router.js";
+import { listen, reload, route } from "./router.js";
 import { searchFrom, searchView } from "./search.js";
-import { sessionView } from "./session.js";
+import { sessionView, stepTurn } from "./session.js";
 
+const THEMES = ["system", "light", "dark"];
+const switcher = document.getElementById("theme-switch");
+
+function applyTheme(theme) {
+  if (theme === "system") delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = theme;
+  switcher.textContent = `Theme: ${theme}`;
+  localStorage.setItem("aster-theme", theme);
+}
+
+applyTheme(localStorage.getItem("aster-theme") || "system");
+switcher.addEventListener("click", () => {
+  const now = localStorage.getItem("aster-theme") || "system";
+  applyTheme(THEMES[(THEMES.indexOf(now) + 1) % THEMES.length]);
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  const typing = event.target.closest("input, textarea, select, [contenteditable]");
+  if (typing || document.querySelector("dialog[open]")) return;
+  if (event.key === "/") {
+    event.preventDefault();
+    document.getElementById("search-box").focus();
+  } else if (event.key === "j" || event.key === "k") {
+    if (stepTurn(event.key === "j" ? 1 : -1)) event.preventDefault();
+  }
+});
+
+document.addEventListener("click", (event) => {  // a link to another view: not ready now
+  const link = event.target.closest('a[href^="#/"]');
+  if (link && link.getAttribute("href") !== location.hash && !event.defaultPrevented) document.body.dataset.ready = "false";
+});
 searchFrom(document.getElementById("search-form"));
 listen({
-  projects: projectsView,
+  home: homeView,
   project: projectView,
   session: sessionView,
   memory: memoryView,
   journal: journalView,
   search: searchView,
 });
-startFeed();
+startFeed(reload);
 route();

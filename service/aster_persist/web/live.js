@@ -1,10 +1,12 @@
 // Server-Sent Events over fetch (so the token can be sent), resumed with Last-Event-ID
-// after any break; and the change feed every view shares, shown by the live badge.
+// after any break; and the change feed every view shares, shown by the live badge and,
+// while the daemon is away, by a banner. When it is back, the view is drawn again.
 
 import { headers } from "./api.js";
 import { askToken } from "./token.js";
 
 const liveBadge = document.getElementById("live");
+const banner = document.getElementById("banner");
 const feedListeners = new Set();
 const feed = new AbortController();
 
@@ -16,7 +18,7 @@ export async function follow(path, { lastId, onEvent, signal, onState = () => {}
       const extra = { Accept: "text/event-stream" };
       if (lastId) extra["Last-Event-ID"] = lastId;
       const response = await fetch(path, { headers: headers(extra), signal });
-      if (response.status === 401) { await askToken(); continue; }
+      if (response.status === 401) { await askToken(true); continue; }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       onState(true);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -43,19 +45,26 @@ export async function follow(path, { lastId, onEvent, signal, onState = () => {}
       }
     } catch (error) {
       if (signal.aborted) return;
+      if (error && error.status === 401) return;  // no token given: nothing to follow
     }
     onState(false);
     await sleep(1000);
   }
 }
 
-// The change feed: journal entries and append notices, for as long as the page is open.
-export function startFeed() {
+// The change feed: journal entries and append notices, for as long as the page is open;
+// onBack() runs when the daemon answers again after being away.
+export function startFeed(onBack) {
+  let wasUp = null;
   follow("/v1/events", {
     signal: feed.signal,
     onState: (up) => {
       liveBadge.textContent = up ? "live" : "reconnecting…";
       liveBadge.classList.toggle("on", up);
+      banner.hidden = up;
+      document.body.dataset.daemon = up ? "up" : "down";
+      if (up && wasUp === false) onBack();
+      wasUp = up;
     },
     onEvent: (kind, data) => { for (const listener of feedListeners) listener(kind, data); },
   });

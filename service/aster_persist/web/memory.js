@@ -1,44 +1,80 @@
-// The memory view (#/memory?repo_root=…): one scope's ASTER.md and blocks, edited with
-// If-Match (a 412 shows the newer version, the text kept), and the context an agent gets.
+// The memory view (#/memory?repo_root=…&block=…): one scope's ASTER.md and its blocks,
+// bodies shown; a block edited through fields that refuse what the daemon would refuse
+// (saved with PATCH and If-Match, so keys of its own stay); a newer version met on save
+// shown as a diff, to keep yours, take theirs or merge; each block's history as diffs;
+// and the context an agent gets, in its labelled parts with their sizes.
 
 import { api } from "./api.js";
-import { el, main, q, say, throttle, when } from "./dom.js";
-import { journalList } from "./journal.js";
+import { el, main, navigate, q, say, size, throttle, titled, when } from "./dom.js";
+import { journalItem } from "./journal.js";
 import { subscribe } from "./live.js";
+import { conflictBox } from "./revisions.js";
+import { folded } from "./transcript.js";
 
 async function scopes() {
   const projects = await api("/v1/projects");
   return [{ label: "Global", repo_root: "" }, ...projects.items.map((p) => ({ label: p.repo_root, repo_root: p.repo_root }))];
 }
 
-function conflictBox(message, newer, onUse) {
-  const use = el("button", { text: "Load the newer version" });
-  const box = el("div", { class: "conflict", role: "alert" },
-    el("strong", { text: "Conflict: " }), message,
-    el("pre", { class: "content", text: newer }), use);
-  use.addEventListener("click", () => { onUse(); box.remove(); });
-  return box;
+function contextView(context) {
+  const parts = context.parts.map((part) => el("section", { class: "context-part", "data-scope": part.scope },
+    el("h4", {}, part.label, el("span", { class: "muted", text: ` · ${size(part.chars)} · about ${part.tokens} tokens` })),
+    el("pre", { class: "content", text: part.content })));
+  return el("div", { id: "memory-context" },
+    el("p", { class: "muted", text: `In all: ${size(context.content.length)}, about ${context.tokens} tokens; ${context.counts.shown} of ${context.counts.blocks} blocks listed.` }),
+    ...(parts.length ? parts : [el("p", { class: "muted", text: "Nothing yet: an agent gets no memory in its prompt." })]));
+}
+
+function fieldsForm(read, onSave) {
+  const m = read.metadata || {};
+  const field = (label, input) => el("label", { class: "field" }, el("span", { text: label }), input);
+  const form = el("form", { class: "block-form", novalidate: false },
+    field("Description", el("input", { name: "description", maxlength: 500, value: read.description || "" })),
+    field("Type", el("select", { name: "type" }, ["semantic", "procedural"].map((t) => el("option", { value: t, selected: read.type === t, text: t })))),
+    field("Tags (comma separated)", el("input", { name: "tags", value: (read.tags || []).join(", ") })),
+    field("Importance (0 to 1)", el("input", { name: "importance", type: "number", min: 0, max: 1, step: "any", required: true, value: read.importance })),
+    field("Confidence (0 to 1)", el("input", { name: "confidence", type: "number", min: 0, max: 1, step: "any", required: true, value: read.confidence ?? m.confidence ?? 0.5 })),
+    el("label", { class: "check" }, el("input", { name: "pinned", type: "checkbox", checked: Boolean(read.pinned) }), " Pinned (always kept)"),
+    field("Body", el("textarea", { name: "body", class: "block-editor", required: true })),
+    el("p", { class: "form-error bad", role: "alert", hidden: true }),
+    el("div", { class: "toolbar" }, el("button", { type: "submit", text: "Save block" }), el("button", { type: "button", class: "plain cancel", text: "Cancel" })));
+  form.body.value = read.body ?? "";
+  form.values = () => ({
+    description: form.description.value.trim(),
+    type: form.type.value,
+    tags: form.tags.value.split(",").map((t) => t.trim()).filter(Boolean),
+    importance: Number(form.importance.value),
+    confidence: Number(form.confidence.value),
+    pinned: form.pinned.checked,
+    body: form.body.value,
+  });
+  form.load = (other) => {
+    form.description.value = other.description || "";
+    form.type.value = other.type;
+    form.tags.value = (other.tags || []).join(", ");
+    form.importance.value = other.importance;
+    form.confidence.value = other.confidence;
+    form.pinned.checked = Boolean(other.pinned);
+    form.body.value = other.body;
+  };
+  form.addEventListener("submit", (event) => { event.preventDefault(); if (form.reportValidity()) onSave(form.values()); });
+  return form;
 }
 
 export async function memoryView(signal, params) {
   const repoRoot = params.get("repo_root") || "";
   const scopeParam = repoRoot ? { repo_root: repoRoot } : {};
+  const heading = titled(repoRoot ? `Memory of ${repoRoot}` : "Global memory");
   const picker = el("select", { id: "scope-picker" });
-  for (const scope of await scopes()) {
-    picker.append(el("option", { value: scope.repo_root, selected: scope.repo_root === repoRoot, text: scope.label }));
-  }
-  picker.addEventListener("change", () => { location.hash = `#/memory?${q({ repo_root: picker.value })}`; });
+  for (const scope of await scopes()) picker.append(el("option", { value: scope.repo_root, selected: scope.repo_root === repoRoot, text: scope.label }));
+  picker.addEventListener("change", () => { navigate(`#/memory?${q({ repo_root: picker.value })}`); });
 
   const coreArea = el("textarea", { id: "core-editor", "aria-label": "Core memory (ASTER.md)" });
   const coreSave = el("button", { text: "Save ASTER.md" });
   const coreBox = el("section", {}, el("h3", { text: "Core memory (ASTER.md)" }), coreArea, el("div", { class: "toolbar" }, coreSave));
   let coreEtag = null;
-  const loadCore = async () => {
-    const core = await api(`/v1/memory/core?${q(scopeParam)}`);
-    coreArea.value = core.content;
-    coreEtag = core.etag;
-  };
-  coreSave.addEventListener("click", async () => {
+  const loadCore = async () => { const core = await api(`/v1/memory/core?${q(scopeParam)}`); coreArea.value = core.content; coreEtag = core.etag; };
+  const saveCore = async () => {
     try {
       const done = await api(`/v1/memory/core?${q(scopeParam)}`, { method: "PUT", body: { content: coreArea.value }, extra: { "If-Match": coreEtag } });
       coreEtag = done.etag;
@@ -46,56 +82,73 @@ export async function memoryView(signal, params) {
     } catch (error) {
       if (error.status !== 412) return say(error.message);
       const newer = await api(`/v1/memory/core?${q(scopeParam)}`);
-      coreBox.append(conflictBox("ASTER.md changed since you opened it. Your text is still in the editor.", newer.content,
-        () => { coreArea.value = newer.content; coreEtag = newer.etag; }));
+      const mine = coreArea.value;
+      coreBox.append(conflictBox("ASTER.md", mine, newer.content, {
+        keepMine: () => { coreEtag = newer.etag; saveCore(); },
+        takeTheirs: () => { coreArea.value = newer.content; coreEtag = newer.etag; },
+        merge: (text) => { coreArea.value = text; coreEtag = newer.etag; coreArea.focus(); },
+      }));
     }
-  });
+  };
+  coreSave.addEventListener("click", saveCore);
 
   const blocksBox = el("section", { id: "blocks" }, el("h3", { text: "Blocks" }));
-  const contextBox = el("pre", { id: "memory-context", class: "content" });
-  main.replaceChildren(el("section", {}, el("h2", { text: "Memory" }),
+  const contextBox = el("div", { id: "context-box" });
+  main.replaceChildren(el("section", {}, heading,
     el("div", { class: "toolbar" }, el("label", { for: "scope-picker", text: "Scope" }), picker),
     el("div", { class: "grid" },
       el("div", {}, coreBox, blocksBox),
       el("section", {}, el("h3", { text: "The context an agent gets" }), contextBox))));
 
-  const editing = new Set();
+  const editing = new Set();  // blocks with an editor open
+  const kept = new Set();  // blocks with their history open
   const drawBlock = (block) => {
+    const relations = [
+      block.supersedes?.length ? `replaces ${block.supersedes.join(", ")}` : "",
+      block.conflicts_with?.length ? `conflicts with ${block.conflicts_with.join(", ")}` : "",
+    ].filter(Boolean).join(" · ");
+    const body = el("div", { class: "block-body" });
     const box = el("article", { class: `block${block.archived ? " archived" : ""}`, id: `block-${block.name}` },
-      el("h4", { text: block.name }),
-      el("p", { text: block.description }),
-      el("p", { class: "muted", text: `${block.type} · importance ${block.importance} · ${block.tags.join(", ")}${block.pinned ? " · pinned" : ""}${block.archived ? " · archived" : ""} · ${when(block.updated_at)}` }));
+      el("h4", {}, block.name, block.pinned ? el("span", { class: "badge", text: "pinned" }) : null,
+        block.archived ? el("span", { class: "badge muted", text: "archived" }) : null),
+      el("p", { class: "description", text: block.description }),
+      el("p", { class: "muted", text: `${block.type} · importance ${block.importance} · confidence ${block.confidence}${block.tags.length ? ` · ${block.tags.join(", ")}` : ""} · ${when(block.updated_at)}` }),
+      relations ? el("p", { class: "relations", text: relations }) : null, body);
     const tools = el("div", { class: "toolbar" });
-    const button = (text, action, cls) => {
-      const b = el("button", { class: cls || "plain", text });
-      b.addEventListener("click", async () => { try { await action(); } catch (error) { say(error.message); } });
-      tools.append(b);
-    };
+    const button = (text, action, cls) => tools.append(el("button", { type: "button", class: cls || "plain", text,
+      onclick: async () => { try { await action(); } catch (error) { say(error.message); } } }));
     const path = `/v1/memory/blocks/${encodeURIComponent(block.name)}`;
+    const read = () => api(`${path}?${q({ ...scopeParam, track: false, archived: block.archived || undefined })}`);
+    box.reloadBody = () => read().then((r) => body.replaceChildren(folded("body", r.body, { cls: "content" }))).catch(() => {});
+    box.reloadBody();
     if (!block.archived) {
       button("Edit", async () => {
-        const read = await api(`${path}?${q({ ...scopeParam, track: false })}`);
-        let etag = read.etag;
-        const area = el("textarea", { class: "block-editor", "aria-label": `Edit ${block.name}` });
-        area.value = read.content;
-        const save = el("button", { text: "Save block" });
-        const form = el("div", {}, area, el("div", { class: "toolbar" }, save));
+        if (editing.has(block.name)) return;
+        const first = await read();
+        let etag = first.etag;
         editing.add(block.name);
-        save.addEventListener("click", async () => {
+        const done = () => { editing.delete(block.name); form.remove(); };
+        const form = fieldsForm(first, async function save(values) {
+          const error = form.querySelector(".form-error");
+          error.hidden = true;
           try {
-            await api(`${path}?${q(scopeParam)}`, { method: "PUT", body: area.value, type: "text/markdown", extra: { "If-Match": etag } });
-            editing.delete(block.name);
+            await api(`${path}?${q(scopeParam)}`, { method: "PATCH", body: values, extra: { "If-Match": etag } });
+            done();
             say(`Saved ${block.name}.`, true);
             refresh();
-          } catch (error) {
-            if (error.status !== 412) return say(error.message);
-            const newer = await api(`${path}?${q({ ...scopeParam, track: false })}`);
-            form.append(conflictBox(`${block.name} changed since you opened it. Your text is still in the editor.`, newer.content,
-              () => { area.value = newer.content; etag = newer.etag; }));
+          } catch (failure) {
+            if (failure.status !== 412) { error.textContent = failure.message; error.hidden = false; say(failure.message); return; }
+            const newer = await read();
+            form.append(conflictBox(block.name, values.body, newer.body, {
+              keepMine: () => { etag = newer.etag; save(values); },
+              takeTheirs: () => { form.load(newer); etag = newer.etag; },
+              merge: (text) => { form.body.value = text; etag = newer.etag; form.body.focus(); },
+            }));
           }
         });
+        form.querySelector(".cancel").addEventListener("click", done);
         box.append(form);
-        area.focus();
+        form.description.focus();
       });
       button("Archive", () => api(`${path}/archive?${q(scopeParam)}`, { method: "POST" }).then(refresh));
       button("Forget", async () => {
@@ -106,9 +159,16 @@ export async function memoryView(signal, params) {
     } else {
       button("Restore", () => api(`${path}/restore?${q(scopeParam)}`, { method: "POST" }).then(refresh));
     }
+    box.history = async () => {  // shown until closed, drawn again after each change
+      const entries = await api(`/v1/journal?${q({ name: block.name, scope: block.scope, order: "desc", limit: 100 })}`);
+      const list = el("ol", { class: "journal" }, entries.items.filter((e) => e.op !== "memory.recall").map((e) => journalItem(e, { links: false })));
+      const shown = box.querySelector("ol.journal");
+      if (shown) shown.replaceWith(list); else box.append(list);
+    };
     button("History", async () => {
-      const entries = await api(`/v1/journal?${q({ name: block.name, scope: block.scope, limit: 200 })}`);
-      box.append(journalList(entries.items));
+      if (box.querySelector("ol.journal")) { box.querySelector("ol.journal").remove(); kept.delete(block.name); return; }
+      kept.add(block.name);
+      await box.history();
     });
     box.append(tools);
     return box;
@@ -118,14 +178,22 @@ export async function memoryView(signal, params) {
       api(`/v1/memory/blocks?${q({ ...scopeParam, include_archived: true })}`),
       api(`/v1/memory/context?${q(scopeParam)}`),
     ]);
-    contextBox.textContent = context.content;
-    const open = [...editing];
-    blocksBox.replaceChildren(el("h3", { text: "Blocks" }),
-      ...blocks.items.filter((b) => !open.includes(b.name)).map(drawBlock),
-      ...[...blocksBox.querySelectorAll(".block")].filter((b) => open.includes(b.id.slice(6))));
+    contextBox.replaceChildren(contextView(context));
+    const busy = (name) => editing.has(name) || kept.has(name);
+    const held = (b) => (busy(b.name) ? blocksBox.querySelector(`#block-${CSS.escape(b.name)}`) : null);
+    blocksBox.replaceChildren(el("h3", { text: "Blocks" }), ...blocks.items.map((b) => held(b) || drawBlock(b)));
+    for (const b of blocks.items) {  // an open editor or history stays; what it shows is read again
+      const box = kept.has(b.name) && held(b);
+      if (box) { box.reloadBody(); box.history(); }
+    }
     if (!blocks.items.length) blocksBox.append(el("p", { class: "muted", text: "No blocks in this scope." }));
   };
   await Promise.all([loadCore(), refresh()]);
+  const wanted = params.get("block");
+  if (wanted) {
+    const target = document.getElementById(`block-${wanted}`);
+    if (target) { target.classList.add("target"); target.scrollIntoView({ block: "center" }); }
+  }
   const redraw = throttle(refresh, 300);
   subscribe((kind, data) => { if (String(data.op || "").startsWith("memory.") && data.op !== "memory.recall") redraw(); }, signal);
 }

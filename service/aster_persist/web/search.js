@@ -1,8 +1,11 @@
-// The search view (#/search?q=…&repo_root=…): sessions and memory, matches marked; a
-// session hit opens the transcript at its turn. Also the header's search form.
+// The search view (#/search?q=…&kind=…&role=…&repo_root=…&since=…&until=…): sessions and
+// memory, matches marked, each hit with its project; a session hit opens the transcript
+// at its turn, a memory hit the block in its own scope. Also the header's search form.
 
 import { api } from "./api.js";
-import { el, main, q, when } from "./dom.js";
+import { el, main, navigate, q, titled, when } from "./dom.js";
+
+const FILTERS = ["q", "kind", "role", "repo_root", "since", "until"];
 
 function highlighted(text, spans) {
   const out = el("span", { class: "snippet" });
@@ -15,24 +18,35 @@ function highlighted(text, spans) {
   return out;
 }
 
+const projectName = (root) => root ? root.split("/").filter(Boolean).pop() || root : "global";
+
 export async function searchView(signal, params) {
-  const text = params.get("q") || "";
+  const wanted = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || undefined]));
+  const text = wanted.q || "";
   document.getElementById("search-box").value = text;
+  const heading = titled(text ? `Search: ${text}` : "Search");
+  const projects = await api("/v1/projects");
+  const go = (changes) => { navigate(`#/search?${q({ ...wanted, ...changes })}`); };
+  const choose = (name, label, options) => el("label", {}, label, " ", el("select", { name, id: `search-${name}`, onchange: (e) => go({ [name]: e.target.value || undefined }) },
+    el("option", { value: "", text: name === "kind" ? "sessions and memory" : "any" }),
+    options.map(([value, shown]) => el("option", { value, selected: value === wanted[name], text: shown }))));
+  const date = (name, label) => el("label", {}, label, " ", el("input", { type: "date", name, value: wanted[name] || "", onchange: (e) => go({ [name]: e.target.value || undefined }) }));
+  const filters = el("form", { class: "toolbar filters", "aria-label": "Filter the results", onsubmit: (e) => e.preventDefault() },
+    choose("kind", "In", [["messages", "sessions only"], ["memory", "memory only"]]),
+    choose("role", "Said by", [["user", "user"], ["assistant", "assistant"], ["tool", "tool"], ["system", "system"]]),
+    choose("repo_root", "Project", projects.items.map((p) => [p.repo_root, p.repo_root])),
+    date("since", "From"), date("until", "to"));
   const results = el("ol", { id: "search-results" });
-  main.replaceChildren(el("section", {}, el("h2", { text: `Search: ${text}` }), results));
+  main.replaceChildren(el("section", {}, heading, filters, results));
   if (!text) return;
-  let page;
-  try {
-    page = await api(`/v1/search?${q({ q: text, kind: "all", repo_root: params.get("repo_root"), limit: 50 })}`);
-  } catch (error) {
-    results.replaceWith(el("p", { role: "alert", text: error.message }));
-    return;
-  }
+  const page = await api(`/v1/search?${q({ ...wanted, kind: wanted.kind || "all", limit: 50 })}`);
   for (const hit of page.items) {
+    const project = el("span", { class: "project", title: hit.repo_root || "global memory", text: projectName(hit.repo_root) });
     const where = hit.session_id
       ? el("a", { class: "hit", href: `#/session/${hit.session_id}?${q({ seq: hit.seq })}`, text: `${hit.title || hit.session_id} #${hit.seq}` })
-      : el("a", { class: "hit", href: `#/memory?${q({ repo_root: "" })}`, text: `${hit.scope} / ${hit.name}` });
-    results.append(el("li", {}, where, el("span", { class: "muted", text: ` ${hit.kind} ${hit.role || ""} ${when(hit.ts)}` }),
+      : el("a", { class: "hit", href: `#/memory?${q({ repo_root: hit.repo_root || "", block: hit.kind === "block" ? hit.name : undefined })}`, text: `${hit.kind === "core" ? "ASTER.md" : hit.name} (memory)` });
+    results.append(el("li", { "data-kind": hit.kind }, where, " ", project,
+      el("span", { class: "muted", text: ` · ${hit.kind}${hit.role ? ` · ${hit.role}` : ""} · ${when(hit.ts)}` }),
       el("div", {}, highlighted(hit.snippet, hit.highlights))));
   }
   if (!page.items.length) results.append(el("li", { text: "Nothing found." }));
@@ -42,6 +56,6 @@ export async function searchView(signal, params) {
 export function searchFrom(form) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    location.hash = `#/search?${q({ q: event.target.q.value })}`;
+    navigate(`#/search?${q({ q: event.target.q.value })}`);
   });
 }

@@ -1,13 +1,41 @@
-// The session view (#/session/<id>?seq=…): the whole transcript, then its live appends;
-// rename, delete to the trash, and restore from it. body[data-render-ms] reports the draw.
+// The session view (#/session/<id>?seq=…): a header that tells the story (source tool,
+// models, turns, tool calls and errors, tokens, duration, last activity, state, the
+// sessions it started), a timeline of its tool calls, then the transcript: the first
+// turns drawn at once, the rest a chunk a frame, then its live appends (followed when
+// the reader is at the bottom, else a "new turns" button). Rename, delete to the trash,
+// restore. body[data-first-turn-ms] and body[data-render-ms] report the draw.
 
 import { api } from "./api.js";
-import { el, main, q, say, when } from "./dom.js";
+import { timeline } from "./chart.js";
+import { count, duration, el, inProject, main, q, say, throttle, titled, when } from "./dom.js";
 import { follow } from "./live.js";
 import { route } from "./router.js";
-import { markRetracted, renderEvent } from "./transcript.js";
+import { mark, Transcript } from "./transcript.js";
+
+const FIRST = 60;  // events in the first, quick page
+const CHUNK = 250;  // events drawn a frame after that
+const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+
+function story(detail) {
+  const item = (term, ...value) => el("div", {}, el("dt", { text: term }), el("dd", {}, ...value));
+  const link = (id, text) => el("a", { href: `#/session/${id}`, text });
+  return el("dl", { class: "story" },
+    item("Project", el("a", { href: `#/project?${q({ repo_root: detail.repo_root })}`, text: detail.repo_root })),
+    item("Source", detail.source_tool || "api", detail.git_branch ? el("span", { class: "muted", text: ` · ${detail.git_branch}` }) : null),
+    item("Model", (detail.models || []).join(", ") || "—"),
+    item("Turns", String(detail.turns)),
+    item("Tool calls", String(detail.tool_calls)),
+    item("Tool errors", el("span", { class: detail.tool_errors ? "bad" : "", text: String(detail.tool_errors) })),
+    item("Tokens", detail.tokens_in + detail.tokens_out ? `${count(detail.tokens_in)} in · ${count(detail.tokens_out)} out` : "—"),
+    item("Duration", duration(detail.duration_ms)),
+    item("Last activity", when(detail.updated_at)),
+    item("State", el("span", { class: `state-${detail.state}`, text: detail.state }), ` · ${detail.events} events`),
+    detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_id)) : null,
+    detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", {}, link(c.id, c.title || c.id)))) : null);
+}
 
 export async function sessionView(signal, params, id) {
+  const started = performance.now();
   let detail;
   try {
     detail = await api(`/v1/sessions/${id}`);
@@ -17,17 +45,15 @@ export async function sessionView(signal, params, id) {
     restore.addEventListener("click", async () => {
       try { await api(`/v1/sessions/${id}/restore`, { method: "POST" }); route(); } catch (e) { say(e.message); }
     });
-    main.replaceChildren(el("section", {}, el("h2", { text: "Session not found" }),
+    main.replaceChildren(el("section", {}, titled("Session not found"),
       el("p", { text: `No live session ${id}. If it was deleted, it may be in the trash.` }), restore));
     return;
   }
-  const title = el("h2", { id: "session-title", text: detail.title || "(untitled)" });
-  const meta = el("p", { class: "muted" });
-  const drawMeta = () => {
-    meta.textContent = `${detail.repo_root} · ${detail.events} events · ${when(detail.created_at)} → ${when(detail.updated_at)} · `;
-    meta.append(el("span", { class: `state-${detail.state}`, text: detail.state }));
-  };
-  drawMeta();
+  inProject(detail.repo_root);
+  const heading = titled(detail.title || "(untitled)");
+  heading.id = "session-title";
+  document.title = `${detail.title || "Session"} · aster-persist`;
+  const header = el("div", { id: "session-story" }, story(detail));
   const rename = el("form", { class: "toolbar" },
     el("label", { for: "rename-input", text: "Title" }),
     el("input", { id: "rename-input", name: "title", value: detail.title || "" }),
@@ -35,8 +61,8 @@ export async function sessionView(signal, params, id) {
   rename.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      detail = { ...detail, ...(await api(`/v1/sessions/${id}`, { method: "PATCH", body: { title: rename.title.value } })) };
-      title.textContent = detail.title;
+      await api(`/v1/sessions/${id}`, { method: "PATCH", body: { title: rename.title.value } });
+      heading.textContent = rename.title.value;
       say("Renamed.", true);
     } catch (error) { say(error.message); }
   });
@@ -45,44 +71,98 @@ export async function sessionView(signal, params, id) {
     if (!confirm("Move this session to the trash?")) return;
     try { await api(`/v1/sessions/${id}`, { method: "DELETE" }); say("Moved to the trash.", true); route(); } catch (error) { say(error.message); }
   });
-  const list = el("div", { id: "events", "aria-live": "polite" });
-  main.replaceChildren(el("section", {}, title, meta,
+  const chart = el("div", { id: "timeline" });
+  const list = el("div", { id: "events" });
+  const fresh = el("button", { id: "new-turns", class: "floating", hidden: true, text: "New turns ↓" });
+  main.replaceChildren(el("section", { class: "session" }, heading, header,
     el("div", { class: "toolbar" }, rename, remove,
-      el("a", { href: `#/project?${q({ repo_root: detail.repo_root })}`, text: "All sessions of this project" })),
-    list));
-  const started = performance.now();
+      el("a", { href: `/v1/sessions/${id}/export`, download: `${id}.jsonl`, text: "Download JSONL" })),
+    chart, list, fresh));
+  heading.focus();
+  const transcript = new Transcript(list, id, detail.children || []);
+  const hrefOf = (seq) => `#/session/${id}?${q({ seq })}`;
+  const drawTimeline = () => {
+    const calls = transcript.timed();
+    chart.replaceChildren(calls.length ? timeline(calls, transcript.first, transcript.last, hrefOf) : "");
+  };
+  chart.addEventListener("click", (event) => {
+    const link = event.target.closest("a[data-seq]");
+    if (!link) return;
+    event.preventDefault();
+    history.replaceState(null, "", hrefOf(link.dataset.seq));
+    mark(link.dataset.seq)?.scrollIntoView({ block: "center" });
+  });
+
   let last = 0;
   let after = 0;
+  let limit = FIRST;
+  let firstShown = false;
   for (;;) {
-    const page = await api(`/v1/sessions/${id}/events?${q({ after, limit: 2000, inline: false })}`);
-    const fragment = document.createDocumentFragment();
-    for (const event of page.events) {
-      fragment.append(renderEvent(event, id));
-      last = Math.max(last, event.seq);
+    const page = await api(`/v1/sessions/${id}/events?${q({ after, limit, inline: false, raw: false })}`);
+    if (signal.aborted) return;
+    for (let at = 0; at < page.events.length; at += CHUNK) {
+      transcript.add(page.events.slice(at, at + CHUNK));
+      if (!firstShown) {
+        firstShown = true;
+        await frame();
+        document.body.dataset.firstTurnMs = String(Math.round(performance.now() - started));
+        performance.mark("aster:first-turn");
+      } else if (at + CHUNK < page.events.length) await frame();
     }
-    list.append(fragment);
-    markRetracted(list, page.events);
+    if (page.events.length) last = page.events.at(-1).seq;
     if (!page.next_cursor) break;
     after = Number(page.next_cursor);
+    limit = 2000;
   }
-  await new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  drawTimeline();
+  await frame();
   document.body.dataset.renderMs = String(Math.round(performance.now() - started));
+  performance.mark("aster:all-turns");
   const target = params.get("seq");
   if (target) {
-    const turn = document.getElementById(`turn-${target}`);
-    if (turn) { turn.classList.add("target"); turn.scrollIntoView({ block: "center" }); turn.focus(); }
+    const turn = mark(target);
+    if (turn) { turn.scrollIntoView({ block: "center" }); turn.focus(); }
   }
+  const atBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
+  let unseen = 0;
+  fresh.addEventListener("click", () => { list.lastElementChild?.scrollIntoView({ block: "end" }); unseen = 0; fresh.hidden = true; });
+  window.addEventListener("scroll", () => { if (atBottom()) { unseen = 0; fresh.hidden = true; } }, { signal });
+  const refresh = throttle(async () => {
+    try {
+      detail = await api(`/v1/sessions/${id}`);
+      header.replaceChildren(story(detail));
+      if (detail.title) heading.textContent = detail.title;
+      drawTimeline();
+    } catch { /* the feed says when the daemon is away */ }
+  }, 1000);
   follow(`/v1/sessions/${id}/events/stream`, {
     lastId: String(last),
     signal,
     onEvent: (kind, event) => {
       if (kind !== "event" || event.seq <= last) return;
       last = event.seq;
-      list.append(renderEvent(event, id));
-      markRetracted(list, [event]);
-      detail.events += 1;
-      if (event.type === "title") { detail.title = event.title; title.textContent = event.title; }
-      drawMeta();
+      const following = atBottom();
+      transcript.add([event]);
+      if (following) list.lastElementChild?.scrollIntoView({ block: "end" });
+      else { unseen += 1; fresh.textContent = `${unseen} new turn${unseen > 1 ? "s" : ""} ↓`; fresh.hidden = false; }
+      refresh();
     },
   });
+}
+
+// Move the focus to the next (1) or previous (-1) turn of a session; false elsewhere.
+export function stepTurn(direction) {
+  const turns = [...document.querySelectorAll("#events [data-turn]")].filter((t) => t.offsetParent !== null);
+  if (!turns.length) return false;
+  const focused = turns.indexOf(document.activeElement);
+  let index;
+  if (focused >= 0) index = focused + direction;
+  else {
+    const below = turns.findIndex((t) => t.getBoundingClientRect().top >= 0);
+    index = direction > 0 ? Math.max(0, below) : Math.max(0, below - 1);
+  }
+  const turn = turns[Math.min(turns.length - 1, Math.max(0, index))];
+  turn.focus();
+  turn.scrollIntoView({ block: "start" });
+  return true;
 }

@@ -1,89 +1,250 @@
-// One transcript event as DOM: turns, tool calls and results, summaries, evictions,
-// titles, the model's thinking and retractions; a large content kept as a blob shows its
-// preview and loads on request. An event a retraction took back is struck through.
+// A transcript as something to read: each turn a card with its role, model, time and a
+// copy-link; each tool call with its result under it, named by its tool, in monospace;
+// commands as commands, file writes, edits and patches as diffs; long parts folded with
+// their size; thinking folded; errors, evictions, summaries and sub-agent turns marked
+// (a sub-agent's turns grouped, its own session linked); ANSI codes stripped. A turn a
+// retraction took back is struck through.
 
 import { api } from "./api.js";
-import { el, q, when } from "./dom.js";
+import { el, q, say, size, when } from "./dom.js";
+import { diffView, lineDiff, patchRows } from "./diff.js";
+
+const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
+export const plain = (text) => String(text ?? "").replace(ANSI, "");
+
+const FOLD_CHARS = 1500;
+const FOLD_LINES = 25;
 
 export function textOf(content) {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((part) => part.text ?? `[${part.type}]`).join("\n");
+  if (Array.isArray(content)) {
+    return content.filter((p) => !["thinking", "redacted_thinking", "reasoning"].includes(p.type))
+      .map((p) => p.text ?? (typeof p.content === "string" ? p.content : `[${p.type}]`)).join("\n");
+  }
   return "";
 }
 
-function prettyArguments(text) {
-  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return String(text ?? ""); }
+function thinkingOf(event) {
+  const parts = [...(Array.isArray(event.thinking) ? event.thinking : []),
+    ...(Array.isArray(event.content) ? event.content.filter((p) => ["thinking", "redacted_thinking", "reasoning"].includes(p.type)) : [])];
+  return parts.map((p) => p.thinking ?? p.text ?? "").join("\n\n");
 }
 
-export function renderEvent(event, sessionId) {
-  const seq = event.seq;
-  const id = `turn-${seq}`;
-  if (event.type === "summary") {
-    return el("article", { class: "turn summary", id, tabindex: "-1" },
-      el("h3", { text: `#${seq} summary of everything through #${event.through_seq}` }),
-      el("p", { class: "content", text: event.content }));
-  }
-  if (event.type === "eviction") {
-    const target = event.tool_call_id || `#${event.target_seq}`;
-    return el("article", { class: "turn eviction", id, tabindex: "-1" },
-      el("h3", { text: `#${seq} evicted ${target} from the context` }),
-      event.stub ? el("p", { class: "content muted", text: event.stub }) : null);
-  }
-  if (event.type === "title") {
-    return el("article", { class: "turn title", id, tabindex: "-1" },
-      el("h3", { text: `#${seq} title (${event.source || "user"}): ${event.title}` }));
-  }
-  if (event.type === "reasoning") {
-    const text = textOf(event.content);
-    return el("article", { class: "turn reasoning", id, tabindex: "-1" },
-      el("details", {},
-        el("summary", { text: `#${seq} thinking${text ? ` (${text.length} characters)` : " (not readable)"}` }),
-        el("p", { class: "content muted", text })));
-  }
-  if (event.type === "retraction") {
-    return el("article", { class: "turn retraction", id, tabindex: "-1" },
-      el("h3", { text: `#${seq} took back #${event.target_seq}${event.reason ? `: ${event.reason}` : ""}` }));
-  }
-  const role = event.role || "?";
-  const body = el("article", { class: `turn ${role}`, id, tabindex: "-1" },
-    el("h3", { text: `#${seq} ${role}${event.name ? ` (${event.name})` : ""} · ${when(event.ts)}` }));
-  const content = event.content;
-  if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) {
-    const button = el("button", { class: "plain load-blob", text: `Load ${content.bytes} bytes` });
-    const preview = el("p", { class: "content", text: `${content.preview || ""}…` });
-    button.addEventListener("click", async () => {
-      const page = await api(`/v1/sessions/${sessionId}/events?${q({ after: seq - 1, limit: 1 })}`);
-      preview.textContent = textOf(page.events[0].content);
-      button.remove();
-    });
-    body.append(preview, button);
-  } else if (role === "tool") {
-    const text = textOf(content);
-    const head = el("span", { class: "muted", text: `result of ${event.tool_call_id}` });
-    if (text.length > 600) {
-      body.append(head, el("details", { class: "tool-result" },
-        el("summary", { text: `${text.slice(0, 200)}… (${text.length} characters)` }),
-        el("pre", { class: "content", text })));
-    } else {
-      body.append(head, el("pre", { class: "content tool-result", text }));
+const isLong = (text) => text.length > FOLD_CHARS || text.split("\n").length > FOLD_LINES;
+
+// Text folded under a summary giving what it is and its size when it is long.
+export function folded(what, text, { cls = "content", mono = false, open = false } = {}) {
+  const body = el(mono ? "pre" : "p", { class: cls, text });
+  if (!isLong(text)) return body;
+  const lines = text.split("\n").length;
+  return el("details", { class: "fold", open }, el("summary", { text: `${what} (${lines} lines, ${size(text.length)})` }), body);
+}
+
+function thinkingBox(text) {
+  return el("details", { class: "thinking" },
+    el("summary", { text: text ? `thinking (${text.length} characters)` : "thinking (not readable)" }),
+    el("p", { class: "content muted", text }));
+}
+
+function parsed(args) {
+  if (args && typeof args === "object") return args;
+  try { return JSON.parse(args); } catch { return null; }
+}
+
+// What a call asked for, drawn as what it is: a command, a file written, an edit, a patch.
+function argumentsView(name, raw) {
+  const args = parsed(raw);
+  const text = typeof raw === "string" ? raw : JSON.stringify(raw ?? {});
+  const lower = String(name || "").toLowerCase();
+  if (args && typeof args === "object") {
+    const command = args.command ?? args.cmd;
+    if (command !== undefined && /bash|shell|exec|run|command|terminal/.test(lower)) {
+      const line = Array.isArray(command) ? command.join(" ") : String(command);
+      const extra = Object.entries(args).filter(([k]) => k !== "command" && k !== "cmd");
+      return el("div", { class: "command" }, folded("command", `$ ${line}`, { cls: "cmd", mono: true }),
+        extra.length ? el("div", { class: "muted", text: extra.map(([k, v]) => `${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`).join(" · ") } ) : null);
     }
-  } else if (textOf(content)) {
-    body.append(el("p", { class: "content", text: textOf(content) }));
+    const file = args.file_path ?? args.path ?? args.filename;
+    if (typeof args.old_string === "string" && typeof args.new_string === "string") {
+      return fileChange(file, lineDiff(args.old_string, args.new_string), "edit");
+    }
+    if (Array.isArray(args.edits) && args.edits.every((e) => typeof e.old_string === "string")) {
+      return fileChange(file, args.edits.flatMap((e) => [["@", "…"], ...lineDiff(e.old_string, e.new_string ?? "")]), "edits");
+    }
+    if (typeof args.content === "string" && file && /write|create|save/.test(lower)) {
+      return fileChange(file, args.content.split("\n").map((t) => ["+", t]), "new content");
+    }
+    const patch = [args.patch, args.input, args.diff].find((v) => typeof v === "string" && /^(\*\*\* Begin Patch|diff --git|--- )/m.test(v));
+    if (patch) return fileChange(file || "patch", patchRows(patch), "patch");
+  } else if (/^(\*\*\* Begin Patch|diff --git)/.test(text)) {
+    return fileChange("patch", patchRows(text), "patch");
   }
-  for (const call of event.tool_calls || []) {
-    const fn = call.function || {};
-    body.append(el("div", { class: "tool-call" },
-      el("strong", { text: `⚙ ${fn.name}` }), el("span", { class: "muted", text: ` ${call.id}` }),
-      el("pre", { class: "args", text: prettyArguments(fn.arguments) })));
-  }
-  return body;
+  const pretty = args && typeof args === "object" ? JSON.stringify(args, null, 2) : text;
+  return folded("arguments", pretty, { cls: "args", mono: true });
 }
 
-// Strike through, under root, the turns the retractions among events took back.
-export function markRetracted(root, events) {
-  for (const event of events) {
-    if (event.type !== "retraction") continue;
-    const target = root.querySelector(`#turn-${event.target_seq}`);
+function fileChange(file, rows, what) {
+  const view = diffView(rows, `${what} of ${file}`);
+  const adds = rows.filter(([op]) => op === "+").length;
+  const dels = rows.filter(([op]) => op === "-").length;
+  const head = `${file} · ${what} · +${adds} −${dels}`;
+  if (rows.length <= FOLD_LINES) return el("div", { class: "file-change" }, el("div", { class: "file", text: head }), view);
+  return el("details", { class: "fold file-change" }, el("summary", { class: "file", text: `${head} (${rows.length} lines)` }), view);
+}
+
+function linkButton(sessionId, seq) {
+  return el("button", { type: "button", class: "link-turn plain", "aria-label": `Copy a link to #${seq}`, title: "Copy a link to this turn",
+    onclick: async () => {
+      const url = `${location.origin}${location.pathname}#/session/${sessionId}?${q({ seq })}`;
+      history.replaceState(null, "", url);
+      mark(seq);
+      try { await navigator.clipboard.writeText(url); say("Link copied.", true); } catch { say(`Link: ${url}`, true); }
+    },
+    text: `#${seq}` });
+}
+
+// Highlight the turn with this seq (and unfold what holds it); returns it.
+export function mark(seq) {
+  for (const old of document.querySelectorAll(".target")) old.classList.remove("target");
+  const turn = document.getElementById(`turn-${seq}`);
+  if (!turn) return null;
+  for (let up = turn.parentElement; up; up = up.parentElement) if (up.tagName === "DETAILS") up.open = true;
+  turn.classList.add("target");
+  return turn;
+}
+
+export class Transcript {
+  constructor(root, sessionId, children) {
+    this.root = root;
+    this.sessionId = sessionId;
+    this.children = new Map(children.filter((c) => c.tool_call_id).map((c) => [c.tool_call_id, c.id]));
+    this.calls = new Map();  // tool_call_id -> { box, name, start, end, error, seq }
+    this.run = null;  // the sub-agent run being added to
+    this.first = null;
+    this.last = null;
+  }
+
+  add(events) {
+    const fragment = document.createDocumentFragment();
+    for (const event of events) this.place(event, fragment);
+    this.root.append(fragment);
+    for (const event of events) if (event.type === "retraction") this.retract(event);
+  }
+
+  place(event, fragment) {
+    const t = Date.parse(event.ts);
+    if (!isNaN(t)) { this.first ??= t; this.last = Math.max(this.last ?? t, t); }
+    if (event.type === "message" && event.role === "tool" && this.calls.has(event.tool_call_id)) {
+      this.result(event, this.calls.get(event.tool_call_id));
+      return;
+    }
+    const card = this.card(event);
+    if (event.x_sidechain) {
+      if (!this.run) {
+        this.run = el("details", { class: "subagent-run" }, el("summary", { text: "" }));
+        this.run.count = 0;
+        fragment.append(this.run);
+      }
+      this.run.count += 1;
+      this.run.firstChild.textContent = `Sub-agent run: ${this.run.count} turn${this.run.count > 1 ? "s" : ""}`;
+      this.run.append(card);
+    } else {
+      this.run = null;
+      fragment.append(card);
+    }
+  }
+
+  card(event) {
+    const seq = event.seq;
+    const base = { id: `turn-${seq}`, tabindex: "-1", "data-turn": seq, "data-seq": seq };
+    const head = (label, ...rest) => el("h3", {}, el("span", { class: "who", text: label }), ...rest,
+      event.ts ? el("time", { datetime: event.ts, text: when(event.ts) }) : null, linkButton(this.sessionId, seq));
+    if (event.type === "summary") {
+      return el("article", { ...base, class: "turn summary" }, head(`Summary of everything through #${event.through_seq}`),
+        folded("summary", plain(event.content)));
+    }
+    if (event.type === "eviction") {
+      const target = event.tool_call_id || `#${event.target_seq}`;
+      return el("article", { ...base, class: "turn eviction" }, head(`Evicted ${target} from the context`),
+        event.stub ? el("p", { class: "content muted", text: event.stub }) : null);
+    }
+    if (event.type === "title") return el("article", { ...base, class: "turn title" }, head(`Titled by ${event.source || "user"}: ${event.title}`));
+    if (event.type === "reasoning") return el("article", { ...base, class: "turn reasoning" }, head("Thinking"), thinkingBox(textOf(event.content)));
+    if (event.type === "retraction") {
+      return el("article", { ...base, class: "turn retraction" }, head(`Took back #${event.target_seq}${event.reason ? `: ${event.reason}` : ""}`));
+    }
+    if (event.type !== "message") return el("article", { ...base, class: "turn other" }, head(event.type || "event"));
+    const role = event.role || "?";
+    const who = { user: "User", assistant: "Assistant", system: "System", tool: "Tool result" }[role] || role;
+    const card = el("article", { ...base, class: `turn ${role}${event.x_sidechain ? " sidechain" : ""}` },
+      head(who, event.name ? el("span", { class: "muted", text: event.name }) : null,
+        event.model ? el("span", { class: "model muted", text: event.model }) : null,
+        event.x_sidechain ? el("span", { class: "badge", text: "sub-agent" }) : null));
+    const thinking = thinkingOf(event);
+    if (thinking || (Array.isArray(event.thinking) && event.thinking.length)) card.append(thinkingBox(thinking));
+    if (role === "tool") {  // a result whose call is not in view
+      this.result(event, { box: card, name: event.name || event.tool_call_id });
+      return card;
+    }
+    const content = event.content;
+    if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) card.append(this.blob(event));
+    else {
+      const text = plain(textOf(content));
+      if (text.trim()) card.append(role === "system" ? el("details", { class: "fold" }, el("summary", { text: `System prompt (${size(text.length)})` }), el("p", { class: "content", text }))
+        : folded(role === "user" ? "message" : "answer", text));
+    }
+    for (const call of event.tool_calls || []) card.append(this.call(call, event));
+    return card;
+  }
+
+  call(call, event) {
+    const fn = call.function || {};
+    const child = this.children.get(call.id);
+    const box = el("div", { class: "tool-call", "data-call": call.id },
+      el("div", { class: "call-head" }, el("strong", { text: fn.name || "tool" }), el("span", { class: "muted id", text: ` ${call.id}` }),
+        child ? el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }) : null),
+      argumentsView(fn.name, fn.arguments));
+    this.calls.set(call.id, { box, name: fn.name, start: Date.parse(event.ts), end: null, error: false, seq: event.seq });
+    return box;
+  }
+
+  result(event, call) {
+    const failed = Boolean(event.is_error || event.x_is_error);
+    const content = event.content;
+    const block = el("div", { class: `result${failed ? " failed" : ""}`, id: `turn-${event.seq}`, tabindex: "-1", "data-seq": event.seq },
+      el("div", { class: "result-head" }, el("span", { text: `${failed ? "Failed: " : "Result of "}${call.name || "the call"}` }),
+        failed ? el("span", { class: "badge bad", text: "error" }) : null, linkButton(this.sessionId, event.seq)));
+    if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) block.append(this.blob(event));
+    else block.append(folded("output", plain(textOf(content)), { cls: "content output", mono: true }));
+    const child = event.x_subagent && this.children.get(event.tool_call_id);
+    if (child && !call.box.querySelector(".child-link")) block.append(el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }));
+    call.box.append(block);
+    call.end = Date.parse(event.ts);
+    call.error = failed;
+    if (failed) call.box.classList.add("failed");
+  }
+
+  blob(event) {
+    const content = event.content;
+    const preview = el("pre", { class: "content output", text: `${plain(content.preview || "")}…` });
+    const button = el("button", { class: "plain load-blob", text: `Load ${content.bytes} bytes` });
+    button.addEventListener("click", async () => {
+      try {
+        const page = await api(`/v1/sessions/${this.sessionId}/events?${q({ after: event.seq - 1, limit: 1, raw: false })}`);
+        preview.replaceWith(folded("output", plain(textOf(page.events[0].content)), { cls: "content output", mono: true, open: true }));
+        button.remove();
+      } catch (error) { say(error.message); }
+    });
+    return el("div", { class: "blob" }, preview, button);
+  }
+
+  retract(event) {
+    const target = document.getElementById(`turn-${event.target_seq}`);
     if (target) { target.classList.add("retracted"); target.title = `Taken back by #${event.seq}`; }
+  }
+
+  // The tool calls with their times, for the timeline.
+  timed() {
+    return [...this.calls.values()].filter((c) => !isNaN(c.start)).map((c) => ({ ...c, end: isNaN(c.end) ? null : c.end }));
   }
 }

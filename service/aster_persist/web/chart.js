@@ -1,0 +1,61 @@
+// Charts drawn as SVG with no library: events per day (a bar per day, empty days too),
+// and a session's timeline of tool calls (a bar from each call to its result, errors in
+// the error colour). Every mark has a <title>, so hovering (or a screen reader) says it.
+
+import { el } from "./dom.js";
+
+const svg = (tag, attrs, ...children) => el(tag, { ...attrs, svg: true }, ...children);
+const DAY = 86400000;
+
+// The `span` days up to the last day with events (today when there is none).
+export function activityChart(days, { span = 90, label = "Events per day", width = 600 } = {}) {
+  const counts = new Map(days.map((d) => [d.day, d.events]));
+  const end = new Date((days.at(-1)?.day) || new Date().toISOString().slice(0, 10)).getTime();
+  const series = [];
+  for (let t = end - (span - 1) * DAY; t <= end; t += DAY) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    series.push([day, counts.get(day) || 0]);
+  }
+  const top = Math.max(1, ...series.map(([, n]) => n));
+  const height = width / 6;
+  const bar = width / series.length;
+  const total = series.reduce((sum, [, n]) => sum + n, 0);
+  const chart = svg("svg", { class: "activity-chart", viewBox: `0 0 ${width} ${height + 14}`, role: "img",
+    "aria-label": `${label}: ${total} events in the ${span} days to ${series.at(-1)[0]}, at most ${top} in a day` });
+  series.forEach(([day, n], i) => {
+    const h = n ? Math.max(2, (n / top) * height) : 0;
+    chart.append(svg("rect", { x: (i * bar + 0.5).toFixed(1), y: (height - h).toFixed(1), width: Math.max(1, bar - 1).toFixed(1),
+      height: h.toFixed(1), class: "bar", "data-day": day, "data-events": n }, svg("title", { text: `${day}: ${n} events` })));
+  });
+  chart.append(svg("line", { x1: 0, x2: width, y1: height, y2: height, class: "axis" }),
+    svg("text", { x: 0, y: height + 12, class: "tick", text: series[0][0] }),
+    svg("text", { x: width, y: height + 12, class: "tick", "text-anchor": "end", text: series.at(-1)[0] }),
+    svg("text", { x: 2, y: 10, class: "tick", text: `${top}/day` }));
+  return el("figure", { class: "chart" }, el("figcaption", { text: `${label}: ${total} events in the ${span} days to ${series.at(-1)[0]}` }), chart);
+}
+
+// calls: [{name, start, end (ms or null), error, seq}], from the first event to the last.
+export function timeline(calls, first, last, hrefOf) {
+  const width = 600;
+  const lane = 10;
+  const lanes = [];
+  const span = Math.max(1, last - first);
+  const x = (t) => ((t - first) / span) * width;
+  const marks = calls.map((call) => {
+    const end = call.end ?? call.start;
+    let row = lanes.findIndex((free) => free <= call.start);
+    if (row < 0) { row = lanes.length; lanes.push(0); }
+    lanes[row] = end + span / 300;
+    const took = call.end !== null ? `${((call.end - call.start) / 1000).toFixed(1)} s` : "no result";
+    return svg("a", { href: hrefOf(call.seq), "data-seq": call.seq, class: "call-link" },
+      svg("rect", { x: x(call.start).toFixed(1), y: row * lane + 2, width: Math.max(2, x(end) - x(call.start)).toFixed(1), height: lane - 3,
+        class: call.error ? "bar error" : "bar" }, svg("title", { text: `#${call.seq} ${call.name}: ${took}${call.error ? ", failed" : ""}` })));
+  });
+  const height = Math.max(1, lanes.length) * lane + 16;
+  const errors = calls.filter((c) => c.error).length;
+  const chart = svg("svg", { class: "timeline", viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": `Timeline: ${calls.length} tool calls, ${errors} failed` }, ...marks,
+    svg("text", { x: 0, y: height - 2, class: "tick", text: "start" }),
+    svg("text", { x: width, y: height - 2, class: "tick", "text-anchor": "end", text: `${((last - first) / 60000).toFixed(1)} min` }));
+  return el("figure", { class: "chart" }, el("figcaption", { text: `Tool calls over time (${calls.length}, ${errors} failed)` }), chart);
+}

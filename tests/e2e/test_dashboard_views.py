@@ -1,0 +1,388 @@
+"""The dashboard's sessions in a real Chromium: recent sessions of every project as the
+landing view (filtered, sorted, paged), a project's activity per day, a session's story
+and timeline, a transcript that can be read (results under their calls, commands,
+diffs, folds with sizes, thinking, errors, summaries, sub-agent runs, ANSI stripped,
+links to turns, j/k), the live tail, the daemon going away and coming back, the token
+dialog, the time a big session takes to draw, and every view in light and dark at
+desktop and phone widths (screenshots in test-artifacts/dashboard/)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+from playwright.sync_api import Browser, Page, expect
+
+from ..conftest import Daemon, assistant, call, tool, user
+from .dashboard import ARTIFACTS, FIXTURES, ROOT, browser, fits, page, post, ready, shot
+
+__all__ = ["browser", "page"]  # fixtures
+SPOTTER = FIXTURES / "claude-code" / "spotter"
+PARENT = SPOTTER / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+CHILD = SPOTTER / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents" / "agent-aac57f5.jsonl"
+
+
+def imported(daemon: Daemon, path: Path, repo: str = ROOT) -> str:
+    r = httpx.post(
+        f"{daemon.url}/v1/sessions/import",
+        content=path.read_bytes(),
+        params={"repo_root": repo},
+        timeout=60,
+    )
+    assert r.status_code in (200, 201), r.text
+    return str(r.json()["sessions"][0]["id"])
+
+
+def at(ts_minute: int) -> str:
+    return f"2026-11-30T10:{ts_minute:02d}:00Z"
+
+
+def readable_session(daemon: Daemon) -> str:
+    """A session with one of everything a reader meets."""
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Readable"})["id"]
+    big = "".join(f"line {n} of the new module\n" for n in range(1200))  # about 22 KB
+    patch = "*** Begin Patch\n*** Update File: app.py\n@@\n-old = 1\n+new = 2\n*** End Patch"
+    events: list[dict[str, Any]] = [
+        {"type": "message", "role": "system", "content": "You are a careful agent. " * 200},
+        user("fix the build", ts=at(0)),
+        {
+            **assistant(
+                "Running it.",
+                calls=[
+                    call("c1", "Bash", json.dumps({"command": "make build", "timeout": 60})),
+                    call("c2", "Write", json.dumps({"file_path": "src/new.py", "content": big})),
+                    call(
+                        "c3",
+                        "Edit",
+                        json.dumps(
+                            {
+                                "file_path": "src/app.py",
+                                "old_string": "a = 1",
+                                "new_string": "a = 2",
+                            }
+                        ),
+                    ),
+                    call("c4", "apply_patch", json.dumps({"input": patch})),
+                ],
+            ),
+            "model": "gpt-5",
+            "ts": at(1),
+            "thinking": [{"type": "thinking", "thinking": "the build needs a clean first"}],
+        },
+        {**tool("c1", "\x1b[31merror\x1b[0m: missing target"), "is_error": True, "ts": at(2)},
+        {**tool("c2", "written"), "ts": at(3)},
+        {**tool("c3", "edited"), "ts": at(4)},
+        {**tool("c4", "".join(f"patched line {n}\n" for n in range(400))), "ts": at(5)},
+        {**user("look at the tests", ts=at(6)), "x_sidechain": True},
+        {**assistant("the sub-agent looked"), "x_sidechain": True, "ts": at(7)},
+        {"type": "summary", "content": "Everything so far. " * 300, "through_seq": 9},
+        {"type": "eviction", "tool_call_id": "c4", "stub": "[patch output dropped]"},
+        assistant("Done.", calls=None) | {"ts": at(9)},
+    ]
+    post(daemon, f"/v1/sessions/{sid}/events", events)
+    return sid
+
+
+def test_recent_sessions_are_the_landing_view_filtered_sorted_and_paged(
+    page: Page, daemon: Daemon
+) -> None:
+    clauded = imported(daemon, SPOTTER / "tool_heavy.jsonl")
+    mine = [
+        post(daemon, "/v1/sessions", {"repo_root": "/srv/other", "title": f"Mine {n}"})["id"]
+        for n in range(52)
+    ]
+    post(daemon, f"/v1/sessions/{mine[0]}/events", {**assistant("hi"), "model": "gpt-5"})
+    page.goto(f"{daemon.url}/#/")
+    ready(page, "/")
+    expect(page.locator("#view-title")).to_be_focused()
+    assert page.title().startswith("Recent sessions")
+    expect(page.locator(".projects")).to_contain_text(ROOT)
+    expect(page.locator(".projects svg.activity-chart rect.bar").first).to_be_attached()
+    assert page.locator("table.sessions tbody tr").count() == 50  # a page, newest first
+    page.get_by_role("button", name="More sessions").click()
+    expect(page.locator("table.sessions tbody tr")).to_have_count(53)
+    row = page.locator(f'tr[data-id="{clauded}"]')  # imported: active months ago, so last
+    expect(row).to_contain_text("claude-code")
+    expect(row.locator("td.models")).to_contain_text("claude")
+    assert int(row.locator('td[data-label="Tool calls"]').inner_text()) >= 5
+
+    page.locator('select[name="source_tool"]').select_option("claude-code")
+    ready(page, "/")
+    expect(page.locator("table.sessions tbody tr")).to_have_count(1)
+    assert "source_tool=claude-code" in page.url
+    page.locator('select[name="source_tool"]').select_option("")
+    expect(page).not_to_have_url(re.compile("source_tool"))
+    ready(page, "/")
+    page.locator('select[name="model"]').select_option("gpt-5")
+    expect(page).to_have_url(re.compile("model=gpt-5"))
+    ready(page, "/")
+    expect(page.locator("table.sessions tbody tr")).to_have_count(1)
+    expect(page.locator(f'tr[data-id="{mine[0]}"]')).to_be_visible()
+    page.get_by_role("button", name="Clear").click()
+    expect(page).not_to_have_url(re.compile("model="))
+    ready(page, "/")
+    page.locator('button.sort[data-sort="tool_calls"]').click()
+    expect(page).to_have_url(re.compile("sort=tool_calls"))
+    ready(page, "/")
+    expect(page.locator("table.sessions tbody tr").first).to_have_attribute("data-id", clauded)
+    expect(page.locator('th[aria-sort="descending"]')).to_contain_text("Tool calls")
+
+    page.locator(f'tr[data-id="{clauded}"] td[data-label="Project"] a').click()
+    ready(page, "/project")
+    assert page.title().startswith(ROOT)
+    expect(page.locator("svg.activity-chart")).to_be_visible()
+    expect(page.locator("#nav-memory")).to_have_text("Project memory")
+    expect(page.locator("table.sessions tbody tr")).to_have_count(1)
+    page.locator('select[name="errors"]').select_option("false")
+    expect(page).to_have_url(re.compile("errors=false"))
+    ready(page, "/project")
+    assert "errors=false" in page.url and "repo_root=" in page.url
+
+
+def test_a_transcript_reads_as_what_happened(page: Page, daemon: Daemon) -> None:
+    sid = readable_session(daemon)
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    expect(page.locator("#session-title")).to_have_text("Readable")
+    assert page.title().startswith("Readable")
+    story = page.locator(".story")
+    expect(story).to_contain_text("gpt-5")
+    expect(story).to_contain_text("Tool errors")
+    expect(page.locator("svg.timeline rect.bar")).to_have_count(4)
+    expect(page.locator("svg.timeline rect.bar.error")).to_have_count(1)
+
+    system = page.locator("#turn-1 details.fold")
+    expect(system.locator("summary")).to_contain_text("System prompt")
+    expect(system).not_to_have_attribute("open", "")
+    expect(page.locator("#turn-3 details.thinking summary")).to_have_text(
+        "thinking (29 characters)"
+    )
+    bash = page.locator('.tool-call[data-call="c1"]')
+    expect(bash.locator("pre.cmd")).to_have_text("$ make build")
+    failed = bash.locator(".result.failed")  # the result under its call, marked
+    expect(failed).to_contain_text("Failed: Bash")
+    expect(failed.locator("pre.output")).to_have_text("error: missing target")  # no ANSI
+    expect(bash).to_have_class(re.compile(r"\bfailed\b"))
+    write = page.locator('.tool-call[data-call="c2"] details.file-change')
+    expect(write.locator("summary")).to_contain_text("src/new.py · new content · +1201")
+    expect(write).not_to_have_attribute("open", "")
+    edit = page.locator('.tool-call[data-call="c3"]')
+    expect(edit.locator(".diff .del")).to_have_text("- a = 1\n")
+    expect(edit.locator(".diff .add")).to_have_text("+ a = 2\n")
+    patch = page.locator('.tool-call[data-call="c4"]')
+    expect(patch.locator(".diff .add")).to_have_text("+ new = 2\n")
+    expect(patch.locator(".result details.fold summary")).to_contain_text("output (401 lines")
+    run = page.locator("details.subagent-run")
+    expect(run.locator("summary")).to_have_text("Sub-agent run: 2 turns")
+    expect(run.locator(".turn.sidechain")).to_have_count(2)
+    expect(page.locator("#turn-10")).to_have_class(re.compile(r"\bsummary\b"))
+    expect(page.locator("#turn-10 details.fold summary")).to_contain_text("summary (")
+    expect(page.locator("#turn-11")).to_contain_text("Evicted c4 from the context")
+    fits(page)
+    shot(page, "session-readable")
+
+    page.locator("#turn-12 button.link-turn").click()  # copy a link to a turn
+    assert page.url.endswith(f"#/session/{sid}?seq=12")
+    expect(page.locator("#turn-12")).to_have_class(re.compile(r"\btarget\b"))
+    page.reload()
+    ready(page, f"/session/{sid}")
+    expect(page.locator("#turn-12")).to_be_focused()
+    page.keyboard.press("k")  # the turn before, then after
+    expect(page.locator("#turn-11")).to_be_focused()
+    page.keyboard.press("j")
+    expect(page.locator("#turn-12")).to_be_focused()
+    page.keyboard.press("/")
+    expect(page.locator("#search-box")).to_be_focused()
+
+
+def test_a_sub_agent_links_to_its_own_session(page: Page, daemon: Daemon) -> None:
+    parent = imported(daemon, PARENT)
+    child = imported(daemon, CHILD)
+    page.goto(f"{daemon.url}/#/session/{parent}")
+    ready(page, f"/session/{parent}")
+    expect(page.locator(".story")).to_contain_text("Sub-agents")
+    link = page.locator(f'.tool-call a.child-link[href="#/session/{child}"]')
+    expect(link).to_have_count(1)
+    link.click()
+    ready(page, f"/session/{child}")
+    expect(page.locator(".story")).to_contain_text("Started by")
+
+
+def test_the_tail_is_followed_at_the_bottom_and_offered_above_it(
+    page: Page, daemon: Daemon
+) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT})["id"]
+    post(daemon, f"/v1/sessions/{sid}/events", [user(f"turn {n}\n" * 5) for n in range(40)])
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    post(daemon, f"/v1/sessions/{sid}/events", assistant("followed at the bottom"))
+    expect(page.locator("#turn-41")).to_be_in_viewport()
+    expect(page.locator("#new-turns")).to_be_hidden()
+    page.evaluate("window.scrollTo(0, 0)")
+    post(daemon, f"/v1/sessions/{sid}/events", [assistant("one"), assistant("two")])
+    button = page.locator("#new-turns")
+    expect(button).to_have_text("2 new turns ↓")
+    expect(page.locator("#turn-43")).not_to_be_in_viewport()
+    button.click()
+    expect(page.locator("#turn-43")).to_be_in_viewport()
+    expect(page.locator(".story")).to_contain_text("43 events")
+
+
+def test_the_daemon_going_away_is_shown_and_the_view_comes_back(page: Page, daemon: Daemon) -> None:
+    data = (SPOTTER / "tool_heavy.jsonl").read_bytes()
+    sid = httpx.post(
+        f"{daemon.url}/v1/sessions/import", content=data, params={"repo_root": ROOT}
+    ).json()["sessions"][0]["id"]
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    post(daemon, f"/v1/sessions/{sid}/events", user("a turn appended while watching"))
+    expect(page.get_by_text("a turn appended while watching")).to_be_visible(timeout=10_000)
+
+    daemon.stop()
+    expect(page.locator("#banner")).to_be_visible(timeout=10_000)
+    shot(page, "daemon-away")
+    page.evaluate("location.hash = '#/journal'")
+    ready(page, "/journal")
+    failure = page.locator("section.failed")
+    expect(failure).to_contain_text("The daemon is not answering")
+    assert "Failed to fetch" not in page.locator("main").inner_text()
+    daemon.start()
+    expect(page.locator("#banner")).to_be_hidden(timeout=15_000)
+    expect(page.locator("#journal-list")).to_be_visible(timeout=15_000)  # drawn again
+    expect(page.locator("#live")).to_have_text("live")
+    page.evaluate(f"location.hash = '#/session/{sid}'")
+    ready(page, f"/session/{sid}")
+    post(daemon, f"/v1/sessions/{sid}/events", assistant("and one after the restart"))
+    expect(page.get_by_text("and one after the restart")).to_be_visible(timeout=15_000)
+
+
+def test_2000_events_draw_the_first_turn_first_and_the_times_are_reported(
+    page: Page, daemon: Daemon
+) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Long"})["id"]
+    for start in range(0, 2000, 500):
+        batch: list[dict[str, Any]] = []
+        for n in range(start, start + 500):
+            if n % 4 == 1:
+                batch.append(assistant(calls=[call(f"c{n}", "Bash", '{"command": "ls"}')]))
+            elif n % 4 == 2:
+                batch.append(tool(f"c{n - 1}", f"output {n}\n" * 3))
+            else:
+                batch.append(user(f"question {n}") if n % 4 == 0 else assistant(f"answer {n}"))
+        post(daemon, f"/v1/sessions/{sid}/events", batch)
+    times = []
+    for _ in range(3):  # cold loads of the page, each timed by the browser
+        page.goto("about:blank")
+        page.goto(f"{daemon.url}/#/session/{sid}")
+        ready(page, f"/session/{sid}")
+        marks = page.evaluate(
+            "Object.fromEntries(performance.getEntriesByType('mark')"
+            ".filter(m => m.name.startsWith('aster:')).map(m => [m.name, m.startTime]))"
+        )
+        times.append((round(marks["aster:first-turn"]), round(marks["aster:all-turns"])))
+        assert marks["aster:first-turn"] < marks["aster:all-turns"]
+    assert page.locator("#events [data-turn]").count() == 1500  # results under their calls
+    assert page.locator("#events .result").count() == 500
+    times.sort(key=lambda t: t[1])
+    first, whole = times[1]
+    (ARTIFACTS / "render-2000-events.txt").write_text(
+        f"first turn {first} ms, whole session {whole} ms (median of 3 cold loads, "
+        "from navigation start)\n"
+    )
+    print(f"\n2,000 events: first turn at {first} ms, all at {whole} ms")
+
+
+def test_the_token_dialog_handles_escape_and_a_wrong_token(
+    browser: Browser, tmp_path: Path
+) -> None:
+    secured = Daemon(tmp_path / "secured", env={"ASTER_AUTH": "token"}).start()
+    try:
+        token = (tmp_path / "secured" / "token").read_text().strip()
+        httpx.post(
+            f"{secured.url}/v1/sessions",
+            json={"repo_root": ROOT},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        context = browser.new_context()
+        tab = context.new_page()
+        tab.goto(f"{secured.url}/")
+        dialog = tab.locator("#token-dialog")
+        expect(dialog).to_be_visible()
+        tab.keyboard.press("Escape")  # gives up: the page says so, and does not hang
+        expect(dialog).to_be_hidden()
+        ready(tab, "/")
+        expect(tab.locator("section.failed")).to_contain_text("No token was given")
+        tab.reload()
+        tab.fill("#token-input", "not-the-token")
+        tab.keyboard.press("Enter")
+        expect(tab.locator("#token-error")).to_have_text(
+            "The daemon refused that token. Check it and try again."
+        )
+        shot(tab, "token-refused")
+        tab.fill("#token-input", token)
+        tab.keyboard.press("Enter")
+        ready(tab, "/")
+        expect(tab.locator("table.sessions tbody tr")).to_have_count(1)
+        tab.goto(f"{secured.url}/#/journal")  # kept for the tab: not asked again
+        ready(tab, "/journal")
+        expect(dialog).not_to_be_visible()
+        context.close()
+    finally:
+        secured.kill()
+
+
+VIEWS = [
+    ("home", "#/", "/"),
+    ("project", f"#/project?repo_root={ROOT}", "/project"),
+    ("session", "#/session/{sid}", "/session/{sid}"),
+    ("memory", f"#/memory?repo_root={ROOT}", "/memory"),
+    ("journal", "#/journal", "/journal"),
+    ("search", "#/search?q=build", "/search"),
+]
+
+
+def test_every_view_in_light_and_dark_at_desktop_and_phone_widths(
+    browser: Browser, daemon: Daemon
+) -> None:
+    sid = readable_session(daemon)
+    imported(daemon, SPOTTER / "tool_heavy.jsonl")
+    post(
+        daemon, "/v1/memory/blocks", {"name": "build", "content": "Run make build."}, repo_root=ROOT
+    )
+    titles = set()
+    for scheme in ("light", "dark"):
+        for device, size in (("desktop", (1280, 900)), ("phone", (390, 844))):
+            context = browser.new_context(
+                viewport={"width": size[0], "height": size[1]}, color_scheme=scheme
+            )
+            tab = context.new_page()
+            for name, address, view in VIEWS:
+                tab.goto(f"{daemon.url}/{address.format(sid=sid)}")
+                ready(tab, view.format(sid=sid))
+                background = tab.evaluate("getComputedStyle(document.body).backgroundColor")
+                assert (background == "rgb(13, 17, 23)") == (scheme == "dark"), background
+                fits(tab)
+                titles.add(tab.title())
+                shot(tab, f"{name}-{scheme}-{device}")
+            context.close()
+    assert len(titles) == len(VIEWS)  # a title per view
+
+
+def test_the_theme_switch_overrides_the_system(page: Page, daemon: Daemon) -> None:
+    page.goto(f"{daemon.url}/#/")
+    ready(page, "/")
+    switch = page.locator("#theme-switch")
+    expect(switch).to_have_text("Theme: system")
+    switch.click()
+    expect(switch).to_have_text("Theme: light")
+    switch.click()
+    expect(switch).to_have_text("Theme: dark")
+    dark = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert dark == "rgb(13, 17, 23)"
+    page.reload()
+    ready(page, "/")
+    expect(switch).to_have_text("Theme: dark")  # remembered

@@ -17,6 +17,16 @@ from aster_persist.index.catalog.listing import SORTS
 from ..conftest import FIXTURES, REPO, FakeClock, assistant, call, snapshot, tool, user
 
 OTHER = "/srv/other"
+KEY = {  # each sort's value, as a summary shows it
+    "updated": lambda s: s["updated_at"],
+    "created": lambda s: s["created_at"],
+    "events": lambda s: s["events"],
+    "turns": lambda s: s["turns"],
+    "tool_calls": lambda s: s["tool_calls"],
+    "tool_errors": lambda s: s["tool_errors"],
+    "tokens": lambda s: s["tokens_in"] + s["tokens_out"],
+    "duration": lambda s: s["duration_ms"],
+}
 
 
 def made(client: TestClient, repo: str, events: list[dict[str, Any]], **fields: Any) -> str:
@@ -70,6 +80,10 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
     assert ids(client, since="2026-03-02", until="2026-03-02") == [busy]  # the whole day
     assert ids(client, since="2026-03-02T10:30:00+01:00", until="2026-03-02") == [busy]
     assert ids(client, since="2026-03-01", until="2026-03-01") == [quiet]
+    every = set(ids(client))  # bounds beyond what can be written are the ends of time
+    assert set(ids(client, since="0001-01-01T00:00:00+01:00")) == every
+    assert set(ids(client, until="9999-12-31T23:59:59-05:00")) == every
+    assert set(ids(client, until="9999-12-31")) == every
     assert ids(client, sort="duration", source_tool="api")[0] == busy
     assert ids(client, sort="tokens", source_tool="api")[0] == busy
     assert ids(client, sort="created", order="asc")[:3] == [quiet, busy, other]
@@ -88,7 +102,16 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
                     break
             assert sorted(seen) == sorted([quiet, busy, other, clauded]), (sort, order)
             assert seen == ids(client, sort=sort, order=order), (sort, order)
+            listed = client.get("/v1/sessions", params={"sort": sort, "order": order}).json()
+            keys = [KEY[sort](s) for s in listed["items"]]  # in the order asked for
+            assert keys == sorted(keys, reverse=order == "desc"), (sort, order, keys)
 
+    for cursor in ("~0", "--5~01J", "123456789012345678901234~01J", "2026-01-01T00:00:00.000Z~0"):
+        # in a number order a value that is no number is text: after every number
+        desc = client.get("/v1/sessions", params={"sort": "turns", "cursor": cursor})
+        assert desc.status_code == 200 and len(desc.json()["items"]) == 4
+        asc = client.get("/v1/sessions", params={"sort": "turns", "order": "asc", "cursor": cursor})
+        assert asc.status_code == 200 and asc.json()["items"] == []
     facets = client.get("/v1/sessions/facets").json()
     assert {"value": "api", "sessions": 3} in facets["source_tools"]
     assert {"value": "claude-code", "sessions": 1} in facets["source_tools"]
@@ -101,9 +124,10 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
         ({"sort": "size"}, "sort"),
         ({"order": "up"}, "order"),
         ({"since": "last week"}, "since"),
+        ({"since": ""}, "since"),
         ({"until": "2026-13-01"}, "until"),
         ({"errors": "maybe"}, "errors"),
-        ({"sort": "turns", "cursor": "2026-01-01T00:00:00.000Z~01J"}, "cursor"),
+        ({"sort": "turns", "cursor": "no cursor"}, "cursor"),
     ],
 )
 def test_a_bad_listing_filter_is_a_422_naming_it(
@@ -168,6 +192,7 @@ def test_journal_pages_newest_first_and_says_what_reverted_an_entry(client: Test
     assert rest[0]["reverted_by"] is None
     assert client.get("/v1/journal", params={"actor": "watcher"}).json()["items"] == []
     assert len(client.get("/v1/journal", params={"since": "2026-01-01"}).json()["items"]) == 6
+    assert client.get("/v1/journal", params={"since": "2999-01-01"}).json()["items"] == []
     assert client.get("/v1/journal", params={"until": "2000-01-01"}).json()["items"] == []
     assert client.get("/v1/journal", params={"order": "sideways"}).status_code == 422
     assert client.get("/v1/journal", params={"actor": "someone"}).status_code == 422
@@ -216,6 +241,8 @@ def test_patch_changes_the_body_and_keeps_every_other_key(client: TestClient) ->
     assert read["description"] == "how we test" and read["importance"] == 0.8
     last = client.get("/v1/journal", params={"order": "desc", "limit": 1}).json()["items"][0]
     assert last["op"] == "memory.edit" and last["detail"]["keys"] == ["body", "importance"]
+    nothing = client.patch("/v1/memory/blocks/testing", json={"body": None})
+    assert nothing.status_code == 422 and "body" in nothing.json()["detail"]
     stale = client.patch(
         "/v1/memory/blocks/testing", json={"body": "lost"}, headers={"If-Match": etag}
     )
@@ -245,3 +272,25 @@ def test_frontmatter_of_the_wrong_kind_is_refused_and_nothing_written(
     )
     assert r.status_code == 422 and named in r.json()["detail"], r.text
     assert snapshot(home) == before
+
+
+def test_search_bounds_hits_by_time_and_names_a_memory_hits_project(
+    client: TestClient, clock: FakeClock
+) -> None:
+    made(client, REPO, [user("the zebra test flakes", ts="2026-03-02T10:00:00Z")])
+    client.post(
+        "/v1/memory/blocks", params={"repo_root": REPO}, json={"name": "zebra", "content": "Zebra."}
+    )
+    everything = client.get("/v1/search", params={"q": "zebra", "kind": "all"}).json()["items"]
+    assert {h["kind"] for h in everything} == {"message", "block"}  # project memory too
+    [block] = [h for h in everything if h["kind"] == "block"]
+    assert block["repo_root"] == REPO
+    later = client.get("/v1/search", params={"q": "zebra", "kind": "all", "since": "2999-01-01"})
+    assert later.json()["items"] == []
+    day = client.get(
+        "/v1/search",
+        params={"q": "zebra", "kind": "messages", "since": "2026-03-02", "until": "2026-03-02"},
+    )
+    assert [h["kind"] for h in day.json()["items"]] == ["message"]
+    bad = client.get("/v1/search", params={"q": "zebra", "until": "soon"})
+    assert bad.status_code == 422 and "until" in bad.json()["detail"]

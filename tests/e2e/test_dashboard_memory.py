@@ -84,7 +84,7 @@ def test_memory_shows_bodies_and_context_and_edits_through_fields(
     assert "<<<<<<< yours\nUse tabs, width 8.\n=======\nUse spaces.\n>>>>>>> theirs" in merged
     block.locator('textarea[name="body"]').fill("Use spaces, width 8.")
     block.get_by_role("button", name="Save block").click()  # saved over theirs, knowingly
-    expect(page.locator("#notice")).to_have_text("Saved style.")
+    expect(page.locator("#block-style .block-body")).to_have_text("Use spaces, width 8.")
 
     page.locator("#block-style").get_by_role("button", name="History").click()
     history = page.locator("#block-style ol.journal li")
@@ -92,9 +92,11 @@ def test_memory_shows_bodies_and_context_and_edits_through_fields(
     history.first.get_by_role("button", name="Diff").click()
     expect(history.first.locator(".diff .add", has_text="Use spaces, width 8.")).to_be_visible()
     expect(history.first.locator(".diff .del", has_text="Use spaces.")).to_be_visible()
+    reverts: list[str] = []
+    page.on("request", lambda r: reverts.append(r.url) if r.url.endswith("/revert") else None)
     page.once("dialog", lambda dialog: dialog.dismiss())  # revert asks first: no
-    history.first.get_by_role("button", name="Revert").click()
-    page.wait_for_timeout(300)
+    history.first.get_by_role("button", name="Revert").click()  # (the handler ran in it)
+    assert reverts == []
     assert (
         "width 8"
         in httpx.get(
@@ -190,7 +192,48 @@ def test_search_filters_and_shows_the_project_of_every_hit(page: Page, daemon: D
     ready(page, "/search")
     expect(hits).to_have_count(1)
     shot(page, "search")
+    page.locator('input[name="since"]').fill("2999-01-01")  # after every hit
+    page.locator('input[name="since"]').dispatch_event("change")
+    expect(page).to_have_url(re.compile("since=2999-01-01"))
+    ready(page, "/search")
+    expect(hits).to_have_text(["Nothing found."])
+    page.go_back()
+    expect(page).not_to_have_url(re.compile("since="))
+    ready(page, "/search")
     hits.first.locator("a.hit").click()
     ready(page, "/memory")
     expect(page.locator("#scope-picker")).to_have_value(ROOT)  # the block's own scope
     expect(page.locator("#block-zebra")).to_have_class(re.compile(r"\btarget\b"))
+
+
+def test_a_block_archives_restores_and_is_forgotten_from_the_page(
+    page: Page, daemon: Daemon
+) -> None:
+    page.on("dialog", lambda dialog: dialog.accept())  # the confirm() before forgetting
+    post(daemon, "/v1/sessions", {"repo_root": ROOT})
+    post(daemon, "/v1/memory/blocks", {"name": "ci", "content": "CI runs on push."}, repo_root=ROOT)
+    page.goto(f"{daemon.url}/#/memory?repo_root={ROOT}")
+    ready(page, "/memory")
+    context = page.locator("#memory-context")
+    page.locator("#block-ci").get_by_role("button", name="Archive").click()
+    expect(page.locator("#block-ci .badge")).to_have_text("archived")
+    expect(page.locator("#block-ci .block-body")).to_contain_text("CI runs on push.")
+    expect(context).not_to_contain_text("- ci:")
+    page.locator("#block-ci").get_by_role("button", name="Restore").click()
+    expect(context).to_contain_text("- ci:")
+    page.locator("#block-ci").get_by_role("button", name="Forget").click()
+    expect(page.locator("#block-ci")).to_have_count(0)
+    expect(context).not_to_contain_text("- ci:")
+    page.goto(f"{daemon.url}/#/journal?op=memory.delete")
+    ready(page, "/journal")
+    entry = page.locator('#journal-list li[data-op="memory.delete"]').first
+    entry.get_by_role("button", name="Revert").click()
+    expect(page.locator("#notice")).to_contain_text("Reverted memory.delete")
+    expect(entry.locator(".reverted")).to_be_visible()  # told by the feed
+    page.goto(f"{daemon.url}/#/memory?repo_root={ROOT}")
+    ready(page, "/memory")
+    page.locator("#block-ci").get_by_role("button", name="History").click()
+    ops = page.locator("#block-ci ol.journal li")
+    expect(ops).to_have_count(5)  # write, archive, restore, delete, revert: newest first
+    expect(ops.first).to_contain_text("memory.revert")
+    expect(ops.first).to_contain_text("dashboard")

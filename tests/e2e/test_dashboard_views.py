@@ -360,6 +360,8 @@ def test_every_view_in_light_and_dark_at_desktop_and_phone_widths(
                 viewport={"width": size[0], "height": size[1]}, color_scheme=scheme
             )
             tab = context.new_page()
+            requests: list[str] = []
+            tab.on("request", lambda request, seen=requests: seen.append(request.url))
             for name, address, view in VIEWS:
                 tab.goto(f"{daemon.url}/{address.format(sid=sid)}")
                 ready(tab, view.format(sid=sid))
@@ -369,6 +371,7 @@ def test_every_view_in_light_and_dark_at_desktop_and_phone_widths(
                 titles.add(tab.title())
                 shot(tab, f"{name}-{scheme}-{device}")
             context.close()
+            assert all(url.startswith(daemon.url + "/") for url in requests), requests
     assert len(titles) == len(VIEWS)  # a title per view
 
 
@@ -386,3 +389,72 @@ def test_the_theme_switch_overrides_the_system(page: Page, daemon: Daemon) -> No
     page.reload()
     ready(page, "/")
     expect(switch).to_have_text("Theme: dark")  # remembered
+
+
+def test_thinking_folds_a_taken_back_turn_is_struck_and_a_blob_loads(
+    page: Page, daemon: Daemon
+) -> None:
+    page.on("dialog", lambda dialog: dialog.accept())  # the confirm() before deleting
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT})["id"]
+    big = "line of a very long build log\n" * 4000  # over the blob threshold
+    post(
+        daemon,
+        f"/v1/sessions/{sid}/events",
+        [
+            user("first question"),
+            {"type": "reasoning", "content": "weighing the two answers"},
+            assistant("an answer to take back"),
+            {"type": "retraction", "target_seq": 3, "reason": "popped by the agent"},
+            assistant(calls=[call("c9", "run", '{"cmd": "make"}')]),
+            tool("c9", big),
+        ],
+    )
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    thinking = page.locator(".turn.reasoning details")
+    expect(thinking).not_to_have_attribute("open", "")
+    expect(thinking.locator("summary")).to_have_text("thinking (24 characters)")
+    expect(page.locator("#turn-3")).to_have_class(re.compile(r"\bretracted\b"))
+    expect(page.locator("#turn-4")).to_contain_text("Took back #3: popped by the agent")
+    expect(page.locator("#turn-1")).not_to_have_class(re.compile(r"\bretracted\b"))
+    post(daemon, f"/v1/sessions/{sid}/events", user("a question asked live"))
+    post(daemon, f"/v1/sessions/{sid}/events", {"type": "retraction", "target_seq": 7})
+    expect(page.locator("#turn-7")).to_have_class(re.compile(r"\bretracted\b"), timeout=10_000)
+
+    load = page.locator("#turn-6 button.load-blob")  # the result, under its call
+    expect(load).to_have_text(f"Load {len(big.encode())} bytes")
+    expect(page.locator('.tool-call[data-call="c9"] #turn-6')).to_have_count(1)
+    load.click()
+    expect(page.locator("#turn-6 details.fold")).to_have_attribute("open", "")
+    expect(page.locator("#turn-6 pre.output")).to_contain_text("line of a very long build log")
+    expect(load).to_have_count(0)
+
+    page.fill("#rename-input", "Build log")
+    page.get_by_role("button", name="Rename").click()
+    expect(page.locator("#session-title")).to_have_text("Build log")
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("button", name="Restore from the trash")).to_be_visible()
+    page.get_by_role("button", name="Restore from the trash").click()
+    expect(page.locator("#session-title")).to_have_text("Build log")
+
+
+def test_a_search_hit_opens_the_transcript_at_its_turn(page: Page, daemon: Daemon) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Websocket flake"})["id"]
+    post(
+        daemon,
+        f"/v1/sessions/{sid}/events",
+        [user(f"filler {n}\n" * 8) for n in range(30)]
+        + [
+            assistant(calls=[call("c1", "run", '{"cmd": "pytest -k websocket"}')]),
+            tool("c1", "1 failed: the heartbeat arrived after the zebra deadline"),
+        ],
+    )
+    page.goto(f"{daemon.url}/#/search?q=zebra")
+    ready(page, "/search")
+    page.locator("#search-results a.hit").first.click()
+    ready(page, f"/session/{sid}")
+    target = page.locator(".target")
+    expect(target).to_have_attribute("id", "turn-32")
+    expect(target).to_contain_text("zebra deadline")
+    expect(target).to_be_focused()
+    expect(target).to_be_in_viewport()

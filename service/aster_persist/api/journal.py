@@ -13,7 +13,7 @@ from ..errors import NotFound
 from ..schemas.journal import JournalPage
 from ..schemas.memory import RevertResult
 from ..storage.journal import ACTORS, Journal
-from .bounds import time_bound
+from .bounds import TimeBound, time_bound
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["journal"])
@@ -27,8 +27,8 @@ async def list_journal(
     name: str | None = None,
     session: str | None = None,
     actor: Literal[ACTORS] | None = None,  # type: ignore[valid-type]
-    since: str | None = None,
-    until: str | None = None,
+    since: TimeBound = None,
+    until: TimeBound = None,
     order: Literal["asc", "desc"] = "asc",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: str | None = None,

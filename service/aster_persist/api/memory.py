@@ -311,6 +311,8 @@ async def patch_block(
     changes = body.model_dump(exclude_unset=True)
     if not changes:
         raise Invalid("say which keys to change")
+    if "body" in changes and changes["body"] is None:
+        raise Invalid("body: send the new body as text (a block cannot have none)")
     block = await memory.patch_block(
         await _scope(request, repo_root), name, changes, if_match=parse_etag_match(if_match)
     )

@@ -27,7 +27,7 @@ ETAG_MATCH = re.compile(r'^\s*(W/)?"?([0-9a-f]{64})"?\s*$')
 # The literal paths beside /v1/sessions/{session_id}: a session id never matches them
 # (it is a ULID, in upper case), and with them kept out of the session routes, a method
 # those paths do not serve is a 405 that lists the ones they do.
-SESSION_SIBLINGS = ("import", "latest", "prune")
+SESSION_SIBLINGS = ("import", "latest", "prune", "facets")
 
 
 class SessionSegment(Convertor[str]):

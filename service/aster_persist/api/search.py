@@ -18,7 +18,7 @@ from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
 from ..services.memory import Memory
 from ..services.sessions import Sessions
 from ..storage.home import check_session_id
-from .bounds import time_bound
+from .bounds import TimeBound, time_bound
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["search"])
@@ -38,8 +38,8 @@ async def search(
     role: Annotated[list[Role] | None, Query()] = None,
     repo_root: str | None = None,
     session_id: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
+    since: TimeBound = None,
+    until: TimeBound = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,
 ) -> Response:
@@ -48,10 +48,10 @@ async def search(
     offsets, and a BM25 `score` (higher is better); pages follow `next_cursor`.
     `kind=memory` searches blocks and `ASTER.md` instead; `kind=all` adds the best
     memory hits to the first page of transcript hits. `since` and `until` (a date, whole
-    days, or an RFC 3339 time) bound the transcript hits' times, like `after:` and
-    `before:` in `q`. Memory hits come from the project and global memory when a project
-    is named, from every scope when none is; a memory hit of a project says its
-    `repo_root`."""
+    days, or an RFC 3339 time) bound the hits' times (a memory hit's is when it was last
+    changed), like `after:` and `before:` in `q`. Memory hits come from the project and
+    global memory when a project is named, from every scope when none is; a memory hit
+    of a project says its `repo_root`."""
     sessions: Sessions = request.app.state.sessions
     memory: Memory = request.app.state.memory
     query = parse_query(q)

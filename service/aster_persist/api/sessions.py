@@ -19,7 +19,7 @@ from ..storage.events import SessionHeader
 from ..storage.home import check_session_id, normalize_repo_root
 from . import body as strict
 from .appends import appended_body, appended_headers, appended_status, handle_append
-from .bounds import time_bound
+from .bounds import TimeBound, time_bound
 from .models import (
     LIST_LIMIT,
     AppendOut,
@@ -124,8 +124,8 @@ async def list_sessions(
     alias: Annotated[str | None, Query(min_length=1, max_length=MAX_ALIAS)] = None,
     source_tool: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
     model: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    since: str | None = None,
-    until: str | None = None,
+    since: TimeBound = None,
+    until: TimeBound = None,
     errors: bool | None = None,
     top_level: bool = False,
     sort: SortKey = "updated",

@@ -325,6 +325,8 @@ def search_memory(
     if query.match is None or scopes == []:
         return []
     in_scopes = f"AND m.scope IN ({', '.join('?' * len(scopes))}) " if scopes is not None else ""
+    times = [(">=", query.after), ("<", query.before)]  # when a block was last changed
+    in_times = "".join(f"AND m.updated_at {op} ? " for op, bound in times if bound is not None)
     kind_marks = ", ".join("?" * len(kinds))
     rows = _fts(
         lambda: db.execute(
@@ -332,9 +334,15 @@ def search_memory(
             f"m.description, m.relations, -{_MEMORY_RANK}, "
             f"snippet(memory_text, 3, '{_OPEN}', '{_CLOSE}', '…', 24) "
             "FROM memory_text JOIN memory_docs m ON m.rowid = memory_text.rowid "
-            f"WHERE memory_text MATCH ? {in_scopes}"
+            f"WHERE memory_text MATCH ? {in_scopes}{in_times}"
             f"AND m.kind IN ({kind_marks}) ORDER BY {_MEMORY_RANK} LIMIT ?",
-            [query.match, *(scopes or []), *kinds, max(k * 4, 50)],
+            [
+                query.match,
+                *(scopes or []),
+                *(bound for _, bound in times if bound is not None),
+                *kinds,
+                max(k * 4, 50),
+            ],
         ).fetchall()
     )
     hits = []

@@ -11,6 +11,7 @@ that cannot load answers 503.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,10 @@ class LazyMcp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._task is None and self._stores is not None:
-            self._task = asyncio.get_running_loop().create_task(self._serve(*self._stores))
+            # a context of its own: the server outlives this request (and who asked it)
+            self._task = asyncio.get_running_loop().create_task(
+                self._serve(*self._stores), context=contextvars.Context()
+            )
         if self._task is not None:
             await self.loaded.wait()
         if self.app is None:

@@ -5,9 +5,10 @@ Request bodies are closed, but for a block's own ``x_…`` frontmatter keys."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import InitErrorDetails
 
 from .tools import ToolName
@@ -106,10 +107,8 @@ class BlockPatch(BaseModel):
     importance: float | None = Field(default=None, ge=0, le=1)
     confidence: float | None = Field(default=None, ge=0, le=1)
     pinned: bool | None = None
-    body: str | None = Field(
+    body: Annotated[str, Field(min_length=1, max_length=256 * 1024)] | SkipJsonSchema[None] = Field(
         default=None,
-        min_length=1,
-        max_length=256 * 1024,
         description="A new body (the markdown after the frontmatter); the frontmatter keys "
         "not named here stay as they are.",
     )

@@ -41,7 +41,8 @@ document.addEventListener("keydown", (event) => {
 
 document.addEventListener("click", (event) => {  // a link to another view: not ready now
   const link = event.target.closest('a[href^="#/"]');
-  if (link && link.getAttribute("href") !== location.hash && !event.defaultPrevented) document.body.dataset.ready = "false";
+  const here = event.button === 0 && !event.ctrlKey && !event.metaKey && !event.shiftKey && !event.altKey;
+  if (link && here && link.getAttribute("href") !== location.hash && !event.defaultPrevented) document.body.dataset.ready = "false";
 });
 searchFrom(document.getElementById("search-form"));
 listen({

@@ -14,6 +14,7 @@ export async function homeView(signal, params) {
     sessionTable(signal, params, { address: (p) => `#/?${q(p)}` }),
     drawProjects(projectsBox),
   ]);
+  if (signal.aborted) return;
   main.replaceChildren(el("div", { class: "home" }, el("section", { class: "recent" }, heading, table), projectsBox));
   const redraw = throttle(() => drawProjects(projectsBox), 1000);
   subscribe((kind, data) => { if (kind === "session.appended" || String(data.op || "").startsWith("session.")) redraw(); }, signal);

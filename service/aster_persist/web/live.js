@@ -3,7 +3,7 @@
 // while the daemon is away, by a banner. When it is back, the view is drawn again.
 
 import { headers } from "./api.js";
-import { askToken } from "./token.js";
+import { askToken, token } from "./token.js";
 
 const liveBadge = document.getElementById("live");
 const banner = document.getElementById("banner");
@@ -18,7 +18,7 @@ export async function follow(path, { lastId, onEvent, signal, onState = () => {}
       const extra = { Accept: "text/event-stream" };
       if (lastId) extra["Last-Event-ID"] = lastId;
       const response = await fetch(path, { headers: headers(extra), signal });
-      if (response.status === 401) { await askToken(true); continue; }
+      if (response.status === 401) { await askToken(Boolean(token())); continue; }
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       onState(true);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -66,12 +66,17 @@ export function startFeed(onBack) {
       if (up && wasUp === false) onBack();
       wasUp = up;
     },
-    onEvent: (kind, data) => { for (const listener of feedListeners) listener(kind, data); },
+    onEvent: (kind, data) => {
+      for (const listener of feedListeners) {
+        try { listener(kind, data); } catch (error) { console.error(error); }  // the feed goes on
+      }
+    },
   });
 }
 
 // Calls listener(kind, data) for each feed event until the view's signal aborts.
 export function subscribe(listener, signal) {
+  if (signal.aborted) return;  // a view already left: never told again
   feedListeners.add(listener);
   signal.addEventListener("abort", () => feedListeners.delete(listener));
 }

@@ -66,7 +66,9 @@ export async function memoryView(signal, params) {
   const scopeParam = repoRoot ? { repo_root: repoRoot } : {};
   const heading = titled(repoRoot ? `Memory of ${repoRoot}` : "Global memory");
   const picker = el("select", { id: "scope-picker" });
-  for (const scope of await scopes()) picker.append(el("option", { value: scope.repo_root, selected: scope.repo_root === repoRoot, text: scope.label }));
+  const known = await scopes();
+  if (signal.aborted) return;
+  for (const scope of known) picker.append(el("option", { value: scope.repo_root, selected: scope.repo_root === repoRoot, text: scope.label }));
   picker.addEventListener("change", () => { navigate(`#/memory?${q({ repo_root: picker.value })}`); });
 
   const coreArea = el("textarea", { id: "core-editor", "aria-label": "Core memory (ASTER.md)" });
@@ -102,6 +104,7 @@ export async function memoryView(signal, params) {
 
   const editing = new Set();  // blocks with an editor open
   const kept = new Set();  // blocks with their history open
+  let viewScope = repoRoot ? null : "global";
   const drawBlock = (block) => {
     const relations = [
       block.supersedes?.length ? `replaces ${block.supersedes.join(", ")}` : "",
@@ -119,8 +122,9 @@ export async function memoryView(signal, params) {
       onclick: async () => { try { await action(); } catch (error) { say(error.message); } } }));
     const path = `/v1/memory/blocks/${encodeURIComponent(block.name)}`;
     const read = () => api(`${path}?${q({ ...scopeParam, track: false, archived: block.archived || undefined })}`);
-    box.reloadBody = () => read().then((r) => body.replaceChildren(folded("body", r.body, { cls: "content" }))).catch(() => {});
-    box.reloadBody();
+    box.etag = block.etag;
+    box.archived = block.archived;
+    read().then((r) => body.replaceChildren(folded("body", r.body, { cls: "content" }))).catch(() => {});
     if (!block.archived) {
       button("Edit", async () => {
         if (editing.has(block.name)) return;
@@ -179,13 +183,19 @@ export async function memoryView(signal, params) {
       api(`/v1/memory/context?${q(scopeParam)}`),
     ]);
     contextBox.replaceChildren(contextView(context));
-    const busy = (name) => editing.has(name) || kept.has(name);
-    const held = (b) => (busy(b.name) ? blocksBox.querySelector(`#block-${CSS.escape(b.name)}`) : null);
-    blocksBox.replaceChildren(el("h3", { text: "Blocks" }), ...blocks.items.map((b) => held(b) || drawBlock(b)));
-    for (const b of blocks.items) {  // an open editor or history stays; what it shows is read again
-      const box = kept.has(b.name) && held(b);
-      if (box) { box.reloadBody(); box.history(); }
-    }
+    viewScope = context.scope;
+    // An open editor stays as it is; an open history stays until its block changes,
+    // then the block is drawn again with its history open.
+    const shown = (b) => blocksBox.querySelector(`#block-${CSS.escape(b.name)}`);
+    const same = (box, b) => box && box.etag === b.etag && box.archived === b.archived;
+    const boxes = blocks.items.map((b) => {
+      if (editing.has(b.name) && shown(b)) return shown(b);
+      if (kept.has(b.name) && same(shown(b), b)) return shown(b);
+      const box = drawBlock(b);
+      if (kept.has(b.name)) box.history();
+      return box;
+    });
+    blocksBox.replaceChildren(el("h3", { text: "Blocks" }), ...boxes);
     if (!blocks.items.length) blocksBox.append(el("p", { class: "muted", text: "No blocks in this scope." }));
   };
   await Promise.all([loadCore(), refresh()]);
@@ -195,5 +205,7 @@ export async function memoryView(signal, params) {
     if (target) { target.classList.add("target"); target.scrollIntoView({ block: "center" }); }
   }
   const redraw = throttle(refresh, 300);
-  subscribe((kind, data) => { if (String(data.op || "").startsWith("memory.") && data.op !== "memory.recall") redraw(); }, signal);
+  subscribe((kind, data) => {  // changes of this scope, or of global memory (in its context)
+    if (String(data.op || "").startsWith("memory.") && data.op !== "memory.recall" && [viewScope, "global"].includes(data.scope)) redraw();
+  }, signal);
 }

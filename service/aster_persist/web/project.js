@@ -22,5 +22,6 @@ export async function projectView(signal, params) {
     api(`/v1/projects/activity?${q({ repo_root: repoRoot, days: 3660 })}`),
     sessionTable(signal, params, { fixed: { repo_root: repoRoot }, address: (p) => `#/project?${q({ ...p, repo_root: repoRoot })}` }),
   ]);
+  if (signal.aborted) return;
   main.replaceChildren(el("section", {}, heading, search, activityChart(activity.days, { label: "Events per day" }), table));
 }

@@ -9,14 +9,23 @@ import { changed, diffView, lineDiff } from "./diff.js";
 let roots = null;
 
 // The repo_root of a scope ("project:<slug>"), or "" for global memory.
+// The repo_root of a scope ("project:<slug>"): "" for global memory, null when no
+// project with sessions has it. Asked again when a scope is not known yet.
 export async function rootOf(scope) {
   if (scope === "global") return "";
-  roots ??= api("/v1/projects").then((p) => new Map(p.items.map((x) => [`project:${x.slug}`, x.repo_root])));
-  return (await roots).get(scope) ?? null;
+  for (const fresh of [false, true]) {
+    if (fresh || !roots) roots = api("/v1/projects").then((p) => new Map(p.items.map((x) => [`project:${x.slug}`, x.repo_root])));
+    try {
+      const found = (await roots).get(scope);
+      if (found !== undefined) return found;
+    } catch { roots = null; return null; }
+  }
+  return null;
 }
 
 async function current(entry) {
   const root = await rootOf(entry.scope);
+  if (root === null) throw new Error(`no project is known for ${entry.scope}`);
   const scope = root ? { repo_root: root } : {};
   if (entry.name === "ASTER.md") return (await api(`/v1/memory/core?${q(scope)}`)).content;
   const archived = String(entry.after?.path || "").includes(".archive/");
@@ -42,7 +51,7 @@ export function diffButton(entry, box) {
     if (shown) { shown.remove(); shown = null; return; }
     const rows = await revisionRows(entry);
     shown = rows ? el("div", { class: "revision" }, el("p", { class: "muted", text: `${changed(rows)} lines changed` }), diffView(rows, `What ${entry.op} changed`))
-      : el("p", { class: "muted revision", text: "The text of this change is not in the journal (withheld, or no longer there)." });
+      : el("p", { class: "muted revision", text: "This change cannot be shown: its text was withheld from the journal, or the file it changed cannot be read now." });
     box.append(shown);
     event.target.setAttribute("aria-expanded", "true");
   } });

@@ -26,6 +26,7 @@ export async function searchView(signal, params) {
   document.getElementById("search-box").value = text;
   const heading = titled(text ? `Search: ${text}` : "Search");
   const projects = await api("/v1/projects");
+  if (signal.aborted) return;
   const go = (changes) => { navigate(`#/search?${q({ ...wanted, ...changes })}`); };
   const choose = (name, label, options) => el("label", {}, label, " ", el("select", { name, id: `search-${name}`, onchange: (e) => go({ [name]: e.target.value || undefined }) },
     el("option", { value: "", text: name === "kind" ? "sessions and memory" : "any" }),
@@ -40,6 +41,7 @@ export async function searchView(signal, params) {
   main.replaceChildren(el("section", {}, heading, filters, results));
   if (!text) return;
   const page = await api(`/v1/search?${q({ ...wanted, kind: wanted.kind || "all", limit: 50 })}`);
+  if (signal.aborted) return;
   for (const hit of page.items) {
     const project = el("span", { class: "project", title: hit.repo_root || "global memory", text: projectName(hit.repo_root) });
     const where = hit.session_id

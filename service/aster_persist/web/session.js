@@ -5,7 +5,7 @@
 // the reader is at the bottom, else a "new turns" button). Rename, delete to the trash,
 // restore. body[data-first-turn-ms] and body[data-render-ms] report the draw.
 
-import { api } from "./api.js";
+import { api, headers } from "./api.js";
 import { timeline } from "./chart.js";
 import { count, duration, el, inProject, main, q, say, throttle, titled, when } from "./dom.js";
 import { follow } from "./live.js";
@@ -40,6 +40,7 @@ export async function sessionView(signal, params, id) {
   try {
     detail = await api(`/v1/sessions/${id}`);
   } catch (error) {
+    if (signal.aborted) return;
     if (error.status !== 404) throw error;
     const restore = el("button", { text: "Restore from the trash" });
     restore.addEventListener("click", async () => {
@@ -49,6 +50,7 @@ export async function sessionView(signal, params, id) {
       el("p", { text: `No live session ${id}. If it was deleted, it may be in the trash.` }), restore));
     return;
   }
+  if (signal.aborted) return;
   inProject(detail.repo_root);
   const heading = titled(detail.title || "(untitled)");
   heading.id = "session-title";
@@ -76,7 +78,7 @@ export async function sessionView(signal, params, id) {
   const fresh = el("button", { id: "new-turns", class: "floating", hidden: true, text: "New turns ↓" });
   main.replaceChildren(el("section", { class: "session" }, heading, header,
     el("div", { class: "toolbar" }, rename, remove,
-      el("a", { href: `/v1/sessions/${id}/export`, download: `${id}.jsonl`, text: "Download JSONL" })),
+      el("button", { type: "button", class: "plain", text: "Download JSONL", onclick: () => download(id) })),
     chart, list, fresh));
   heading.focus();
   const transcript = new Transcript(list, id, detail.children || []);
@@ -148,6 +150,17 @@ export async function sessionView(signal, params, id) {
       refresh();
     },
   });
+}
+
+// The transcript as its JSONL file, fetched with the token (a plain link would send none).
+async function download(id) {
+  try {
+    const response = await fetch(`/v1/sessions/${id}/export`, { headers: headers() });
+    if (!response.ok) throw new Error(`the daemon answered ${response.status}`);
+    const url = URL.createObjectURL(await response.blob());
+    el("a", { href: url, download: `${id}.jsonl` }).click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  } catch (error) { say(`Could not download it: ${error.message}`); }
 }
 
 // Move the focus to the next (1) or previous (-1) turn of a session; false elsewhere.

@@ -134,6 +134,7 @@ export class Transcript {
   place(event, fragment) {
     const t = Date.parse(event.ts);
     if (!isNaN(t)) { this.first ??= t; this.last = Math.max(this.last ?? t, t); }
+    if (!event.x_sidechain) this.run = null;  // the main thread again: a run ends
     if (event.type === "message" && event.role === "tool" && this.calls.has(event.tool_call_id)) {
       this.result(event, this.calls.get(event.tool_call_id));
       return;
@@ -149,7 +150,6 @@ export class Transcript {
       this.run.firstChild.textContent = `Sub-agent run: ${this.run.count} turn${this.run.count > 1 ? "s" : ""}`;
       this.run.append(card);
     } else {
-      this.run = null;
       fragment.append(card);
     }
   }
@@ -183,7 +183,7 @@ export class Transcript {
     const thinking = thinkingOf(event);
     if (thinking || (Array.isArray(event.thinking) && event.thinking.length)) card.append(thinkingBox(thinking));
     if (role === "tool") {  // a result whose call is not in view
-      this.result(event, { box: card, name: event.name || event.tool_call_id });
+      this.result(event, { box: card, name: event.name || event.tool_call_id }, false);
       return card;
     }
     const content = event.content;
@@ -208,10 +208,11 @@ export class Transcript {
     return box;
   }
 
-  result(event, call) {
+  // A result under its call (`own`: the result has its own id; else the card it is in has).
+  result(event, call, own = true) {
     const failed = Boolean(event.is_error || event.x_is_error);
     const content = event.content;
-    const block = el("div", { class: `result${failed ? " failed" : ""}`, id: `turn-${event.seq}`, tabindex: "-1", "data-seq": event.seq },
+    const block = el("div", { class: `result${failed ? " failed" : ""}`, id: own ? `turn-${event.seq}` : null, tabindex: own ? "-1" : null, "data-seq": event.seq },
       el("div", { class: "result-head" }, el("span", { text: `${failed ? "Failed: " : "Result of "}${call.name || "the call"}` }),
         failed ? el("span", { class: "badge bad", text: "error" }) : null, linkButton(this.sessionId, event.seq)));
     if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) block.append(this.blob(event));

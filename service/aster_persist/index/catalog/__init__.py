@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .database import Catalog, MemoryDoc
 from .files import FileEntry, summarize_file
-from .listing import NEWEST, Listing, cursor_value_ok
+from .listing import NEWEST, Listing
 from .rebuild import rebuild
 from .schema import SCHEMA_VERSION
 from .worker import FLUSH_MAX_DELAY, FLUSH_QUIET, CatalogWorker
@@ -29,7 +29,6 @@ __all__ = [
     "FileEntry",
     "Listing",
     "MemoryDoc",
-    "cursor_value_ok",
     "rebuild",
     "summarize_file",
 ]

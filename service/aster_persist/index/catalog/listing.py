@@ -3,6 +3,7 @@ and each sort key, kept apart from the catalog's upkeep."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ SORTS: dict[str, str] = {
     ),
 }
 TEXT_SORTS = ("updated", "created")
+_NUMBER = re.compile(r"-?[0-9]{1,18}")
 API_SOURCE = "api"  # what a session written through the API (no source tool) is listed as
 
 
@@ -68,7 +70,10 @@ class Listing:
     def after(self, value: str, key: str) -> tuple[str, list[Any]]:
         """The condition for rows after the cursor ``value~key`` in this order."""
         sort = SORTS[self.sort]
-        wanted: Any = value if self.sort in TEXT_SORTS else int(value)
+        # in a number order, a value that is no number SQLite holds is text, which SQLite
+        # puts after every number: still a place in the order, as every cursor is
+        number = self.sort not in TEXT_SORTS and _NUMBER.fullmatch(value)
+        wanted: Any = int(value) if number else value
         return f"({sort}, id) {'<' if self.descending else '>'} (?, ?)", [wanted, key]
 
     def order(self) -> str:
@@ -80,8 +85,3 @@ class Listing:
 
 
 NEWEST = Listing()  # every session, the latest activity first
-
-
-def cursor_value_ok(listing: Listing, value: str) -> bool:
-    """Whether a cursor's value is a place in this order (a number for number sorts)."""
-    return listing.sort in TEXT_SORTS or value.lstrip("-").isdigit()

@@ -23,7 +23,7 @@ import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import NEWEST, Catalog, FileEntry, Listing, cursor_value_ok
+from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage import fs
@@ -420,8 +420,6 @@ class Sessions(Parts):
                 after = read_listing_cursor(cursor)
             except BadCursor as exc:
                 raise Invalid(str(exc)) from None
-            if not cursor_value_ok(listing, after[0]):
-                raise Invalid(f"cursor must start with a number when sorting by {listing.sort}")
         # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
         root = (
             await asyncio.to_thread(normalize_repo_root, repo_root)

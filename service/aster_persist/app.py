@@ -65,6 +65,7 @@ async def prune_on_schedule(memory: Memory, settings: Settings) -> None:
                     max_importance=settings.memory_prune_max_importance,
                     dry_run=False,
                     actor="consolidator",
+                    trigger=f"the scheduled prune (every {settings.memory_prune_every_hours} h)",
                 )
             except Exception:
                 log.exception("scheduled memory prune of %s failed", scope)
@@ -160,9 +161,13 @@ def create_app(
             extraction=settings.llm_extraction,
             max_items=settings.llm_extraction_max_items,
             max_input_chars=settings.llm_extraction_max_input_chars,
+            consolidate_idle=settings.consolidate_idle_minutes * 60,
+            consolidate_min_interval=settings.consolidate_min_interval_minutes * 60,
+            consolidate_max_blocks=settings.consolidate_max_blocks,
         )
         app.state.learner = learner
         store.listeners.append(learn_from(learner))
+        journal.listeners.append(learner.session_started)
         learner.start()
         mcp.attach(store, memory)
         stop_watching, watching = asyncio.Event(), asyncio.Event()

@@ -163,6 +163,19 @@ class Settings(BaseSettings):
     llm_extraction_max_input_chars: int = Field(
         default=8000, ge=500, le=200_000, description="Most characters of a turn sent."
     )
+    consolidate_idle_minutes: float = Field(
+        default=30,
+        ge=0,
+        le=10_000,
+        description="Consolidate a project's memory when it has been idle this long, or "
+        "when a new session starts in it; 0 turns it off (so does having no model).",
+    )
+    consolidate_min_interval_minutes: float = Field(
+        default=60, ge=0, le=100_000, description="At most one such pass a project this often."
+    )
+    consolidate_max_blocks: int = Field(
+        default=40, ge=1, le=500, description="Most blocks one consolidation pass shows the model."
+    )
     llm_drain_seconds: float = Field(
         default=10, ge=0, le=300, description="At shutdown, time given to the job in progress."
     )

@@ -182,6 +182,14 @@ def test_prune_archives_stale_unimportant_blocks_and_protects_the_rest(
     remember(client, "recalled", "old but used", importance=0.1)
     remember(client, "important", "old but important", importance=0.9)
     remember(client, "related", "old with relation", importance=0.1, conflicts_with=["important"])
+    remember(client, "replaced", "an old rule", importance=0.1)
+    remember(client, "rule", "the rule now", importance=0.1, supersedes=["replaced"])
+    remember(client, "twice", "said twice", importance=0.1)
+    client.post("/v1/memory/blocks", json={"name": "again", "content": "Said  twice"})  # merged
+    made = "---\nimportance: 0.1\nconsolidated: true\n---\nMerged by consolidation.\n"
+    client.put(
+        "/v1/memory/blocks/distilled", content=made, headers={"Content-Type": "text/markdown"}
+    )
     for _ in range(3):
         client.get("/v1/memory/blocks/recalled")
     clock.advance(days=200)
@@ -191,13 +199,21 @@ def test_prune_archives_stale_unimportant_blocks_and_protects_the_rest(
     assert {p["name"]: p["reason"] for p in dry["protected"]} == {
         "pinned": "pinned",
         "recalled": "recalled 3 times",
-        "related": "carries a conflict",
-        "important": "carries a conflict",
+        "related": "related: conflicts with important",
+        "important": "related: conflicts with related",
+        "rule": "related: replaces replaced",
+        "twice": "absorbed 1 duplicate",
+        "distilled": "consolidated",
     }
     assert client.get("/v1/memory/blocks/stale", params={"track": "false"}).status_code == 200
     done = client.post("/v1/memory/prune", json={"max_age_days": 90, "dry_run": False}).json()
     assert [a["name"] for a in done["archived"]] == ["stale"]
     assert client.get("/v1/memory/blocks/stale", params={"track": "false"}).status_code == 404
+    archives = client.get("/v1/journal", params={"op": "memory.archive"}).json()["items"]
+    why = {e["name"]: e["detail"] for e in archives}
+    assert why["replaced"] == {"reason": "superseded by rule", "trigger": "rule written by api"}
+    assert why["stale"]["reason"].startswith("not updated or recalled for 200 days")
+    assert why["stale"]["trigger"] == "prune asked for"
     listed = client.get("/v1/memory/blocks").json()["items"]
     assert {b["name"]: b["recall_count"] for b in listed}["recalled"] == 3
 

@@ -28,7 +28,7 @@ BEFORE = {
     ],
     ("memory",): [
         *("list", "show", "add", "remove", "archive", "restore", "context", "search"),
-        *("success", "failure"),
+        *("consolidate", "success", "failure"),
     ],
 }
 

@@ -185,6 +185,10 @@ def test_related_memories_are_shown_and_relations_checked(
     assert "test-command" in [e["name"] for e in journal(learning, "memory.edit")]
     rejected = journal(learning, "memory.rejected")
     assert len(rejected) == 1 and "made-up-name" in rejected[0]["detail"]["reason"]
+    append(learning, sid, [user("Which port does postgres use in staging?"), assistant("5433.")])
+    settled(learning, 2)
+    again = model.prompt(model.of("memory_items")[1])  # what it is shown now: the relations
+    assert "database-port: Postgres listens on 5432. (conflicts with staging-port)" in again
 
 
 @pytest.mark.parametrize(
@@ -240,6 +244,9 @@ def test_empty_malformed_slow_and_failing_models(learning: Daemon, model: Script
     assert (s["done"], s["failed"], s["accepted"]) == (4, 1, 2), s
     errors = " ".join(e["error"] for e in s["last_errors"])
     assert "not a JSON object" in errors and "trying again" in errors
+    [refused] = journal(learning, "memory.rejected")  # the malformed reply, said why
+    assert refused["detail"]["reason"].startswith("the model's reply was refused: ")
+    assert "not a JSON object" in refused["detail"]["reason"] and refused["session"] == sid
     assert {"indent-with-tabs", "fenced"} <= set(blocks(learning))
     assert pending(learning.home) == []
     failed = (learning.home / "queue" / "failed.jsonl").read_text().splitlines()
@@ -374,6 +381,10 @@ def test_consolidation_proposes_then_applies_revertibly(
     assert any("unknown block" in r["reason"] for r in dry["rejected"])
     assert blocks(learning) == before  # a dry run changes nothing
     assert "old-ci" in model.prompt(model.of("consolidation")[0])
+    [asked] = journal(learning, "memory.consolidation")  # the model's reasons, kept
+    assert asked["detail"]["applied"] is False
+    assert asked["detail"]["archives"] == [{"name": "old-ci", "reason": "CI moved"}]
+    assert asked["detail"]["merges"] == [{"into": "tab-indent", "from": ["tabs"], "reason": "same"}]
 
     done = httpx.post(
         f"{learning.url}/v1/memory/consolidate",
@@ -386,6 +397,9 @@ def test_consolidation_proposes_then_applies_revertibly(
     assert len(model.of("consolidation")) == 1  # the dry run's proposal, not a new one
     archive = next(e for e in journal(learning, "memory.archive") if e["name"] == "old-ci")
     assert archive["actor"] == "consolidator"
+    assert archive["detail"] == {"reason": "CI moved", "trigger": "consolidation asked for"}
+    merged = next(e for e in journal(learning, "memory.archive") if e["name"] == "tabs")
+    assert merged["detail"]["reason"] == "merged into tab-indent: same"
     r = httpx.post(f"{learning.url}/v1/journal/{archive['id']}/revert")
     assert r.status_code == 200 and "old-ci" in blocks(learning)
 
@@ -694,3 +708,49 @@ def test_a_429_waits_as_long_as_retry_after_asks() -> None:
 
     assert asyncio.run(ask()) == {"items": []}
     assert asked[1] - asked[0] >= 0.6  # not the 0.01 s backoff
+
+
+def test_a_session_boundary_consolidates_its_project(home: Path, model: ScriptedModel) -> None:
+    """Idle for the configured time, or a new session in the project: one pass, applied,
+    its trigger and the model's reasons journaled; a failing model is journaled too and
+    holds nothing up; at most one pass a project in the interval."""
+    daemon = start(
+        home,
+        model,
+        ASTER_CONSOLIDATE_IDLE_MINUTES="0.02",  # 1.2 s
+        ASTER_CONSOLIDATE_MIN_INTERVAL_MINUTES="0.05",  # 3 s
+    )
+    try:
+        for name, content in (("old-ci", "CI runs on Travis."), ("ci", "CI runs on GitHub.")):
+            httpx.post(
+                f"{daemon.url}/v1/memory/blocks",
+                params={"repo_root": ROOT},
+                json={"name": name, "content": content},
+            )
+        model.then(
+            "consolidation",
+            {"merges": [], "archives": [{"name": "old-ci", "reason": "CI moved"}], "new": []},
+            Reply(status=500),  # and the next pass: failing, tried once and retried once
+            Reply(status=500),
+        )
+        sid = session(daemon, title="t")
+        append(daemon, sid, [user("set up CI"), assistant("Done.")])
+        passes = wait_until(lambda: journal(daemon, "memory.consolidation") or None)
+        assert passes[0]["detail"]["trigger"] == "no activity in the project for 0.02 min"
+        assert passes[0]["detail"]["applied"] is True
+        assert "old-ci" not in blocks(daemon)  # applied
+        archive = next(e for e in journal(daemon, "memory.archive") if e["name"] == "old-ci")
+        assert archive["detail"]["reason"] == "CI moved"
+        assert archive["detail"]["trigger"] == passes[0]["detail"]["trigger"]
+
+        time.sleep(3)  # past the interval: the next boundary makes a pass again
+        append(daemon, sid, [user("and docs?"), assistant("Later.")])
+        session(daemon, title="next")  # a new session in the project: the last one ended
+        failed = wait_until(lambda: journal(daemon, "memory.consolidation")[1:] or None)
+        assert failed[0]["detail"]["trigger"] == "a new session started in the project"
+        assert "failed" in failed[0]["detail"] and failed[0]["detail"]["applied"] is False
+        assert len(model.of("consolidation")) == 3  # one pass each (the second tried twice)
+        append(daemon, sid, [user("still there?"), assistant("Yes.")])  # nothing held up
+        assert settled(daemon, 4)["failed"] == 0
+    finally:
+        daemon.kill()

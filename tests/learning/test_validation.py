@@ -50,14 +50,13 @@ def test_an_accepted_item_is_normalised() -> None:
         "conflicts_with": [],
         "extra": "dropped",
     }
-    del item["scope"]
     accepted, rejected = validate_items({"items": [item]}, max_items=5, shown={"old-command"})
     assert rejected == []
     assert accepted == [
         {
             **{k: GOOD[k] for k in ("type", "title", "content", "importance", "confidence")},
             "reason": GOOD["reason"],
-            "scope": "project",  # a missing scope is the project's
+            "scope": "project",
             "tags": ["make", "tests"],
             "supersedes": ["old-command"],  # an empty conflicts_with is left out
         }
@@ -85,8 +84,12 @@ def test_limits_and_edges_that_are_accepted() -> None:
         (["a", "list"], "an item is not an object"),
         ({**GOOD, "type": "episodic"}, "type must be semantic or procedural, not 'episodic'"),
         ({**GOOD, "type": None}, "type must be semantic or procedural, not 'None'"),
-        ({**GOOD, "scope": "team"}, "scope must be project or global"),
-        ({**GOOD, "scope": None}, "scope must be project or global"),
+        ({**GOOD, "scope": "team"}, "scope must be project or global, not 'team'"),
+        ({**GOOD, "scope": None}, "scope must be project or global, not 'None'"),
+        (
+            {k: v for k, v in GOOD.items() if k != "scope"},
+            "scope is missing: project, or global for what holds across projects",
+        ),
         ({**GOOD, "title": None}, "title is missing"),
         ({**GOOD, "title": "   "}, "title is missing"),
         ({**GOOD, "content": ""}, "content is missing"),
@@ -220,7 +223,7 @@ def test_a_malformed_item_does_not_stop_the_others() -> None:
     accepted, rejected = validate_items(answer, max_items=5, shown=set())
     assert accepted == [GOOD]
     assert [r["reason"] for r in rejected] == [
-        "scope must be project or global",
+        "scope must be project or global, not 'team'",
         "an item is not an object",
     ]
 

@@ -181,8 +181,8 @@ def test_prune_archives_stale_blocks_and_never_a_protected_one(
     assert {p["name"]: p["reason"] for p in preview["protected"]} == {
         "pinned": "pinned",
         "recalled": "recalled 3 times",
-        "disputed": "carries a conflict",
-        "other": "carries a conflict",
+        "disputed": "related: conflicts with other",
+        "other": "related: conflicts with disputed",
     }
     assert not store.blocks[("global", "stale")].archived  # a dry run changes nothing
 

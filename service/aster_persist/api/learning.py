@@ -1,16 +1,31 @@
-"""Learning over HTTP: on-demand extraction, the queue's state, consolidation."""
+"""Learning over HTTP: on-demand extraction, the queue's state, consolidation, and the
+review of items held back (a tool's instruction-like words)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from ..errors import LEARNING_OFF, Invalid, LearningOff
+from ..errors import LEARNING_OFF, Conflict, Invalid, LearningOff, NotFound
 from ..learning.learner import Learner
-from ..schemas.learning import ConsolidateIn, Consolidation, ExtractIn, ExtractionStatus, Queued
+from ..learning.prompts import SCHEMA_NAME
+from ..learning.validation import item_meta
+from ..schemas.learning import (
+    ConsolidateIn,
+    Consolidation,
+    ExtractIn,
+    ExtractionStatus,
+    Queued,
+    Reviewed,
+    ReviewIn,
+    ReviewList,
+)
 from ..storage.home import check_session_id
+from ..storage.memory import slugify
 from .body import StrictRoute
 from .sessions import ERRORS, json_response
 
@@ -76,3 +91,77 @@ async def consolidate(
     proposal = body.proposal if body is not None else None
     result = await _learner(request).consolidate(scope, apply=apply, proposal=proposal)
     return json_response(result)
+
+
+def _pending(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The held items no one has reviewed yet, oldest first."""
+    reviewed = {e["detail"].get("reviewed") for e in entries if isinstance(e.get("detail"), dict)}
+    return [
+        {
+            "id": e["id"],
+            "ts": e["ts"],
+            "scope": e["scope"],
+            "session": e.get("session"),
+            "item": e["detail"].get("item") or {},
+            "reason": str(e["detail"].get("reason", "")),
+            "origin": str(e["detail"].get("origin", "tool")),
+        }
+        for e in entries
+        if e.get("op") == "memory.held" and e["id"] not in reviewed
+    ]
+
+
+@router.get(
+    "/memory/review",
+    operation_id="memory-review-list",
+    response_model=ReviewList,
+    tags=["memory"],
+    responses=ERRORS,
+)
+async def review_list(request: Request) -> Response:
+    """Extracted items held for review, not stored: their words came from a tool result
+    and read as an instruction (a fetched page or a command's output steering the agent).
+    `POST /v1/memory/review/{id}` accepts or dismisses one."""
+    entries = await asyncio.to_thread(request.app.state.journal.entries)
+    return json_response({"items": _pending(entries)})
+
+
+@router.post(
+    "/memory/review/{entry_id}",
+    operation_id="memory-review",
+    response_model=Reviewed,
+    tags=["memory"],
+    responses=ERRORS,
+)
+async def review(request: Request, entry_id: str, body: ReviewIn) -> Response:
+    """Decide on a held item: `accept` stores it as a block (journaled with the review),
+    `dismiss` refuses it (`memory.rejected`, with the review). Each is decided once."""
+    entries = await asyncio.to_thread(request.app.state.journal.entries)
+    held = next((h for h in _pending(entries) if h["id"] == entry_id), None)
+    if held is None:
+        if any(e["id"] == entry_id and e.get("op") == "memory.held" for e in entries):
+            raise Conflict(f"held item {entry_id} was reviewed already")
+        raise NotFound(f"no held item {entry_id[:40]}")
+    memory = request.app.state.memory
+    item = held["item"]
+    if body.decision == "dismiss":
+        await memory.record(
+            "memory.rejected",
+            scope=held["scope"],
+            session=held["session"],
+            detail={"item": item, "reason": "dismissed on review", "reviewed": entry_id},
+        )
+        return json_response({"id": entry_id, "decision": "dismiss", "block": None})
+    if "[redacted" in json.dumps(item):
+        raise Invalid("the held item held a secret and was redacted: it cannot be stored")
+    meta = {**item_meta(item), "schema": SCHEMA_NAME}
+    if held["session"]:
+        meta["source_session"] = held["session"]
+    block, _merged = await memory.write_block(
+        held["scope"],
+        slugify(str(item.get("title") or "reviewed"))[:56],
+        body=str(item.get("content") or "").strip() + "\n",
+        meta=meta,
+        detail={"reviewed": entry_id},
+    )
+    return json_response({"id": entry_id, "decision": "accept", "block": block.name})

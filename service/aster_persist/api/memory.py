@@ -6,7 +6,7 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
-from pydantic import ValidationError
+from pydantic import StringConstraints, ValidationError
 from starlette.responses import Response
 
 from ..errors import Invalid
@@ -46,6 +46,10 @@ from .rules import parse_etag_match
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
+# a tag to filter by: one tag (a list is the parameter given again), no control characters
+Tag = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f\x7f,]+$")
+]
 
 
 def _memory(request: Request) -> Memory:
@@ -124,16 +128,25 @@ async def add_note(request: Request, body: NoteIn, repo_root: str | None = None)
 async def list_blocks(
     request: Request,
     repo_root: str | None = None,
-    tag: Annotated[list[str] | None, Query()] = None,
+    tag: Annotated[list[Tag] | None, Query()] = None,
+    match: Literal["all", "any"] = "all",
     type: Literal["semantic", "procedural"] | None = None,
     include_archived: bool = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = LIST_LIMIT,
     cursor: str | None = None,
 ) -> Response:
-    """Blocks of a scope, most recently updated first (`recallByTags` with `tag`)."""
+    """Blocks of a scope, most recently updated first. With `tag` (`recallByTags`), the
+    blocks with all of the tags (`match=any`: any of them), of the project and of global
+    memory, as recall by similarity searches both (a project's block shadows a global
+    one of its name)."""
     memory = _memory(request).store
     blocks = memory.list_blocks(
-        await _scope(request, repo_root), tags=tag, type=type, include_archived=include_archived
+        await _scope(request, repo_root),
+        tags=tag,
+        match=match,
+        type=type,
+        include_archived=include_archived,
+        with_global=bool(tag),
     )
     page, next_cursor = page_of(blocks, lambda b: (b.updated_at, b.name), limit, cursor)
     return json_response({"items": [_block(b, memory) for b in page], "next_cursor": next_cursor})
@@ -145,11 +158,12 @@ async def list_blocks(
 async def recent(
     request: Request, repo_root: str | None = None, n: Annotated[int, Query(ge=1, le=500)] = 10
 ) -> Response:
-    """`memoryRecent`: the `n` most recently updated blocks."""
+    """`memoryRecent`: the `n` most recently updated blocks, of the project and of global
+    memory (a project's block shadowing a global one of its name)."""
     memory = _memory(request).store
-    return json_response(
-        {"items": [_block(b) for b in memory.list_blocks(await _scope(request, repo_root))[:n]]}
-    )
+    scope = await _scope(request, repo_root)
+    blocks = memory.list_blocks(scope, with_global=True)[:n]
+    return json_response({"items": [_block(b) for b in blocks]})
 
 
 async def _remember(request: Request, body: BlockIn, repo_root: str | None) -> Response:

@@ -13,8 +13,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from ..errors import Invalid
+from ..index import search as index
 from ..index.text import parse_query
-from ..schemas.search import DocKind, MemoryHits, Role, SearchPage
+from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearchPage
 from ..services.memory import Memory
 from ..services.sessions import Sessions
 from ..storage.home import check_session_id
@@ -29,7 +31,12 @@ async def _memory_scopes(memory: Memory, repo_root: str | None) -> list[str]:
     return ["global"] if scope == "global" else [scope, "global"]
 
 
-@router.get("/search", operation_id="search", response_model=SearchPage, responses=ERRORS)
+@router.get(
+    "/search",
+    operation_id="search",
+    response_model=SearchPage | SessionSearchPage,
+    responses=ERRORS,
+)
 async def search(
     request: Request,
     q: Annotated[str, Query(max_length=2000)] = "",
@@ -42,6 +49,7 @@ async def search(
     until: TimeBound = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,
+    group: Literal["session"] | None = None,
 ) -> Response:
     """Full-text search. Transcript hits (`kind=messages`, the default) carry their
     session, seq, role, a snippet with the `highlights` as `[start, end)` character
@@ -51,7 +59,10 @@ async def search(
     days, or an RFC 3339 time) bound the hits' times (a memory hit's is when it was last
     changed), like `after:` and `before:` in `q`. Memory hits come from the project and
     global memory when a project is named, from every scope when none is; a memory hit
-    of a project says its `repo_root`."""
+    of a project says its `repo_root`. With `group=session`, the items are sessions
+    ("which session was that"), ranked by the sum of their best three turns' scores
+    among the query's best hits, each with those turns as its evidence (transcripts
+    only; one page)."""
     sessions: Sessions = request.app.state.sessions
     memory: Memory = request.app.state.memory
     query = parse_query(q)
@@ -63,6 +74,13 @@ async def search(
     query.session = query.session or session_id
     query.after = query.after or time_bound(since, "since")
     query.before = query.before or time_bound(until, "until", end=True)
+    if group == "session":
+        if kind == "memory" or cursor is not None:
+            raise Invalid(
+                "group=session groups transcript hits on one page: no kind=memory, no cursor"
+            )
+        found = await sessions.in_catalog(lambda c: index.search_sessions(c.db, query, limit=limit))
+        return json_response({"items": found, "next_cursor": None})
     items: list[dict[str, object]] = []
     next_cursor = None
     if kind != "memory":

@@ -1,5 +1,5 @@
-"""``memory``: list, show, add, remove, archive, restore, context and search, against
-the running daemon (output and exit codes as in `common.py`)."""
+"""``memory``: list, show, add, remove, archive, restore, context, search and
+consolidate, against the running daemon (output and exit codes as in `common.py`)."""
 
 from __future__ import annotations
 
@@ -190,3 +190,31 @@ def memory_search(
         "snippet",
         rows=[[h.name, h.scope, f"{h.score:.3f}", short(h.snippet, 70)] for h in hits.items],
     )
+
+
+@memory_app.command("consolidate")
+def memory_consolidate(
+    repo_root: RepoRoot = None,
+    apply: Annotated[
+        bool, typer.Option(help="Make the changes (journaled, revertible); else a dry run.")
+    ] = False,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """What the model proposes for a scope's blocks (merges, archives, new), with its
+    reasons: a dry run unless --apply. Needs a model (ASTER_LLM_BASE_URL)."""
+    with daemon(url) as aster:
+        plan = aster.consolidate(repo_root, apply=apply)
+    if json_out:
+        return emit_json(plan)
+    rows = [["merge", f"{', '.join(m['from'])} → {m['into']}", m["reason"]] for m in plan.merges]
+    rows += [["archive", a["name"], a["reason"]] for a in plan.archives]
+    rows += [["new", n["title"], n["reason"]] for n in plan.new]
+    rows += [["refused", "", r["reason"]] for r in plan.rejected]
+    if not rows:
+        typer.echo("Nothing to change.")
+        return None
+    table("change", "blocks", "reason", rows=rows)
+    if not plan.applied:
+        typer.echo("A dry run: nothing was changed (--apply makes these).", err=True)
+    return None

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..schemas.journal import JournalPage
-from ..schemas.learning import Consolidation, ExtractionStatus, Queued
+from ..schemas.learning import Consolidation, ExtractionStatus, Queued, Reviewed, ReviewList
 from ..schemas.memory import RevertResult
 from ..schemas.ops import Health, Readiness
-from ..schemas.search import SearchPage
+from ..schemas.search import SearchPage, SessionSearchPage
 from .calls import Call, Scope, body_of, endpoint, read_json, read_model, read_text
 from .memory import MemoryEndpoints
 from .sessions import SessionEndpoints
@@ -89,9 +89,13 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         session_id: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> Call[SearchPage]:
         """``GET /v1/search``: sessions (and memory with ``kind``), best first."""
         params = {
+            "since": since,
+            "until": until,
             "q": q,
             "kind": kind,
             "kinds": kinds,
@@ -102,6 +106,31 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
             "cursor": cursor,
         }
         return Call("GET", "/v1/search", read_model(SearchPage), params=params)
+
+    @endpoint
+    def held_items() -> Call[ReviewList]:
+        """``GET /v1/memory/review``: extracted items held back for review (a tool's
+        instruction-like words), not stored."""
+        return Call("GET", "/v1/memory/review", read_model(ReviewList))
+
+    @endpoint
+    def review(entry_id: str, decision: Literal["accept", "dismiss"]) -> Call[Reviewed]:
+        """``POST /v1/memory/review/{id}``: store a held item as a block, or refuse it."""
+        return Call(
+            "POST",
+            f"/v1/memory/review/{entry_id}",
+            read_model(Reviewed),
+            json={"decision": decision},
+        )
+
+    @endpoint
+    def search_sessions(
+        q: str, *, repo_root: str | None = None, limit: int | None = None
+    ) -> Call[SessionSearchPage]:
+        """``GET /v1/search?group=session``: sessions ranked by their turns' hits, each
+        with its best turns as evidence ("which session was that")."""
+        params = {"q": q, "repo_root": repo_root, "limit": limit, "group": "session"}
+        return Call("GET", "/v1/search", read_model(SessionSearchPage), params=params)
 
     @endpoint
     def journal_page(

@@ -147,17 +147,20 @@ class MemoryEndpoints:
     def blocks(
         repo_root: Scope = None,
         *,
-        tag: str | None = None,
+        tag: str | list[str] | None = None,
+        match: Literal["all", "any"] | None = None,
         type: str | None = None,
         include_archived: bool | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> Call[BlockList]:
         """``GET /v1/memory/blocks``: the blocks of a scope, filtered, a page at a time
-        (``next_cursor``)."""
+        (``next_cursor``); with ``tag`` (one or several: all of them, or ``match="any"``),
+        global memory's too."""
         params = {
             "repo_root": repo_root,
             "tag": tag,
+            "match": match,
             "type": type,
             "include_archived": include_archived,
             "limit": limit,

@@ -311,6 +311,34 @@ def recency(updated_at: str, now: datetime, half_life_days: float = 30.0) -> flo
     return math.pow(0.5, age / half_life_days)
 
 
+def search_sessions(
+    db: sqlite3.Connection, query: Query, *, limit: int, evidence: int = 3, pool: int = 300
+) -> list[dict[str, Any]]:
+    """Sessions ranked by their turns' hits ("which session was that"): the best ``pool``
+    hits grouped by session, each session scored by the sum of its best ``evidence``
+    hits' scores, with those hits as its evidence, best first."""
+    hits, _next = search_docs(db, query, limit=pool, cursor=None)
+    groups: dict[str, dict[str, Any]] = {}
+    for hit in hits:  # best first, so each session's first hits are its best
+        group = groups.setdefault(
+            hit["session_id"],
+            {
+                "session_id": hit["session_id"],
+                "title": hit["title"],
+                "repo_root": hit["repo_root"],
+                "score": 0.0,
+                "matches": 0,
+                "hits": [],
+            },
+        )
+        group["matches"] += 1
+        if len(group["hits"]) < evidence:
+            group["hits"].append(hit)
+            group["score"] = round(group["score"] + float(hit["score"]), 6)
+    ranked = sorted(groups.values(), key=lambda g: (-g["score"], -g["matches"]))
+    return ranked[:limit]
+
+
 def search_memory(
     db: sqlite3.Connection,
     query: Query,

@@ -30,6 +30,7 @@ from ..errors import Invalid
 from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
 from ..schemas.search import DocKind
+from .stopwords import is_stop_word
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
 KINDS = get_args(DocKind)  # what a search document can be
@@ -142,9 +143,14 @@ def _term(text: str, prefix: bool) -> str | None:
 
 
 def parse_query(text: str) -> Query:
-    """Turn what a person typed into a ``Query``; raise Invalid saying what is wrong."""
+    """Turn what a person typed into a ``Query``; raise Invalid saying what is wrong.
+
+    Plain words are ORed and ranked by BM25; stop words among them ("the", "does") are
+    dropped when the query has other words and no operator or parenthesis (a query of
+    stop words alone, a phrase, a prefix and an explicit expression are kept as typed)."""
     query = Query(match=None)
     parts: list[str] = []  # terms, operators and parentheses, in order
+    stops: set[int] = set()  # the places in parts of plain words that are stop words
     pos = 0
     text = text.strip()
     while pos < len(text):
@@ -174,7 +180,12 @@ def parse_query(text: str) -> Query:
             prefix = word.endswith("*")
             term = _term(word.rstrip("*"), prefix)
             if term is not None:
+                if not prefix and all(is_stop_word(w) for w in _WORD.findall(word)):
+                    stops.add(len(parts))
                 parts.append(term)
+    plain = not any(part in _OPERATORS or part in "()" for part in parts)
+    if plain and stops and len(stops) < len(parts):
+        parts = [part for n, part in enumerate(parts) if n not in stops]
     query.match = _combine(parts)
     return query
 

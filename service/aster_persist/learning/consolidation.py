@@ -21,8 +21,18 @@ if TYPE_CHECKING:
     from ..services.memory import Memory
     from .transcripts import Transcripts
 
-CONSOLIDATE_BLOCKS = 40  # most blocks one consolidation pass shows the model
 CONSOLIDATE_BODY_CHARS = 400
+
+
+def summary(plan: dict[str, Any]) -> dict[str, Any]:
+    """What a proposal says, for the journal: each change with the model's reason (its
+    texts are in the blocks it writes, so they are left out here)."""
+    return {
+        "merges": [{k: m[k] for k in ("into", "from", "reason")} for m in plan["merges"]],
+        "archives": plan["archives"],
+        "new": [{"title": n["title"], "reason": n["reason"]} for n in plan["new"]],
+        "rejected": [r["reason"] for r in plan["rejected"]],
+    }
 
 
 class Consolidation:
@@ -32,15 +42,36 @@ class Consolidation:
     memory: Memory
     model: ModelClient | None
     max_items: int
+    max_blocks: int
+
+    async def boundary_pass(self, job: dict[str, Any]) -> None:
+        """A pass a session boundary made due (``job``: its scope and trigger), applied;
+        a model that fails is journaled, and the queue goes on."""
+        scope, trigger = str(job["scope"]), str(job["trigger"])
+        try:
+            await self.consolidate(scope, apply=True, trigger=trigger)
+        except (LearningOff, ModelUnavailable) as exc:
+            await self.memory.record(
+                "memory.consolidation",
+                scope=scope,
+                actor="consolidator",
+                detail={"trigger": trigger, "applied": False, "failed": str(exc)[:300]},
+            )
 
     async def consolidate(
-        self, scope: str, *, apply: bool, proposal: dict[str, Any] | None = None
+        self,
+        scope: str,
+        *,
+        apply: bool,
+        proposal: dict[str, Any] | None = None,
+        trigger: str = "consolidation asked for",
     ) -> dict[str, Any]:
         """Propose (or with ``apply``, make) merges, archives and new blocks for a scope.
         A ``proposal`` from an earlier dry run is applied as it is, after validation."""
         # a block in which a hand edit left a secret is never shown to the model
         blocks = [b for b in self.memory.store.list_blocks(scope) if not b.secrets]
-        blocks = blocks[:CONSOLIDATE_BLOCKS]
+        blocks = blocks[: self.max_blocks]
+        asked = proposal is None
         names = {block.name for block in blocks}
         if proposal is None:
             if self.model is None:
@@ -79,6 +110,13 @@ class Consolidation:
                         "reason": f"{', '.join(long)} is longer than the model was shown",
                     }
                 )
+        if asked:  # what the model proposed and why, kept: a change can be explained
+            await self.memory.record(
+                "memory.consolidation",
+                scope=scope,
+                actor="consolidator",
+                detail={"trigger": trigger, "applied": apply, **summary(plan)},
+            )
         if not apply:
             return {"scope": scope, "applied": False, **plan}
         done: list[dict[str, Any]] = []
@@ -86,16 +124,24 @@ class Consolidation:
             text, _block = await self.memory.read_block(scope, merge["into"])
             meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
             # The merged blocks go first, so the new text is never taken for one of theirs.
+            why = {"reason": f"merged into {merge['into']}: {merge['reason']}", "trigger": trigger}
             for source in merge["from"]:
-                await self.memory.move(scope, source, archive=True, actor="consolidator")
+                await self.memory.move(
+                    scope, source, archive=True, actor="consolidator", detail=why
+                )
             earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
             await self.memory.write_block(
                 scope,
                 merge["into"],
                 body=merge["content"].strip() + "\n",
-                meta={**meta, "supersedes": list(dict.fromkeys([*earlier, *merge["from"]]))},
+                meta={
+                    **meta,
+                    "supersedes": list(dict.fromkeys([*earlier, *merge["from"]])),
+                    "consolidated": True,  # rewritten by consolidation: never pruned
+                },
                 replace=True,
                 actor="consolidator",
+                detail={"reason": merge["reason"], "trigger": trigger},
             )
             done.append({"merged": merge["from"], "into": merge["into"]})
         for archive in plan["archives"]:
@@ -103,7 +149,10 @@ class Consolidation:
                 continue
             block = self.memory.store.blocks[(scope, archive["name"])]
             if not block.archived:
-                await self.memory.move(scope, archive["name"], archive=True, actor="consolidator")
+                why = {"reason": archive["reason"], "trigger": trigger}
+                await self.memory.move(
+                    scope, archive["name"], archive=True, actor="consolidator", detail=why
+                )
                 done.append({"archived": archive["name"]})
         for item in plan["new"]:
             block, _merged = await self.memory.write_block(
@@ -112,6 +161,7 @@ class Consolidation:
                 body=item["content"].strip() + "\n",
                 meta={**item_meta(item), "schema": SCHEMA_NAME, "consolidated": True},
                 actor="consolidator",
+                detail={"reason": item["reason"], "trigger": trigger},
             )
             done.append({"created": block.name})
         return {"scope": scope, "applied": True, **plan, "done": done}

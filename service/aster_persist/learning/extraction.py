@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AsterError, Invalid, NameTaken
 from ..index.text import parse_query
 from ..schemas.rendering import retracted
+from ..services.tools import relations
 from ..storage.memory import slugify
 from .model import ModelClient
 from .prompts import EXTRACTION_PROMPT, EXTRACTION_SCHEMA, SCHEMA_NAME
+from .provenance import held_because, origin_of, said_by
 from .turns import render_turn, turn_of
 from .validation import item_meta, redact, validate_items
 
@@ -54,7 +56,9 @@ class Extraction:
         text = render_turn(turn, self.max_input_chars)
         scope = self.memory.store.scope_for(info.repo_root)
         related = await self._related(text, scope)
-        shown = "\n".join(f"- {hit['name']}: {hit['description']}" for hit in related)
+        shown = "\n".join(
+            f"- {hit['name']}: {hit['description']}{relations(hit)}" for hit in related
+        )
         messages = [
             {"role": "system", "content": EXTRACTION_PROMPT % {"max_items": self.max_items}},
             {
@@ -66,13 +70,43 @@ class Extraction:
         accepted, rejected = validate_items(
             answer, max_items=self.max_items, shown={hit["name"] for hit in related}
         )
+        said = said_by(turn)
+        held = []
+        for item in list(accepted):  # whose words each is, and none a tool's instruction
+            item["origin"] = origin_of(item["content"], said)
+            why = held_because(item, said)
+            if why is not None:
+                accepted.remove(item)
+                held.append({"item": redact(item), "reason": why, "origin": item["origin"]})
         return {
             "accepted": accepted,
             "rejected": rejected,
+            "held": held,
             "first_seq": first,
             "last_seq": last,
             "repo_root": info.repo_root,
         }
+
+    async def refused_reply(self, job: dict[str, Any], why: str) -> None:
+        """Journal a reply of the model's that could not be used at all (not JSON, not an
+        object) as a rejection of the turn's items, with the reason (redacted)."""
+        try:
+            _lines, info = await self._lines(job)
+            scope = self.memory.store.scope_for(info.repo_root)
+        except AsterError:
+            scope = "global"  # the session is gone: the rejection is still said
+        await self.memory.record(
+            "memory.rejected",
+            scope=scope,
+            actor="extractor",
+            session=str(job["session"]),
+            detail={
+                "item": None,
+                "reason": f"the model's reply was refused: {redact(why)}",
+                "job": job.get("id"),
+            },
+        )
+        self.counts["rejected"] += 1
 
     async def _lines(self, job: dict[str, Any]) -> tuple[list[dict[str, Any]], Any]:
         """The events a job needs: the bytes of its turn when it knows them (a long
@@ -120,7 +154,8 @@ class Extraction:
             journaled = [
                 {k: v for k, v in e["detail"].items() if k != "job"}
                 for e in await asyncio.to_thread(self.memory.store.journal.entries)
-                if e.get("op") == "memory.rejected" and e["detail"].get("job") == job.get("id")
+                if e.get("op") in ("memory.rejected", "memory.held")
+                and e["detail"].get("job") == job.get("id")
             ]
         for item in result["accepted"]:
             scope = project if item["scope"] == "project" else "global"
@@ -162,6 +197,16 @@ class Extraction:
                     break
             else:
                 result["rejected"].append({"item": redact(item), "reason": "no free name"})
+        for holding in result.get("held", []):  # not stored on a tool's word: for review
+            if holding in journaled:
+                continue
+            await self.memory.record(
+                "memory.held",
+                scope=project if holding["item"].get("scope") == "project" else "global",
+                actor="extractor",
+                session=session,
+                detail={**holding, "job": job.get("id")},
+            )
         for rejection in result["rejected"]:
             if rejection in journaled:
                 continue

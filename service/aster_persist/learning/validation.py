@@ -42,8 +42,10 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
         return "an item is not an object"
     if item.get("type") not in ("semantic", "procedural"):
         return f"type must be semantic or procedural, not {_quote(item.get('type'))}"
-    if item.get("scope", "project") not in ("project", "global"):
-        return "scope must be project or global"
+    if "scope" not in item:
+        return "scope is missing: project, or global for what holds across projects"
+    if item["scope"] not in ("project", "global"):
+        return f"scope must be project or global, not {_quote(item['scope'])}"
     for key, limit in (("title", 200), ("content", 4000)):
         value = item.get(key)
         if not isinstance(value, str) or not value.strip():
@@ -86,7 +88,7 @@ def item_problem(item: Any, shown: set[str]) -> str | None:
 
 def item_meta(item: dict[str, Any]) -> dict[str, Any]:
     """A validated item's frontmatter keys (its title is the index's one-line entry)."""
-    return {
+    meta = {
         "type": item["type"],
         "description": item["title"],
         "tags": item.get("tags") or [],
@@ -94,12 +96,15 @@ def item_meta(item: dict[str, Any]) -> dict[str, Any]:
         "confidence": item["confidence"],
         "reason": item["reason"],
     }
+    if item.get("origin"):  # whose words: the user's, the assistant's or a tool's
+        meta["source_origin"] = item["origin"]
+    return meta
 
 
 def normal_item(item: dict[str, Any]) -> dict[str, Any]:
     keys = ("type", "title", "content", "importance", "confidence", "reason")
     out = {key: item[key] for key in keys}
-    out["scope"] = item.get("scope", "project")
+    out["scope"] = item["scope"]
     out["tags"] = [t.strip() for t in item.get("tags", []) if t.strip()][:20]
     for key in ("supersedes", "conflicts_with"):
         if item.get(key):
@@ -172,7 +177,7 @@ def validate_proposal(
                 "into": merge["into"],
                 "from": [s for s in dict.fromkeys(sources or []) if s != merge["into"]],
                 "content": merge["content"],
-                "reason": merge["reason"],
+                "reason": redact(str(merge["reason"]))[:500],  # journaled: never a secret
             }
         )
     for archive in proposal.get("archives") or []:
@@ -182,7 +187,8 @@ def validate_proposal(
         elif not str(archive.get("reason") or "").strip():
             plan["rejected"].append({"archive": archive, "reason": "archive without a reason"})
         else:
-            plan["archives"].append({"name": archive["name"], "reason": archive["reason"]})
+            reason = redact(str(archive["reason"]))[:500]  # journaled: never a secret
+            plan["archives"].append({"name": archive["name"], "reason": reason})
     fresh, rejected = validate_items(
         {"items": proposal.get("new") or []}, max_items=max_items, shown=names
     )

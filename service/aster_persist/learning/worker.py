@@ -36,6 +36,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from .boundaries import Boundaries
 from .consolidation import Consolidation
 from .extraction import Extraction
 from .model import ModelClient, ModelError
@@ -66,6 +67,9 @@ class Learner(Extraction, Titles, Consolidation):
         extraction: bool = True,
         max_items: int = 5,
         max_input_chars: int = 8000,
+        consolidate_idle: float = 0,
+        consolidate_min_interval: float = 3600,
+        consolidate_max_blocks: int = 40,
     ) -> None:
         self.sessions = sessions
         self.memory = memory
@@ -83,6 +87,13 @@ class Learner(Extraction, Titles, Consolidation):
         self.retry_delay = 0.0  # grows while the model is unreachable
         self.counts = {"done": 0, "failed": 0, "accepted": 0, "rejected": 0}
         self.errors: deque[dict[str, Any]] = deque(maxlen=10)
+        self.max_blocks = consolidate_max_blocks
+        self.boundaries = (
+            Boundaries(self.put, idle=consolidate_idle, min_interval=consolidate_min_interval)
+            if model is not None and consolidate_idle > 0
+            else None
+        )
+        self.watching: asyncio.Task[None] | None = None
 
     # -- the queue ----------------------------------------------------------------------
 
@@ -93,16 +104,26 @@ class Learner(Extraction, Titles, Consolidation):
     def start(self) -> None:
         if self.enabled:
             self.task = asyncio.get_running_loop().create_task(self._run())
+        if self.boundaries is not None:
+            self.watching = asyncio.get_running_loop().create_task(self.boundaries.run())
+
+    def session_started(self, entry: dict[str, Any]) -> None:
+        """A journal listener (on the writer thread): a new session in a project ends the
+        one before it, which makes a consolidation pass of the project due."""
+        if self.boundaries is not None and entry.get("op") == "session.created" and self.task:
+            self.task.get_loop().call_soon_threadsafe(self.boundaries.started, entry["scope"])
 
     def appended(self, session_id: str, events: list[dict[str, Any]], first_seq: int) -> None:
         """Called on the event loop once an append is durable: queue what it completes."""
         if not self.enabled:
             return
+        held = self.sessions.open_summary(session_id)
+        if self.boundaries is not None and held is not None:
+            self.boundaries.touched(f"project:{held[1].slug}")
         done = [i for i, event in enumerate(events) if completes_turn(event)]
         if not done:
             return
         seq = first_seq + done[-1]
-        held = self.sessions.open_summary(session_id)
         if self.extraction:
             span = None
             if held is not None:  # bytes holding these turns: the worker reads only those
@@ -158,13 +179,16 @@ class Learner(Extraction, Titles, Consolidation):
     async def _process(self, job: dict[str, Any]) -> None:
         if job.get("kind") == "title":
             await self._title(job)
+        elif job.get("kind") == "consolidate":
+            await self.boundary_pass(job)
         elif job.get("kind") == "extract":
             fresh = "result" not in job  # else saved before a crash: applied, perhaps in part
             if fresh:
                 try:
                     job["result"] = await self.extract(job)
                 except ModelError as exc:
-                    if not exc.transient:
+                    if not exc.transient:  # an answer, but not one to use: said so too
+                        await self.refused_reply(job, str(exc))
                         self._fail(job, str(exc))
                         return
                     # Not reachable now: the job stays first in the queue (never dropped)
@@ -199,6 +223,10 @@ class Learner(Extraction, Titles, Consolidation):
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self.task
+        if self.watching is not None:
+            self.watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.watching
         if self.model is not None:
             await self.model.close()
         self.queue.close()

@@ -24,6 +24,10 @@ OPS: dict[str, Op] = {
     "memory.revert": Op(True, "a change undone (reverting it redoes the change)"),
     "memory.recall": Op(False, "a block read by an agent (usage, not content)"),
     "memory.rejected": Op(False, "an extracted item refused, with the reason"),
+    "memory.held": Op(False, "an extracted item held for review: a tool's instruction-like words"),
+    "memory.consolidation": Op(
+        False, "a consolidation pass: what triggered it, the model's proposals and reasons"
+    ),
     "session.created": Op(True, "a session made"),
     "session.imported": Op(True, "a session brought in from another tool's file"),
     "session.renamed": Op(True, "a session's title changed"),

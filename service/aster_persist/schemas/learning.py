@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,3 +60,33 @@ class Consolidation(BaseModel):
     archives: list[dict[str, Any]]
     new: list[dict[str, Any]]
     rejected: list[dict[str, Any]]
+
+
+class HeldItem(BaseModel):
+    """An extracted item held for review: instruction-like words from a tool result."""
+
+    id: str = Field(description="The `memory.held` journal entry that holds it.")
+    ts: str
+    scope: str
+    session: str | None
+    item: dict[str, Any] = Field(description="The item as the model gave it (redacted).")
+    reason: str
+    origin: str = Field(description="Whose words it is made of: user, assistant or tool.")
+
+
+class ReviewList(BaseModel):
+    items: list[HeldItem]
+
+
+class ReviewIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    decision: Literal["accept", "dismiss"] = Field(
+        description="`accept` stores the item as a block; `dismiss` refuses it for good."
+    )
+
+
+class Reviewed(BaseModel):
+    id: str
+    decision: Literal["accept", "dismiss"]
+    block: str | None = Field(default=None, description="The block it became, if accepted.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 DocKind = Literal["message", "tool_call", "tool_result", "summary", "title"]
 
@@ -30,6 +30,22 @@ class SearchHit(BaseModel):
 class SearchPage(BaseModel):
     items: list[SearchHit]
     next_cursor: str | None
+
+
+class SessionHits(BaseModel):
+    """A session found by its turns: its best hits are the evidence."""
+
+    session_id: str
+    title: str | None
+    repo_root: str
+    score: float
+    matches: int = Field(description="Its hits among the best hits of the query.")
+    hits: list[SearchHit]
+
+
+class SessionSearchPage(BaseModel):
+    items: list[SessionHits]
+    next_cursor: None = None
 
 
 class MemoryHit(BaseModel):

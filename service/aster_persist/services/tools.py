@@ -77,8 +77,19 @@ async def search_memory(
     hits: list[dict[str, Any]] = await sessions.search_memory(
         parse_query(query), scopes=scopes, kinds=("block",), k=k
     )
-    lines = [f"- {h['name']} ({h['scope']}): {h['description']}" for h in hits]
+    lines = [f"- {h['name']} ({h['scope']}): {h['description']}{relations(h)}" for h in hits]
     return "\n".join(lines) or "No memory matches that.", hits
+
+
+def relations(block: dict[str, Any]) -> str:
+    """A block's relations as a line of memory shows them: "(replaces a; conflicts with
+    b)", or nothing."""
+    said = [
+        f"{label} {', '.join(block.get(key) or [])}"
+        for key, label in (("supersedes", "replaces"), ("conflicts_with", "conflicts with"))
+        if block.get(key)
+    ]
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def failure(name: str, args: dict[str, Any], exc: AsterError) -> str:

@@ -91,6 +91,13 @@ export function inProject(repoRoot) {
   link.textContent = repoRoot ? "Project memory" : "Memory";
 }
 
+// The address's parameters as they are now (a change made a moment ago included, even if
+// its view is not drawn yet), with `changes` over them.
+export function amended(changes) {
+  const now = Object.fromEntries(new URLSearchParams(location.hash.split("?")[1] || ""));
+  return q({ ...now, ...changes });
+}
+
 // Go to another view: not ready from this moment on (the hash change is told later).
 export function navigate(hash) {
   if (hash === location.hash) return;

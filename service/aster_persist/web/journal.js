@@ -4,12 +4,12 @@
 // match arrive from the feed.
 
 import { api } from "./api.js";
-import { ago, el, main, navigate, q, say, titled, when } from "./dom.js";
+import { ago, amended, el, main, navigate, q, say, titled, when } from "./dom.js";
 import { subscribe } from "./live.js";
 import { diffButton, rootOf } from "./revisions.js";
 
 const OPS = ["memory", "memory.write", "memory.edit", "memory.merge", "memory.delete", "memory.archive", "memory.restore",
-  "memory.revert", "memory.rejected", "session", "session.created", "session.imported", "session.renamed", "session.deleted",
+  "memory.revert", "memory.rejected", "memory.held", "memory.consolidation", "session", "session.created", "session.imported", "session.renamed", "session.deleted",
   "session.restored", "session.pruned", "session.purged", "session.appended", "session.damaged"];
 const ACTORS = ["api", "dashboard", "cli", "tool", "extractor", "consolidator", "watcher"];
 const FILTERS = ["op", "scope", "actor", "since", "until"];
@@ -58,7 +58,7 @@ export function journalItem(entry, { links = true } = {}) {
 export async function journalView(signal, params) {
   const wanted = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || undefined]));
   const heading = titled("Journal");
-  const go = (changes) => { navigate(`#/journal?${q({ ...wanted, ...changes })}`); };
+  const go = (changes) => { navigate(`#/journal?${amended(changes)}`); };
   const choose = (name, label, options) => el("label", {}, label, " ", el("select", { name, id: `journal-${name}`, onchange: (e) => go({ [name]: e.target.value || undefined }) },
     el("option", { value: "", text: "any" }), options.map((o) => el("option", { value: o, selected: o === wanted[name], text: o }))));
   const scope = el("input", { id: "journal-scope", name: "scope", value: wanted.scope || "", placeholder: "global, project:…" });

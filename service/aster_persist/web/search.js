@@ -3,7 +3,7 @@
 // at its turn, a memory hit the block in its own scope. Also the header's search form.
 
 import { api } from "./api.js";
-import { el, main, navigate, q, titled, when } from "./dom.js";
+import { amended, el, main, navigate, q, titled, when } from "./dom.js";
 
 const FILTERS = ["q", "kind", "role", "repo_root", "since", "until"];
 
@@ -27,7 +27,7 @@ export async function searchView(signal, params) {
   const heading = titled(text ? `Search: ${text}` : "Search");
   const projects = await api("/v1/projects");
   if (signal.aborted) return;
-  const go = (changes) => { navigate(`#/search?${q({ ...wanted, ...changes })}`); };
+  const go = (changes) => { navigate(`#/search?${amended(changes)}`); };
   const choose = (name, label, options) => el("label", {}, label, " ", el("select", { name, id: `search-${name}`, onchange: (e) => go({ [name]: e.target.value || undefined }) },
     el("option", { value: "", text: name === "kind" ? "sessions and memory" : "any" }),
     options.map(([value, shown]) => el("option", { value, selected: value === wanted[name], text: shown }))));

@@ -44,8 +44,9 @@ export async function sessionTable(signal, params, { fixed = {}, address }) {
   const sort = wanted.sort || "updated";
   const order = wanted.order || "desc";
   const [facets, projects] = await Promise.all([api("/v1/sessions/facets"), fixed.repo_root ? null : api("/v1/projects")]);
-  const go = (changes) => {
-    const next = { ...Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || undefined])), ...changes };
+  const go = (changes) => {  // over the address as it is now: two changes in a row both hold
+    const now = new URLSearchParams(location.hash.split("?")[1] || "");
+    const next = { ...Object.fromEntries(FILTERS.map((k) => [k, now.get(k) || undefined])), ...changes };
     navigate(address(next));
   };
   const select = (name, label, options, value) => el("label", {}, label, " ",

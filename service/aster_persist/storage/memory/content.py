@@ -97,8 +97,10 @@ class ContentPart(StoreBase):
         if_match: str | None = None,
         actor: str = "api",
         session: str | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> tuple[BlockMeta, bool]:
-        """Create or replace a block; returns it and whether it was a duplicate merge.
+        """Create or replace a block; returns it and whether it was a duplicate merge
+        (``detail``: why, for the journal, when it is written).
 
         Content whose normalized body equals an existing block's in the scope returns that
         block, with importance raised and tags and provenance merged (no duplicate).
@@ -151,7 +153,9 @@ class ContentPart(StoreBase):
         doc = frontmatter.new_document(fields, body)
         data = doc.render().encode("utf-8")
         op = "memory.write" if existing is None else "memory.edit"
-        self._replace_file(path, data, op, scope=scope, name=name, actor=actor, session=session)
+        self._replace_file(
+            path, data, op, scope=scope, name=name, actor=actor, session=session, detail=detail
+        )
         block = self._index(scope, name, False, data, doc)
         self.relate(scope, name, fields, actor=actor, session=session)
         return block, False
@@ -179,6 +183,7 @@ class ContentPart(StoreBase):
             ),
             "tags": block.tags + [t for t in as_list(meta.get("tags")) if t not in block.tags],
             "updated_at": format_ts(self.clock()),
+            "absorbed": block.absorbed + 1,  # a duplicate merged in: protected from pruning
         }
         if meta.get("source_session"):
             text, _ = self.read_block(block.scope, block.name)

@@ -3,8 +3,10 @@
 A block that ``supersedes`` others archives them; ``conflicts_with`` is marked on both
 blocks, and relations are refused before anything is written when they could not be
 applied. A procedural record never replaces another (``base``, ``base-2``…). Pruning
-archives stale, unimportant blocks (never deletes) and never touches a protected one:
-pinned, recalled three times or more, consolidated, or carrying a conflict.
+archives stale, unimportant blocks (never deletes), journaling why and what asked for
+it, and never touches a protected one: pinned, recalled three times or more, made or
+rewritten by consolidation, holding duplicates it absorbed, or related to another block
+(replacing it, or in conflict with it).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ class HygienePart(StoreBase):
                 and (scope, other) in self.blocks
                 and not self.blocks[(scope, other)].archived
             ):
-                self.move(scope, other, archive=True, actor=actor, session=session)
+                why = {"reason": f"superseded by {name}", "trigger": f"{name} written by {actor}"}
+                self.move(scope, other, archive=True, actor=actor, session=session, detail=why)
         for other in as_list(meta.get("conflicts_with")):
             block = self.blocks.get((scope, other))
             if block is not None and other != name and name not in block.conflicts_with:
@@ -91,8 +94,10 @@ class HygienePart(StoreBase):
         max_importance: float,
         dry_run: bool,
         actor: str = "api",
+        trigger: str = "prune asked for",
     ) -> dict[str, Any]:
-        """Archive stale, unimportant blocks; protected ones are never touched."""
+        """Archive stale, unimportant blocks; protected ones are never touched. Each
+        archive is journaled with its reason and ``trigger``."""
         now = self.clock().timestamp()
         archived, kept = [], []
         for block in self.list_blocks(scope):
@@ -112,19 +117,26 @@ class HygienePart(StoreBase):
                 )
         if not dry_run:
             for item in archived:
-                self.move(scope, item["name"], archive=True, actor=actor)
+                why = {"reason": item["reason"], "trigger": trigger}
+                self.move(scope, item["name"], archive=True, actor=actor, detail=why)
         return {"scope": scope, "dry_run": dry_run, "archived": archived, "protected": kept}
 
 
 def _protection(block: BlockMeta, recall_count: int) -> str | None:
+    """Why a block is never pruned automatically, or None: pinned, recalled often, made
+    or rewritten by consolidation, holding duplicates it absorbed, or related to others."""
     if block.pinned:
         return "pinned"
     if recall_count >= 3:
         return f"recalled {recall_count} times"
+    if block.consolidated:
+        return "consolidated"
+    if block.absorbed:
+        return f"absorbed {block.absorbed} duplicate{'s' if block.absorbed > 1 else ''}"
     if block.supersedes:
-        return "consolidated (supersedes others)"
+        return "related: replaces " + ", ".join(block.supersedes)
     if block.conflicts_with:
-        return "carries a conflict"
+        return "related: conflicts with " + ", ".join(block.conflicts_with)
     return None
 
 

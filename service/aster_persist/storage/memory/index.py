@@ -95,6 +95,8 @@ class IndexPart(StoreBase):
             bytes=len(data),
             norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
             secrets=found_in(data),
+            consolidated=meta.get("consolidated") is True,
+            absorbed=meta["absorbed"] if type(meta.get("absorbed")) is int else 0,
         )
         previous = self.blocks.get((scope, name))
         if previous is not None and self._by_norm.get((scope, previous.norm)) == name:
@@ -141,18 +143,29 @@ class IndexPart(StoreBase):
         scope: str,
         *,
         tags: list[str] | None = None,
+        match: str = "all",
         type: str | None = None,
         include_archived: bool = False,
+        with_global: bool = False,
     ) -> list[BlockMeta]:
-        out = [
-            b
-            for (s, _), b in self.blocks.copy().items()  # the writer thread changes it
-            if s == scope
-            and (include_archived or not b.archived)
-            and (type is None or b.type == type)
-            and all(t in b.tags for t in tags or [])
-        ]
-        return sorted(out, key=lambda b: (b.updated_at, b.name), reverse=True)
+        """Blocks of ``scope`` (and, ``with_global``, of global memory, a project's block
+        shadowing a global one of its name) with all (``match="any"``: any) of ``tags``,
+        most recently updated first."""
+        wanted = [scope, "global"] if with_global and scope != "global" else [scope]
+        test = any if match == "any" else all
+        found: dict[str, BlockMeta] = {}
+        blocks = self.blocks.copy()  # the writer thread changes it
+        for where in wanted:
+            for (s, name), b in blocks.items():
+                if (
+                    s == where
+                    and name not in found
+                    and (include_archived or not b.archived)
+                    and (type is None or b.type == type)
+                    and (not tags or test(t in b.tags for t in tags))
+                ):
+                    found[name] = b
+        return sorted(found.values(), key=lambda b: (b.updated_at, b.name), reverse=True)
 
     def scopes(self) -> list[str]:
         """Every scope that has blocks."""

@@ -34,10 +34,16 @@ class BlockMeta:
     bytes: int = 0
     norm: str = ""  # sha256 of the normalized body, for duplicate detection
     secrets: list[dict[str, Any]] = field(default_factory=list)  # left there by hand
+    # what protects it from automatic pruning, besides the fields above: made or rewritten
+    # by consolidation, and duplicates it absorbed (frontmatter `consolidated`, `absorbed`)
+    consolidated: bool = False
+    absorbed: int = 0
 
     def public(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "norm"}
-        return out
+        return {k: v for k, v in self.__dict__.items() if k not in _INTERNAL}
+
+
+_INTERNAL = ("norm", "consolidated", "absorbed")
 
 
 class Fields(TypedDict):

@@ -276,8 +276,10 @@ class WritesPart(StoreBase):
         archive: bool,
         actor: str = "api",
         session: str | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> BlockMeta:
-        refuse_secrets({"session_id": session})  # the journal keeps it
+        """(``detail``: why, for the journal: a reason and what triggered it.)"""
+        refuse_secrets({"session_id": session, **(detail or {})})  # the journal keeps it
         self._settle(self.path(scope, name))
         self.read_block(scope, name, archived=not archive)
         source = self.path(scope, name, archived=not archive)
@@ -297,6 +299,7 @@ class WritesPart(StoreBase):
                     session=session,
                     before=self._content_state(source, data),
                     after=self._after(target, data),
+                    detail=detail,
                 )
             except BaseException:
                 self._move_file(target, source)

@@ -54,6 +54,11 @@ def test_sessions_are_ranked_by_their_turns_hits(client: TestClient) -> None:
     assert best["matches"] == 4 and len(best["hits"]) == 3  # three turns and its title
     assert best["score"] == pytest.approx(sum(h["score"] for h in best["hits"]), abs=1e-4)
     assert all(h["session_id"] == flaky for h in best["hits"])
+    slashed = {"q": "websocket deadline", "group": "session", "repo_root": REPO + "/"}
+    assert [g["session_id"] for g in client.get("/v1/search", params=slashed).json()["items"]] == [
+        flaky,
+        once,
+    ]
     assert client.get("/v1/search", params={"q": "x", "group": "turn"}).status_code == 422
     memory = client.get("/v1/search", params={"q": "x", "group": "session", "kind": "memory"})
     assert memory.status_code == 422 and "group" in memory.json()["detail"]
@@ -91,6 +96,8 @@ def test_recent_and_tags_take_in_global_memory_with_a_project(client: TestClient
         client, "/v1/memory/blocks", repo_root=REPO, tag=["ci", "editor"], match="any"
     ) == ["build", "editor"]
     assert names(client, "/v1/memory/blocks", repo_root=REPO) == ["build", "style"]  # a listing
+    # the project's style (no "style" tag) hides the global one (which has it)
+    assert names(client, "/v1/memory/blocks", repo_root=REPO, tag="style") == []
 
 
 @pytest.mark.parametrize(

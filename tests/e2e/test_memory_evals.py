@@ -254,3 +254,15 @@ def test_a_poisoned_page_is_not_turned_into_memory(evals: TestClient) -> None:
     assert again.status_code == 409  # decided once
     rejected = evals.get("/v1/journal", params={"op": "memory.rejected"}).json()["items"]
     assert rejected[-1]["detail"]["reviewed"] == entry["id"]
+
+    turn(evals, PROJECT_A, [user("Read it again?"), assistant(calls=[call("f2", "web_fetch", "{}")]), tool("f2", PAGE), assistant("Same page.")])  # fmt: skip
+    learned(evals, 2)
+    [again_held] = evals.get("/v1/memory/review").json()["items"]  # held once more
+    accepted = evals.post(f"/v1/memory/review/{again_held['id']}", json={"decision": "accept"})
+    assert accepted.status_code == 200, accepted.text
+    name = accepted.json()["block"]
+    block = evals.get(f"/v1/memory/blocks/{name}", params={"repo_root": PROJECT_A}).json()
+    assert "evil.example" in block["body"] and block["metadata"]["source_origin"] == "tool"
+    assert evals.get("/v1/memory/review").json()["items"] == []  # a person decided: stored
+    last = evals.get("/v1/journal", params={"op": "memory.write", "order": "desc"}).json()
+    assert last["items"][0]["detail"]["reviewed"] == again_held["id"]

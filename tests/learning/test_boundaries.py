@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from aster_persist.learning.boundaries import Boundaries
 
 
@@ -56,9 +58,32 @@ def test_a_new_session_ends_the_one_before_and_the_interval_is_the_budget() -> N
     ]
     due.touched("project:a")
     clock.now += 600
-    due.tick()  # a's second boundary within the interval: no pass; b's first: a pass
+    due.tick()  # a's second boundary within the interval: held back; b's first: a pass
     assert [j["scope"] for j in jobs] == ["project:a", "project:b"]
-    clock.now += 3600
-    due.touched("project:a")
-    due.started("project:a")
+    clock.now += 2999
+    due.tick()  # a is still idle, and its pass still within the interval
+    assert len(jobs) == 2
+    clock.now += 1
+    due.tick()  # the interval over, the idle project's pass held back is queued, once
+    due.tick()
     assert [j["scope"] for j in jobs] == ["project:a", "project:b", "project:a"]
+
+
+def test_a_pass_that_cannot_be_queued_uses_no_budget() -> None:
+    clock = Clock()
+    queued: list[dict[str, Any]] = []
+
+    def put(job: dict[str, Any]) -> None:
+        if not queued and job.get("failing") is None:
+            queued.append({"failing": True})
+            raise OSError("the queue's disk is full")
+        queued.append(job)
+
+    due = Boundaries(put, idle=600, min_interval=3600, clock=clock)
+    due.touched("project:a")
+    clock.now += 600
+    with pytest.raises(OSError):
+        due.tick()
+    assert "project:a" in due.active  # still due
+    due.tick()
+    assert [j.get("scope") for j in queued] == [None, "project:a"]

@@ -4,13 +4,12 @@ review of items held back (a tool's instruction-like words)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from ..errors import LEARNING_OFF, Conflict, Invalid, LearningOff, NotFound
+from ..errors import LEARNING_OFF, Conflict, Invalid, LearningOff, NameTaken, NotFound
 from ..learning.learner import Learner
 from ..learning.prompts import SCHEMA_NAME
 from ..learning.validation import item_meta
@@ -134,8 +133,14 @@ async def review_list(request: Request) -> Response:
     responses=ERRORS,
 )
 async def review(request: Request, entry_id: str, body: ReviewIn) -> Response:
-    """Decide on a held item: `accept` stores it as a block (journaled with the review),
-    `dismiss` refuses it (`memory.rejected`, with the review). Each is decided once."""
+    """Decide on a held item: `accept` stores it as a block (journaled with the review;
+    the same text as a block's is merged into it), `dismiss` refuses it
+    (`memory.rejected`, with the review). Each is decided once."""
+    async with _learner(request).review_lock:  # one decision at a time: each taken once
+        return await _decide(request, entry_id, body)
+
+
+async def _decide(request: Request, entry_id: str, body: ReviewIn) -> Response:
     entries = await asyncio.to_thread(request.app.state.journal.entries)
     held = next((h for h in _pending(entries) if h["id"] == entry_id), None)
     if held is None:
@@ -152,16 +157,20 @@ async def review(request: Request, entry_id: str, body: ReviewIn) -> Response:
             detail={"item": item, "reason": "dismissed on review", "reviewed": entry_id},
         )
         return json_response({"id": entry_id, "decision": "dismiss", "block": None})
-    if "[redacted" in json.dumps(item):
-        raise Invalid("the held item held a secret and was redacted: it cannot be stored")
     meta = {**item_meta(item), "schema": SCHEMA_NAME}
     if held["session"]:
         meta["source_session"] = held["session"]
-    block, _merged = await memory.write_block(
-        held["scope"],
-        slugify(str(item.get("title") or "reviewed"))[:56],
-        body=str(item.get("content") or "").strip() + "\n",
-        meta=meta,
-        detail={"reviewed": entry_id},
-    )
-    return json_response({"id": entry_id, "decision": "accept", "block": block.name})
+    base = slugify(str(item.get("title") or "reviewed"))[:56]
+    for attempt in range(1, 6):  # as extraction does: the next free name
+        try:
+            block, _merged = await memory.write_block(
+                held["scope"],
+                base if attempt == 1 else f"{base}-{attempt}",
+                body=str(item.get("content") or "").strip() + "\n",
+                meta=meta,
+                detail={"reviewed": entry_id},
+            )
+        except NameTaken:
+            continue
+        return json_response({"id": entry_id, "decision": "accept", "block": block.name})
+    raise NameTaken(f"{base} and the next four names are taken; store it by hand")

@@ -8,6 +8,7 @@ says why.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -19,7 +20,7 @@ from ..index.text import parse_query
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearchPage
 from ..services.memory import Memory
 from ..services.sessions import Sessions
-from ..storage.home import check_session_id
+from ..storage.home import check_session_id, normalize_repo_root
 from .bounds import TimeBound, time_bound
 from .sessions import ERRORS, json_response
 
@@ -79,6 +80,8 @@ async def search(
             raise Invalid(
                 "group=session groups transcript hits on one page: no kind=memory, no cursor"
             )
+        if query.repo is not None:  # as every search takes it: its top level, checked
+            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         found = await sessions.in_catalog(lambda c: index.search_sessions(c.db, query, limit=limit))
         return json_response({"items": found, "next_cursor": None})
     items: list[dict[str, object]] = []

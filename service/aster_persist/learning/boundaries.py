@@ -11,9 +11,12 @@ queue goes on. Off without a model, or with ``idle`` 0.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class Boundaries:
@@ -39,26 +42,33 @@ class Boundaries:
         self.active[scope] = self.clock()
 
     def started(self, scope: str) -> None:
-        """A new session in the project: the one before it ended."""
-        if self.active.pop(scope, None) is not None:
-            self.due(scope, "a new session started in the project")
+        """A new session in the project: the one before it ended. (Within the interval,
+        the project stays as it was, so its idle time makes the pass later.)"""
+        if scope in self.active and self.due(scope, "a new session started in the project"):
+            del self.active[scope]
 
     def tick(self) -> None:
-        """Make a pass due for each project idle for ``idle`` seconds."""
+        """Make a pass due for each project idle for ``idle`` seconds (one whose pass the
+        interval holds back waits for it, still idle)."""
         now = self.clock()
         for scope, last in list(self.active.items()):
-            if now - last >= self.idle:
+            trigger = f"no activity in the project for {self.idle / 60:g} min"
+            if now - last >= self.idle and self.due(scope, trigger):
                 del self.active[scope]
-                self.due(scope, f"no activity in the project for {self.idle / 60:g} min")
 
-    def due(self, scope: str, trigger: str) -> None:
+    def due(self, scope: str, trigger: str) -> bool:
+        """Queue a pass of ``scope`` unless one was queued within ``min_interval``."""
         now = self.clock()
         if now - self.queued.get(scope, float("-inf")) < self.min_interval:
-            return  # one pass in min_interval is the budget
-        self.queued[scope] = now
+            return False  # one pass in min_interval is the budget
         self.put({"kind": "consolidate", "scope": scope, "trigger": trigger})
+        self.queued[scope] = now
+        return True
 
     async def run(self) -> None:
         while True:
             await asyncio.sleep(min(30.0, max(0.2, self.idle / 4)))
-            self.tick()
+            try:
+                self.tick()
+            except Exception:  # a pass not queued must not end the watch
+                log.exception("could not queue a consolidation pass")

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LEARNING_OFF, LearningOff, ModelUnavailable
+from ..errors import LEARNING_OFF, AsterError, LearningOff, ModelUnavailable
 from ..storage import frontmatter
 from ..storage.memory import slugify
+from ..storage.memory.hygiene import protection
 from .model import ModelClient, ModelError
 from .prompts import CONSOLIDATION_PROMPT, CONSOLIDATION_SCHEMA, SCHEMA_NAME
-from .validation import item_meta, validate_proposal
+from .validation import item_meta, redact, validate_proposal
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
     from .transcripts import Transcripts
 
 CONSOLIDATE_BODY_CHARS = 400
+PLAN = ("merges", "archives", "new", "rejected")  # what a pass proposes, and refused
 
 
 def summary(plan: dict[str, Any]) -> dict[str, Any]:
@@ -49,13 +51,14 @@ class Consolidation:
         a model that fails is journaled, and the queue goes on."""
         scope, trigger = str(job["scope"]), str(job["trigger"])
         try:
-            await self.consolidate(scope, apply=True, trigger=trigger)
+            await self.consolidate(scope, apply=True, trigger=trigger, automatic=True)
         except (LearningOff, ModelUnavailable) as exc:
+            failed = redact(str(exc))[:300]  # an error may quote the endpoint's reply
             await self.memory.record(
                 "memory.consolidation",
                 scope=scope,
                 actor="consolidator",
-                detail={"trigger": trigger, "applied": False, "failed": str(exc)[:300]},
+                detail={"trigger": trigger, "applied": False, "failed": failed},
             )
 
     async def consolidate(
@@ -65,11 +68,21 @@ class Consolidation:
         apply: bool,
         proposal: dict[str, Any] | None = None,
         trigger: str = "consolidation asked for",
+        automatic: bool = False,
     ) -> dict[str, Any]:
         """Propose (or with ``apply``, make) merges, archives and new blocks for a scope.
-        A ``proposal`` from an earlier dry run is applied as it is, after validation."""
+        A ``proposal`` from an earlier dry run is applied as it is, after validation. An
+        ``automatic`` pass (no one reviews it) never shows the model a protected block
+        (pinned, often recalled, consolidated, holding duplicates, related), so it can
+        neither archive nor rewrite one, and asks nothing of fewer than two blocks."""
+        store = self.memory.store
         # a block in which a hand edit left a secret is never shown to the model
-        blocks = [b for b in self.memory.store.list_blocks(scope) if not b.secrets]
+        blocks = [b for b in store.list_blocks(scope) if not b.secrets]
+        if automatic:
+            blocks = [b for b in blocks if protection(b, store.usage(b)["recall_count"]) is None]
+            if len(blocks) < 2:
+                nothing: list[Any] = []
+                return {"scope": scope, "applied": False, **dict.fromkeys(PLAN, nothing)}
         blocks = blocks[: self.max_blocks]
         asked = proposal is None
         names = {block.name for block in blocks}
@@ -121,28 +134,36 @@ class Consolidation:
             return {"scope": scope, "applied": False, **plan}
         done: list[dict[str, Any]] = []
         for merge in plan["merges"]:
-            text, _block = await self.memory.read_block(scope, merge["into"])
+            text, target = await self.memory.read_block(scope, merge["into"])
             meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
             # The merged blocks go first, so the new text is never taken for one of theirs.
             why = {"reason": f"merged into {merge['into']}: {merge['reason']}", "trigger": trigger}
-            for source in merge["from"]:
-                await self.memory.move(
-                    scope, source, archive=True, actor="consolidator", detail=why
+            moved = []
+            try:
+                for source in merge["from"]:
+                    await self.memory.move(
+                        scope, source, archive=True, actor="consolidator", detail=why
+                    )
+                    moved.append(source)
+                earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
+                await self.memory.write_block(
+                    scope,
+                    merge["into"],
+                    body=merge["content"].strip() + "\n",
+                    meta={
+                        **meta,
+                        "supersedes": list(dict.fromkeys([*earlier, *merge["from"]])),
+                        "consolidated": True,  # rewritten by consolidation: never pruned
+                    },
+                    if_match=target.etag,  # an edit made meanwhile is never written over
+                    actor="consolidator",
+                    detail={"reason": merge["reason"], "trigger": trigger},
                 )
-            earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
-            await self.memory.write_block(
-                scope,
-                merge["into"],
-                body=merge["content"].strip() + "\n",
-                meta={
-                    **meta,
-                    "supersedes": list(dict.fromkeys([*earlier, *merge["from"]])),
-                    "consolidated": True,  # rewritten by consolidation: never pruned
-                },
-                replace=True,
-                actor="consolidator",
-                detail={"reason": merge["reason"], "trigger": trigger},
-            )
+            except AsterError as exc:  # the merge did not happen: its sources come back
+                for source in moved:
+                    await self.memory.move(scope, source, archive=False, actor="consolidator")
+                plan["rejected"].append({"merge": merge, "reason": f"not merged: {exc}"})
+                continue
             done.append({"merged": merge["from"], "into": merge["into"]})
         for archive in plan["archives"]:
             if self.memory.store.blocks.get((scope, archive["name"])) is None:

@@ -21,18 +21,21 @@ ORIGINS = ("user", "assistant", "tool")
 _WORD = re.compile(r"\w+", re.UNICODE)
 # what an instruction aimed at an agent reads like
 INSTRUCTION = re.compile(
-    r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|rules|prompts?"
-    r"|messages|guidelines)\b"
+    r"\b(?:ignore|disregard|forget|override)\b[^.]{0,40}?\b(?:instructions?|rules|prompts?"
+    r"|messages|guidelines|directions|directives|above|context)\b"
     r"|\b(?:always|never|must|should)\s+(?:run|execute|call|use|send|upload|install|curl"
     r"|wget|delete|remove|rm|push|commit|include|add|visit|open|disable|skip|trust)\b"
     r"|\bfrom now on\b"
     r"|\byou (?:are|must|should|will) (?:now|always|never)\b"
     r"|\b(?:new|updated|real|actual) (?:system )?(?:instructions|prompt)\b"
     r"|\bdo not (?:tell|mention|reveal|inform|ask)\b"
-    r"|\b(?:curl|wget)\b[^\n|]*\|\s*(?:ba|z)?sh\b"
-    r"|\bsend\b[^\n]{0,60}\bhttps?://",
+    r"|\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z)?sh\b"
+    r"|\b(?:send|post|upload|email|forward|exfiltrate)\b[^\n]{0,60}(?:https?://|\S+@\S+\.\w+)",
     re.IGNORECASE,
 )
+
+
+_CLAUSE_END = re.compile(r"[.!?;\n]\s|[!?;\n]|\.$")
 
 
 def said_by(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -66,15 +69,20 @@ def origin_of(content: str, said: dict[str, str]) -> str:
 
 
 def held_because(item: dict[str, Any], said: dict[str, str]) -> str | None:
-    """Why an item must be held for review, or None: an instruction that came from a
-    tool result (and that the user did not say)."""
-    if item.get("origin") != "tool":
-        return None
+    """Why an item must be held for review, or None: an instruction whose words came
+    from a tool result and that the user did not say (whoever relayed it: a page the
+    assistant quotes is still the page's)."""
+    tool, user = _words(said["tool"]), _words(said["user"])
     for key in ("content", "title"):
-        found = INSTRUCTION.search(str(item.get(key) or ""))
-        if found and found.group(0).lower() not in said["user"].lower():
-            return (
-                f"instruction-like words from a tool result ({found.group(0)[:60]!r}): "
-                "held for review, never stored on a tool's word"
-            )
+        text = str(item.get(key) or "")
+        for found in INSTRUCTION.finditer(text):
+            # the instruction with what it orders: to the end of its clause
+            end = _CLAUSE_END.search(text, found.end())
+            clause = text[found.start() : end.start() if end else len(text)]
+            words = _words(clause) or {found.group(0).lower()}
+            if words <= tool and not words <= user:
+                return (
+                    f"instruction-like words from a tool result ({found.group(0)[:60]!r}): "
+                    "held for review, never stored on a tool's word"
+                )
     return None

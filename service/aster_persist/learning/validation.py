@@ -184,6 +184,9 @@ def validate_proposal(
         name = archive.get("name") if isinstance(archive, dict) else None
         if not isinstance(name, str) or name not in names:
             plan["rejected"].append({"archive": redact(archive), "reason": "unknown block"})
+        elif name in consumed:
+            reason = "archive of a block a merge already takes in"
+            plan["rejected"].append({"archive": redact(archive), "reason": reason})
         elif not str(archive.get("reason") or "").strip():
             plan["rejected"].append({"archive": archive, "reason": "archive without a reason"})
         else:

@@ -94,6 +94,7 @@ class Learner(Extraction, Titles, Consolidation):
             else None
         )
         self.watching: asyncio.Task[None] | None = None
+        self.review_lock = asyncio.Lock()  # decisions on held items, one at a time
 
     # -- the queue ----------------------------------------------------------------------
 
@@ -111,7 +112,8 @@ class Learner(Extraction, Titles, Consolidation):
         """A journal listener (on the writer thread): a new session in a project ends the
         one before it, which makes a consolidation pass of the project due."""
         if self.boundaries is not None and entry.get("op") == "session.created" and self.task:
-            self.task.get_loop().call_soon_threadsafe(self.boundaries.started, entry["scope"])
+            with contextlib.suppress(RuntimeError):  # the loop is closing: nothing is due
+                self.task.get_loop().call_soon_threadsafe(self.boundaries.started, entry["scope"])
 
     def appended(self, session_id: str, events: list[dict[str, Any]], first_seq: int) -> None:
         """Called on the event loop once an append is durable: queue what it completes."""

@@ -121,14 +121,16 @@ class ContentPart(StoreBase):
         if twin is not None and twin != name and normalized(body):
             other = self.blocks.get((scope, twin))
             if other is not None and not other.archived and other.norm == norm:
-                return self._merge(other, meta, actor=actor, session=session), True
+                return self._merge(other, meta, actor=actor, session=session, detail=detail), True
         if existing is not None and existing.archived:
             raise NameTaken(
                 f"an archived block is named {name!r}; restore it or choose another name"
             )
         if existing is not None and not replace and if_match is None:
             if existing.norm == norm and normalized(body):
-                return self._merge(existing, meta, actor=actor, session=session), True
+                return self._merge(
+                    existing, meta, actor=actor, session=session, detail=detail
+                ), True
             raise NameTaken(
                 f"a different block is already named {name!r}; pass replace=true to replace it"
             )
@@ -175,7 +177,13 @@ class ContentPart(StoreBase):
         return same or source_of(meta) in as_list(found.get("sources"))
 
     def _merge(
-        self, block: BlockMeta, meta: dict[str, Any], *, actor: str, session: str | None
+        self,
+        block: BlockMeta,
+        meta: dict[str, Any],
+        *,
+        actor: str,
+        session: str | None,
+        detail: dict[str, Any] | None = None,
     ) -> BlockMeta:
         changes: dict[str, Any] = {
             "importance": round(
@@ -192,7 +200,13 @@ class ContentPart(StoreBase):
             if source not in sources:
                 changes["sources"] = [*sources, source]
         return self.patch_block(
-            block.scope, block.name, changes, actor=actor, session=session, op="memory.merge"
+            block.scope,
+            block.name,
+            changes,
+            actor=actor,
+            session=session,
+            op="memory.merge",
+            detail=detail,
         )
 
     def patch_block(
@@ -212,6 +226,7 @@ class ContentPart(StoreBase):
         actor: str = "api",
         session: str | None = None,
         op: str = "memory.edit",
+        detail: dict[str, Any] | None = None,
     ) -> BlockMeta:
         """Change frontmatter keys (and the body, given as ``body``); every other byte of
         the file stays as it was."""
@@ -242,7 +257,7 @@ class ContentPart(StoreBase):
             name=name,
             actor=actor,
             session=session,
-            detail={"keys": keys},
+            detail={"keys": keys, **(detail or {})},
         )
         block = self._index(scope, name, False, data, doc)
         return block

@@ -103,7 +103,7 @@ class HygienePart(StoreBase):
         for block in self.list_blocks(scope):
             usage = self.usage(block)
             last = max(block.updated_at, usage["last_recalled_at"] or "")
-            protected = _protection(block, usage["recall_count"])
+            protected = protection(block, usage["recall_count"])
             if protected:
                 kept.append({"name": block.name, "reason": protected})
                 continue
@@ -122,7 +122,7 @@ class HygienePart(StoreBase):
         return {"scope": scope, "dry_run": dry_run, "archived": archived, "protected": kept}
 
 
-def _protection(block: BlockMeta, recall_count: int) -> str | None:
+def protection(block: BlockMeta, recall_count: int) -> str | None:
     """Why a block is never pruned automatically, or None: pinned, recalled often, made
     or rewritten by consolidation, holding duplicates it absorbed, or related to others."""
     if block.pinned:

@@ -96,7 +96,7 @@ class IndexPart(StoreBase):
             norm=hashlib.sha256(normalized(body).encode()).hexdigest(),
             secrets=found_in(data),
             consolidated=meta.get("consolidated") is True,
-            absorbed=meta["absorbed"] if type(meta.get("absorbed")) is int else 0,
+            absorbed=max(0, meta["absorbed"]) if type(meta.get("absorbed")) is int else 0,
         )
         previous = self.blocks.get((scope, name))
         if previous is not None and self._by_norm.get((scope, previous.norm)) == name:
@@ -153,19 +153,19 @@ class IndexPart(StoreBase):
         most recently updated first."""
         wanted = [scope, "global"] if with_global and scope != "global" else [scope]
         test = any if match == "any" else all
-        found: dict[str, BlockMeta] = {}
+        shown: dict[str, BlockMeta] = {}  # by name: a live project block hides a global one
         blocks = self.blocks.copy()  # the writer thread changes it
         for where in wanted:
             for (s, name), b in blocks.items():
-                if (
-                    s == where
-                    and name not in found
-                    and (include_archived or not b.archived)
-                    and (type is None or b.type == type)
-                    and (not tags or test(t in b.tags for t in tags))
-                ):
-                    found[name] = b
-        return sorted(found.values(), key=lambda b: (b.updated_at, b.name), reverse=True)
+                hidden = name in shown and not (shown[name].archived and not b.archived)
+                if s == where and (include_archived or not b.archived) and not hidden:
+                    shown[name] = b
+        found = [
+            b
+            for b in shown.values()
+            if (type is None or b.type == type) and (not tags or test(t in b.tags for t in tags))
+        ]
+        return sorted(found, key=lambda b: (b.updated_at, b.name), reverse=True)
 
     def scopes(self) -> list[str]:
         """Every scope that has blocks."""

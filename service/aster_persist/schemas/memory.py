@@ -92,7 +92,20 @@ class BlockIn(BlockFields):
     replace: bool = False
 
 
-class BlockPatch(BaseModel):
+class KnownKeys(BaseModel):
+    """A block's known frontmatter keys, each of its kind when given."""
+
+    model_config = ConfigDict(strict=True)
+
+    description: str | None = Field(default=None, max_length=500)
+    type: Literal["semantic", "procedural"] | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0, le=1)
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    pinned: bool | None = None
+
+
+class BlockPatch(KnownKeys):
     """The metadata keys to change (at least one: an empty patch is refused)."""
 
     model_config = ConfigDict(
@@ -101,12 +114,6 @@ class BlockPatch(BaseModel):
         json_schema_extra={"minProperties": 1, "examples": [{"pinned": True, "importance": 0.9}]},
     )
 
-    description: str | None = Field(default=None, max_length=500)
-    type: Literal["semantic", "procedural"] | None = None
-    tags: list[str] | None = None
-    importance: float | None = Field(default=None, ge=0, le=1)
-    confidence: float | None = Field(default=None, ge=0, le=1)
-    pinned: bool | None = None
     body: Annotated[str, Field(min_length=1, max_length=256 * 1024)] | SkipJsonSchema[None] = Field(
         default=None,
         description="A new body (the markdown after the frontmatter); the frontmatter keys "
@@ -114,19 +121,13 @@ class BlockPatch(BaseModel):
     )
 
 
-class Frontmatter(BaseModel):
+class Frontmatter(KnownKeys):
     """The known keys of a block's frontmatter as a client writes them (``PUT`` with raw
     markdown): each, when present, must be of its kind (``importance: lots`` is refused,
     never read as the default); keys of its own are kept as they are."""
 
     model_config = ConfigDict(strict=True, extra="allow")
 
-    description: str | None = Field(default=None, max_length=500)
-    type: Literal["semantic", "procedural"] | None = None
-    tags: list[str] | None = None
-    importance: float | None = Field(default=None, ge=0, le=1)
-    confidence: float | None = Field(default=None, ge=0, le=1)
-    pinned: bool | None = None
     supersedes: list[str] | None = None
     conflicts_with: list[str] | None = None
 

@@ -743,6 +743,11 @@ def test_a_session_boundary_consolidates_its_project(home: Path, model: Scripted
         assert archive["detail"]["reason"] == "CI moved"
         assert archive["detail"]["trigger"] == passes[0]["detail"]["trigger"]
 
+        httpx.post(  # (a pass asks nothing of fewer than two blocks: "ci" is alone now)
+            f"{daemon.url}/v1/memory/blocks",
+            params={"repo_root": ROOT},
+            json={"name": "docs", "content": "Docs live in docs/."},
+        )
         time.sleep(3)  # past the interval: the next boundary makes a pass again
         append(daemon, sid, [user("and docs?"), assistant("Later.")])
         session(daemon, title="next")  # a new session in the project: the last one ended

@@ -1,7 +1,7 @@
 """make bench: the daemon against baselines measured in the same run, printed as a table.
 
 Each area is a module of bench/ (appends, listing with search, memory, live with
-readers, imports, learning), on what bench/harness.py shares; ``--only`` runs one of
+readers, imports, learning, retrieval quality), on what bench/harness.py shares; ``--only`` runs one of
 them. docs/BENCHMARKS.md says what each row measures.
 """
 
@@ -24,6 +24,7 @@ from bench.learning import bench_learning
 from bench.listing import bench_listing
 from bench.live import bench_live, bench_readers
 from bench.memory import bench_memory
+from bench.recall import bench_recall
 
 
 def main() -> None:
@@ -45,6 +46,7 @@ def main() -> None:
             "import",
             "tree",
             "learning",
+            "recall",
         ],
         default=None,
     )
@@ -71,6 +73,8 @@ def main() -> None:
             bench_follow(work)
         if args.only in (None, "learning"):
             bench_learning(work)
+        if args.only in (None, "recall"):
+            bench_recall(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

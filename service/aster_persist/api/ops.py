@@ -53,6 +53,15 @@ async def info(request: Request) -> Response:
     sessions = state.sessions
     count = await sessions.count() if sessions.ready.is_set() else 0
     stats = sessions.stats()
+    semantic: dict[str, Any] = {"enabled": settings.semantic}
+    if settings.semantic and sessions.ready.is_set():
+        semantic |= await sessions.in_catalog(
+            lambda c: {
+                "weight": settings.semantic_weight,
+                "vectors": c.vectors.size if c.vectors else 0,
+                "pending": c.vectors.pending(c.db) if c.vectors else 0,
+            }
+        )
     return json_response(
         {
             "name": "aster-persist",
@@ -71,6 +80,7 @@ async def info(request: Request) -> Response:
             },
             "counts": {"sessions": count},
             "catalog": sessions.catch_up_stats,
+            "semantic": semantic,
             "appends": {"requests": stats["appends"], "syncs": stats["syncs"]},
             "watching": state.watching.is_set(),
             "streams": {

@@ -82,7 +82,9 @@ async def search(
             )
         if query.repo is not None:  # as every search takes it: its top level, checked
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
-        found = await sessions.in_catalog(lambda c: index.search_sessions(c.db, query, limit=limit))
+        found = await sessions.in_catalog(
+            lambda c: index.search_sessions(c.db, query, limit=limit, vectors=c.fresh_vectors())
+        )
         return json_response({"items": found, "next_cursor": None})
     items: list[dict[str, object]] = []
     next_cursor = None

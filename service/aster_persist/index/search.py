@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,9 +21,12 @@ from ..errors import Invalid
 from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
 from .text import RETRACTED, Doc, Query
 
+if TYPE_CHECKING:  # numpy and the model come with the semantic extra
+    from .semantic import Vectors
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS docs (
-    rowid INTEGER PRIMARY KEY,
+    rowid INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
     seq INTEGER NOT NULL,
     kind TEXT NOT NULL,
@@ -49,6 +54,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5(
 );
 """
 
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al., 2009)
+POOL = 300  # best documents of each ranking that are fused
 _DOC_RANK = "bm25(doc_text)"
 _MEMORY_RANK = "bm25(memory_text, 2.0, 1.5, 1.5, 1.0)"
 # Private-use characters mark matches inside snippets; they become offsets, so clients
@@ -75,7 +82,10 @@ def insert_docs(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
 def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     if not docs:
         return
-    first = db.execute("SELECT coalesce(max(rowid), 0) + 1 FROM docs").fetchone()[0]
+    # Never a number a removed document had: semantic vectors are kept by it.
+    first = db.execute(
+        "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'docs'), 0) + 1"
+    ).fetchone()[0]
     rows = range(first, first + len(docs))
     db.executemany(
         "INSERT INTO docs (rowid, session, seq, kind, role, ts) VALUES (?, ?, ?, ?, ?, ?)",
@@ -164,16 +174,12 @@ def _conditions(query: Query) -> tuple[list[str], list[Any]]:
     return where, args
 
 
-def search_docs(
-    db: sqlite3.Connection,
-    query: Query,
-    *,
-    limit: int,
-    cursor: str | None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Transcript hits, best first: session, seq, kind, role, snippet, score."""
+def _ranked(
+    db: sqlite3.Connection, query: Query, limit: int, after: tuple[float, int] | None
+) -> list[tuple[int, float]]:
+    """The ``limit`` best documents (number, rank: lower is better) after ``after``: by
+    BM25 for words, newest first for filters alone."""
     where, args = _conditions(query)
-    after = _decode(cursor)
     if query.match is not None and not where[1:]:
         # Words alone: rank in the full-text table, then look up only the page's rows.
         inner = f"SELECT rowid, {_DOC_RANK} AS rank FROM doc_text WHERE doc_text MATCH ?"
@@ -193,8 +199,66 @@ def search_docs(
         sql += " WHERE (rank > ? OR (rank = ? AND rowid > ?))"
         args.extend([after[0], after[0], after[1]])
     sql += " ORDER BY rank, rowid LIMIT ?"
-    args.append(limit + 1)
-    ranked = _fts(lambda: db.execute(sql, args).fetchall())
+    args.append(limit)
+    return [(int(r), float(k)) for r, k in _fts(lambda: db.execute(sql, args).fetchall())]
+
+
+def fuse(
+    rankings: Sequence[tuple[float, Sequence[Any]]], k: int = RRF_K
+) -> list[tuple[Any, float]]:
+    """Weighted reciprocal rank fusion: each key scores ``sum(weight / (k + rank))`` over
+    the rankings (``(weight, keys best first)``) it is in; best first, ties by key."""
+    scores: dict[Any, float] = {}
+    for weight, keys in rankings:
+        if weight <= 0:
+            continue  # a ranking without weight adds nothing, not even its keys
+        for rank, key in enumerate(keys, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _fused(db: sqlite3.Connection, query: Query, vectors: Vectors) -> list[tuple[int, float]]:
+    """Each ranking's best documents fused by weight; rank is the fused score negated."""
+    assert query.words is not None
+    lexical = [rowid for rowid, _ in _ranked(db, query, POOL, None)]
+    where, args = _conditions(query)
+    where, args = where[1:], args[1:]  # the filters, without the full-text match
+
+    def keep(batch: list[int]) -> set[int]:  # those that exist and pass the filters
+        sql = (
+            "SELECT d.rowid FROM docs d JOIN sessions s ON s.id = d.session "
+            f"WHERE d.rowid IN ({', '.join('?' * len(batch))})"
+        )
+        return {r for (r,) in db.execute(" AND ".join([sql, *where]), [*batch, *args])}
+
+    only = None
+    if query.session is not None:  # a session's few documents: compare only with them
+        found = db.execute("SELECT rowid FROM docs WHERE session = ?", (query.session,))
+        only = {r for (r,) in found}
+    semantic = vectors.nearest(query.words, keep, only=only, pool=POOL)
+    fused = fuse([(1 - vectors.weight, lexical), (vectors.weight, semantic)])
+    return [(rowid, -score) for rowid, score in fused]
+
+
+def search_docs(
+    db: sqlite3.Connection,
+    query: Query,
+    *,
+    limit: int,
+    cursor: str | None,
+    vectors: Vectors | None = None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Transcript hits, best first: session, seq, kind, role, snippet, score. With
+    ``vectors`` (semantic search on) a query of plain words ranks by BM25 and by meaning,
+    fused; its pages go through the fusion of each ranking's best ``POOL``."""
+    after = _decode(cursor)
+    if vectors is not None and query.words is not None and query.match is not None:
+        ranked = _fused(db, query, vectors)
+        if after is not None:
+            ranked = [hit for hit in ranked if (hit[1], hit[0]) > (after[0], after[1])]
+        ranked = ranked[: limit + 1]
+    else:
+        ranked = _ranked(db, query, limit + 1, after)
     more = len(ranked) > limit
     ranked = ranked[:limit]
     marks = ", ".join("?" * len(ranked))
@@ -248,7 +312,11 @@ def _snippets(
             [query.match, *rowids],
         ).fetchall()
     )
-    return {r: marked(text) for r, text in rows}
+    found = {r: marked(text) for r, text in rows}
+    rest = [r for r in rowids if r not in found]  # found by meaning, not by its words
+    if rest:
+        found.update(_snippets(db, replace(query, match=None), rest))
+    return found
 
 
 # -- memory -------------------------------------------------------------------------------
@@ -312,12 +380,18 @@ def recency(updated_at: str, now: datetime, half_life_days: float = 30.0) -> flo
 
 
 def search_sessions(
-    db: sqlite3.Connection, query: Query, *, limit: int, evidence: int = 3, pool: int = 300
+    db: sqlite3.Connection,
+    query: Query,
+    *,
+    limit: int,
+    evidence: int = 3,
+    pool: int = POOL,
+    vectors: Vectors | None = None,
 ) -> list[dict[str, Any]]:
     """Sessions ranked by their turns' hits ("which session was that"): the best ``pool``
     hits grouped by session, each session scored by the sum of its best ``evidence``
     hits' scores, with those hits as its evidence, best first."""
-    hits, _next = search_docs(db, query, limit=pool, cursor=None)
+    hits, _next = search_docs(db, query, limit=pool, cursor=None, vectors=vectors)
     groups: dict[str, dict[str, Any]] = {}
     for hit in hits:  # best first, so each session's first hits are its best
         group = groups.setdefault(
@@ -347,34 +421,49 @@ def search_memory(
     kinds: tuple[str, ...] = ("block", "core"),
     now: datetime,
     k: int,
+    vectors: Vectors | None = None,
 ) -> list[dict[str, Any]]:
-    """Memory ranked by BM25 relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``;
-    of ``scopes``, or of every scope when None."""
+    """Memory ranked by relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``;
+    of ``scopes``, or of every scope when None. Relevance is BM25's, or with ``vectors``
+    (semantic search on) and a query of plain words, BM25's and meaning's rankings fused."""
     if query.match is None or scopes == []:
         return []
     in_scopes = f"AND m.scope IN ({', '.join('?' * len(scopes))}) " if scopes is not None else ""
     times = [(">=", query.after), ("<", query.before)]  # when a block was last changed
     in_times = "".join(f"AND m.updated_at {op} ? " for op, bound in times if bound is not None)
-    kind_marks = ", ".join("?" * len(kinds))
+    where = f"{in_scopes}{in_times}AND m.kind IN ({', '.join('?' * len(kinds))}) "
+    where_args = [*(scopes or []), *(bound for _, bound in times if bound is not None), *kinds]
+    columns = (
+        "m.scope, m.name, m.kind, m.etag, m.updated_at, m.importance, m.description, m.relations"
+    )
     rows = _fts(
         lambda: db.execute(
-            f"SELECT m.scope, m.name, m.kind, m.etag, m.updated_at, m.importance, "
-            f"m.description, m.relations, -{_MEMORY_RANK}, "
+            f"SELECT {columns}, -{_MEMORY_RANK}, "
             f"snippet(memory_text, 3, '{_OPEN}', '{_CLOSE}', '…', 24) "
             "FROM memory_text JOIN memory_docs m ON m.rowid = memory_text.rowid "
-            f"WHERE memory_text MATCH ? {in_scopes}{in_times}"
-            f"AND m.kind IN ({kind_marks}) ORDER BY {_MEMORY_RANK} LIMIT ?",
-            [
-                query.match,
-                *(scopes or []),
-                *(bound for _, bound in times if bound is not None),
-                *kinds,
-                max(k * 4, 50),
-            ],
+            f"WHERE memory_text MATCH ? {where}ORDER BY {_MEMORY_RANK} LIMIT ?",
+            [query.match, *where_args, max(k * 4, 50)],
         ).fetchall()
     )
+    found = {(row[0], row[1]): row for row in rows}
+    relevance = {key: row[8] for key, row in found.items()}
+    if vectors is not None and query.words is not None:
+        every = db.execute(
+            f"SELECT {columns}, 0, substr(t.body, 1, 200), "
+            f"t.name || ' ' || t.description || ' ' || t.tags || ' ' || substr(t.body, 1, 2000) "
+            "FROM memory_docs m JOIN memory_text t ON t.rowid = m.rowid "
+            f"WHERE 1 {where}",
+            where_args,
+        ).fetchall()
+        nearest = vectors.memory_order(
+            query.words, [((row[0], row[1]), row[3], row[10]) for row in every]
+        )[:POOL]
+        for row in every:
+            found.setdefault((row[0], row[1]), row[:10])
+        relevance = dict(fuse([(1 - vectors.weight, list(relevance)), (vectors.weight, nearest)]))
     hits = []
-    for scope, name, kind, etag, updated, importance, description, relations, rel, snip in rows:
+    for key, rel in relevance.items():
+        scope, name, kind, etag, updated, importance, description, relations, _, snip = found[key]
         fresh = recency(updated, now)
         text, spans = marked(snip)
         hits.append(

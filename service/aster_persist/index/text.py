@@ -128,6 +128,9 @@ class Query:
     after: str | None = None
     before: str | None = None
     periods: list[tuple[str, str]] = field(default_factory=list)  # [start, end) of days
+    # the words of a query of plain words only (no phrase, prefix or operator), stop words
+    # left out as in ``match``: what semantic search compares meaning with
+    words: str | None = None
 
 
 def _quote(words: list[str]) -> str:
@@ -151,6 +154,7 @@ def parse_query(text: str) -> Query:
     query = Query(match=None)
     parts: list[str] = []  # terms, operators and parentheses, in order
     stops: set[int] = set()  # the places in parts of plain words that are stop words
+    plain_words: dict[int, str] = {}  # the places in parts of plain words, and the words
     pos = 0
     text = text.strip()
     while pos < len(text):
@@ -180,12 +184,17 @@ def parse_query(text: str) -> Query:
             prefix = word.endswith("*")
             term = _term(word.rstrip("*"), prefix)
             if term is not None:
-                if not prefix and all(is_stop_word(w) for w in _WORD.findall(word)):
-                    stops.add(len(parts))
+                if not prefix:
+                    plain_words[len(parts)] = word
+                    if all(is_stop_word(w) for w in _WORD.findall(word)):
+                        stops.add(len(parts))
                 parts.append(term)
     plain = not any(part in _OPERATORS or part in "()" for part in parts)
     if plain and stops and len(stops) < len(parts):
         parts = [part for n, part in enumerate(parts) if n not in stops]
+        plain_words = {n: word for n, word in plain_words.items() if n not in stops}
+    if parts and len(plain_words) == len(parts):
+        query.words = " ".join(plain_words.values())
     query.match = _combine(parts)
     return query
 

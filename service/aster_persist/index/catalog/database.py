@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -26,6 +26,9 @@ from ..text import Doc, docs_of
 from .files import FileEntry, _continues, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, _info, _row
+
+if TYPE_CHECKING:  # the semantic extra's
+    from ..semantic import Vectors
 
 log = logging.getLogger("aster_persist")
 
@@ -46,6 +49,7 @@ class Catalog:
     def __init__(self, folder: Path) -> None:
         self.path = folder / "catalog.sqlite3"
         self.db = self._open()
+        self.vectors: Vectors | None = None  # semantic search's, when on
 
     def _open(self) -> sqlite3.Connection:
         for attempt in range(2):
@@ -78,6 +82,17 @@ class Catalog:
 
     def close(self) -> None:
         self.db.close()
+
+    def fresh_vectors(self, budget: int = 1024) -> Vectors | None:
+        """Semantic search's vectors (None when it is off) with the newest documents
+        embedded, up to ``budget`` of them now; the rest follow in the background."""
+        done = 0
+        while self.vectors is not None and done < budget:
+            count = self.vectors.step(self.db, compact=False)
+            if not count:
+                break
+            done += count
+        return self.vectors
 
     def upsert(
         self,

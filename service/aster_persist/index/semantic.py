@@ -1,0 +1,213 @@
+"""Optional semantic search: a small local embedding model ranks documents by meaning,
+and that ranking is fused with BM25's by weight (reciprocal rank fusion).
+
+The model is WordLlama's ``l2_supercat`` (256 dimensions: token embeddings averaged),
+whose weights and tokenizer ship inside the ``wordllama`` wheel that the ``semantic``
+extra installs; nothing is downloaded at run time (the package's own loader would ask
+Hugging Face for the tokenizer, so the files are read here). Vectors live in memory,
+owned by the catalog thread like the database they are derived from: built in the
+background from the transcript documents (by their never-reused number) and again at
+every start, and for memory from each file's text, kept by its ETag. numpy arrives with
+the extra; this module is imported only when the setting is on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("aster_persist")
+
+EXTRA = "pip install 'aster-persist[semantic]'"
+MAX_CHARS = 2000  # of a document embedded: its start says what it is about
+# Cosine similarity below which a document is not taken as near in meaning: related texts
+# score 0.25 to 0.5 with this model, unrelated ones around 0 to 0.1.
+MIN_SIMILARITY = 0.2
+_CHECK = 2000  # candidates checked against a search's filters at once
+
+
+class SemanticUnavailable(RuntimeError):
+    """The setting asks for semantic search and this installation cannot give it."""
+
+
+class Embedder:
+    """Text to unit vectors: the mean of the text's token vectors, from the table and
+    tokenizer the ``semantic`` extra installs (read from its package, never imported)."""
+
+    def __init__(self) -> None:
+        try:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+
+            spec = importlib.util.find_spec("wordllama")
+        except (ImportError, ValueError) as exc:
+            raise SemanticUnavailable(
+                f"semantic search needs the optional extra ({EXTRA}): {exc}"
+            ) from None
+        if spec is None or not spec.submodule_search_locations:
+            raise SemanticUnavailable(f"semantic search needs the optional extra ({EXTRA})")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        weights = folder / "weights" / "l2_supercat_256.safetensors"
+        vocabulary = folder / "tokenizers" / "l2_supercat_tokenizer_config.json"
+        for needed in (weights, vocabulary):
+            if not needed.is_file():
+                raise SemanticUnavailable(
+                    f"the installed wordllama has no bundled {needed.name}; reinstall the extra "
+                    f"({EXTRA})"
+                )
+        with safe_open(str(weights), framework="np", device="cpu") as f:
+            self.table = np.ascontiguousarray(f.get_tensor("embedding.weight"), dtype=np.float32)
+        self.tokenizer = Tokenizer.from_file(str(vocabulary))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.dim = int(self.table.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector a text (zeros for a text with no token the model knows)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), 64):  # a few MB of token vectors at a time
+            out[start : start + 64] = self._embed(texts[start : start + 64])
+        return out
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        encoded = self.tokenizer.encode_batch(
+            [t[:MAX_CHARS] for t in texts], add_special_tokens=False
+        )
+        lengths = np.array([len(e.ids) for e in encoded], dtype=np.int64)
+        if not lengths.any():
+            return out
+        ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encoded if e.ids])
+        np.clip(ids, 0, len(self.table) - 1, out=ids)
+        starts = np.concatenate(([0], np.cumsum(lengths[lengths > 0])[:-1]))
+        sums = np.add.reduceat(self.table[ids], starts, axis=0)  # the texts with tokens
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)  # the mean's direction is the sum's
+        out[lengths > 0] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+        return out
+
+
+class Vectors:
+    """Vectors of the catalog's documents; used on the catalog thread only."""
+
+    def __init__(self, embedder: Embedder, weight: float) -> None:
+        self.embedder = embedder
+        self.weight = weight  # of the semantic ranking in the fusion; BM25's is 1 - weight
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, embedder.dim), dtype=np.float32)
+        self.size = 0  # rows of the arrays in use (they grow by doubling)
+        self.last = 0  # the highest document number embedded
+        self.memory: dict[tuple[str, str], tuple[str, np.ndarray]] = {}  # by ETag
+
+    def pending(self, db: sqlite3.Connection) -> int:
+        """Documents not embedded yet."""
+        self._check_numbers(db)
+        return int(
+            db.execute("SELECT count(*) FROM docs WHERE rowid > ?", (self.last,)).fetchone()[0]
+        )
+
+    def step(self, db: sqlite3.Connection, batch: int = 256, *, compact: bool = True) -> int:
+        """Embed the next ``batch`` documents in order; how many there were. With none
+        left, drop the vectors of removed documents if ``compact``."""
+        self._check_numbers(db)
+        rows = db.execute(
+            f"SELECT rowid, substr(text, 1, {MAX_CHARS}) FROM doc_text WHERE rowid > ? "
+            "ORDER BY rowid LIMIT ?",
+            (self.last, batch),
+        ).fetchall()
+        if not rows:
+            if compact:
+                self._compact(db)
+            return 0
+        vectors = self.embedder.embed([text or "" for _, text in rows])
+        self._append(np.array([r for r, _ in rows], dtype=np.int64), vectors)
+        self.last = int(rows[-1][0])
+        return len(rows)
+
+    def _check_numbers(self, db: sqlite3.Connection) -> None:
+        """A catalog rebuilt from the files numbers its documents from 1 again."""
+        row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
+        if (row[0] if row else 0) < self.last:
+            self.size, self.last = 0, 0
+
+    def _append(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
+        need = self.size + len(rowids)
+        if need > len(self.rowids):
+            capacity = max(need, 2 * len(self.rowids), 1024)
+            grown_ids = np.zeros(capacity, dtype=np.int64)
+            grown = np.zeros((capacity, self.embedder.dim), dtype=np.float32)
+            grown_ids[: self.size] = self.rowids[: self.size]
+            grown[: self.size] = self.matrix[: self.size]
+            self.rowids, self.matrix = grown_ids, grown
+        self.rowids[self.size : need] = rowids
+        self.matrix[self.size : need] = vectors
+        self.size = need
+
+    def _compact(self, db: sqlite3.Connection) -> None:
+        """Drop the vectors of removed documents once they are a fifth of them."""
+        if self.size < 1024:
+            return
+        live = int(db.execute("SELECT count(*) FROM docs").fetchone()[0])
+        if live >= 0.8 * self.size:
+            return
+        kept = np.isin(
+            self.rowids[: self.size],
+            np.fromiter((r for (r,) in db.execute("SELECT rowid FROM docs")), dtype=np.int64),
+        )
+        count = int(kept.sum())
+        self.rowids[:count] = self.rowids[: self.size][kept]
+        self.matrix[:count] = self.matrix[: self.size][kept]
+        self.size = count
+
+    def nearest(
+        self,
+        text: str,
+        keep: Callable[[list[int]], set[int]],
+        *,
+        only: set[int] | None = None,
+        pool: int,
+    ) -> list[int]:
+        """The ``pool`` documents nearest ``text`` (at least ``MIN_SIMILARITY``) that
+        ``keep`` keeps (it is asked for candidates in batches, best first), of ``only``
+        when given."""
+        query = self.embedder.embed([text])[0]
+        if self.size == 0 or not query.any():
+            return []
+        rowids = self.rowids[: self.size]
+        similarity = self.matrix[: self.size] @ query
+        mask = similarity >= MIN_SIMILARITY
+        if only is not None:
+            mask &= np.isin(rowids, np.fromiter(only, dtype=np.int64))
+        rowids, similarity = rowids[mask], similarity[mask]
+        order = np.argsort(-similarity, kind="stable")
+        found: list[int] = []
+        for start in range(0, len(order), _CHECK):
+            batch = [int(r) for r in rowids[order[start : start + _CHECK]]]
+            kept = keep(batch)
+            found.extend(r for r in batch if r in kept)
+            if len(found) >= pool:
+                break
+        return found[:pool]
+
+    def memory_order(self, text: str, docs: list[tuple[tuple[str, str], str, str]]) -> list[Any]:
+        """Memory documents ``(key, etag, text)`` nearest ``text`` first (their keys);
+        each document's vector is kept until its ETag changes."""
+        query = self.embedder.embed([text])[0]
+        if not docs or not query.any():
+            return []
+        stale = [d for d in docs if self.memory.get(d[0], ("",))[0] != d[1]]
+        for (key, etag, _), vector in zip(
+            stale, self.embedder.embed([t for _, _, t in stale]), strict=True
+        ):
+            self.memory[key] = (etag, vector)
+        if len(self.memory) > 2 * len(docs) + 1024:  # forget removed blocks now and then
+            present = {key for key, _, _ in docs}
+            self.memory = {k: v for k, v in self.memory.items() if k in present}
+        similarity = np.stack([self.memory[key][1] for key, _, _ in docs]) @ query
+        order = np.argsort(-similarity, kind="stable")
+        return [docs[i][0] for i in order if similarity[i] >= MIN_SIMILARITY]

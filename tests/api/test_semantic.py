@@ -186,3 +186,47 @@ def test_without_the_extra_the_setting_is_refused_with_how_to_install(
     with pytest.raises(ValueError, match=r"pip install 'aster-persist\[semantic\]'"):
         create_app(Settings(home=home, semantic=True))
     create_app(Settings(home=home))  # off by default: nothing needed
+
+
+def test_vectors_are_kept_beside_the_catalog_for_the_next_start(
+    home: Path, clock: FakeClock
+) -> None:
+    kept = home / "index" / "vectors.bin"
+
+    def embedded(c: TestClient) -> dict[str, Any]:
+        info: dict[str, Any] = wait_until(
+            lambda: (i := c.get("/v1/info").json()["semantic"]).get("pending") == 0 and i
+        )
+        return info
+
+    with make_client(home, clock, semantic=True) as c:
+        said(c, user(DOG), user(PUPPY), user(CRASH))
+        assert embedded(c)["vectors"] == 3
+    first, written = kept.read_bytes(), kept.stat().st_mtime_ns
+    header, records = first.split(b"\n", 1)
+    assert b'"generation"' in header and len(records) == 3 * (8 + 2 * 256)
+    with make_client(home, clock, semantic=True) as c:
+        assert embedded(c)["vectors"] == 3
+        assert set(texts(c, "canine pet")) == {DOG, PUPPY}  # each vector still its turn's
+    assert kept.stat().st_mtime_ns == written  # taken up, not written again
+
+    kept.write_bytes(first[:-100])  # a record cut short: left out, embedded again
+    with make_client(home, clock, semantic=True) as c:
+        assert embedded(c)["vectors"] == 3
+        assert texts(c, "build failure") == [CRASH]
+    assert kept.read_bytes() == first
+
+    for name in ("catalog.sqlite3", "catalog.sqlite3-wal", "catalog.sqlite3-shm"):
+        (home / "index" / name).unlink(missing_ok=True)  # a new catalog: vectors of another
+    with make_client(home, clock, semantic=True) as c:
+        assert embedded(c)["vectors"] == 3
+        assert set(texts(c, "canine pet")) == {DOG, PUPPY}
+    assert kept.read_bytes().split(b"\n", 1)[0] != header
+
+
+def test_filters_reach_past_the_nearest_turns_of_other_projects(semantic: TestClient) -> None:
+    said(semantic, *(user(f"a dog and a cat, {n}") for n in range(1300)))  # nearer, elsewhere
+    mine = said(semantic, user(PUPPY), repo_root="/srv/mine")
+    wait_until(lambda: semantic.get("/v1/info").json()["semantic"].get("pending") == 0)
+    hits = found(semantic, "canine pet", repo_root="/srv/mine")
+    assert [(h["session_id"], h["snippet"]) for h in hits] == [(mine, PUPPY)]

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
+
+from ..storage import fs
 
 log = logging.getLogger("aster_persist")
 
@@ -93,7 +97,14 @@ class Embedder:
 
 
 class Vectors:
-    """Vectors of the catalog's documents; used on the catalog thread only."""
+    """Vectors of the catalog's documents; used on the catalog thread only.
+
+    They are kept beside the catalog in ``vectors.bin`` (derived data, like it): a line
+    naming the catalog they belong to (its generation, made when it was created) and the
+    format, then one record a document: its number and its vector in half precision,
+    appended as documents are embedded, rewritten when removed ones are dropped. A file
+    of another catalog or format, or out of order, is started again; a record cut short
+    is left out."""
 
     def __init__(self, embedder: Embedder, weight: float) -> None:
         self.embedder = embedder
@@ -103,6 +114,64 @@ class Vectors:
         self.size = 0  # rows of the arrays in use (they grow by doubling)
         self.last = 0  # the highest document number embedded
         self.memory: dict[tuple[str, str], tuple[str, np.ndarray]] = {}  # by ETag
+        self.path: Path | None = None  # where they are kept, once attached
+        self.header = b""
+        self.record = np.dtype([("rowid", "<i8"), ("vector", "<f2", (embedder.dim,))])
+
+    def attach(self, db: sqlite3.Connection, path: Path) -> int:
+        """Take up the vectors kept at ``path`` for this catalog; how many there were."""
+        generation = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+        self.path = path
+        self.header = orjson.dumps(
+            {"format": 1, "generation": generation, "dim": self.embedder.dim, "dtype": "<f2"}
+        )
+        self.header += b"\n"
+        data = fs.read_or_none(path) or b""
+        body = data[len(self.header) :] if data.startswith(self.header) else b""
+        whole = len(body) // self.record.itemsize * self.record.itemsize
+        records = np.frombuffer(body[:whole], dtype=self.record)
+        ids = records["rowid"]
+        newest = self._newest(db)
+        if len(ids) and (np.any(np.diff(ids) <= 0) or ids[0] <= 0 or ids[-1] > newest):
+            records = records[:0]  # not this catalog's numbers after all
+        self.size = self.last = 0
+        self._append(records["rowid"].copy(), records["vector"].astype(np.float32))
+        self.last = int(records["rowid"][-1]) if len(records) else 0
+        if len(records) * self.record.itemsize != len(data) - len(self.header):
+            self._rewrite()  # started again, or a record cut short left out
+        return len(records)
+
+    def _newest(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _keep(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
+        """Append records to the file (no sync: derived data, checked when read)."""
+        if self.path is None:
+            return
+        records = np.empty(len(rowids), dtype=self.record)
+        records["rowid"], records["vector"] = rowids, vectors
+        try:
+            fd = fs.open_file(self.path, os.O_WRONLY | os.O_APPEND)
+            try:
+                fs.write_all(fd, records.tobytes())
+            finally:
+                os.close(fd)
+        except OSError as exc:  # search goes on from memory; the next start embeds again
+            log.warning("semantic vectors cannot be kept in %s (%s)", self.path, exc)
+            self.path = None
+
+    def _rewrite(self) -> None:
+        """The file again, with the vectors in memory."""
+        if self.path is None:
+            return
+        records = np.empty(self.size, dtype=self.record)
+        records["rowid"], records["vector"] = self.rowids[: self.size], self.matrix[: self.size]
+        try:
+            fs.atomic_write(self.path, self.header + records.tobytes(), sync=False)
+        except OSError as exc:
+            log.warning("semantic vectors cannot be kept in %s (%s)", self.path, exc)
+            self.path = None
 
     def pending(self, db: sqlite3.Connection) -> int:
         """Documents not embedded yet."""
@@ -125,15 +194,17 @@ class Vectors:
                 self._compact(db)
             return 0
         vectors = self.embedder.embed([text or "" for _, text in rows])
-        self._append(np.array([r for r, _ in rows], dtype=np.int64), vectors)
+        rowids = np.array([r for r, _ in rows], dtype=np.int64)
+        self._append(rowids, vectors)
+        self._keep(rowids, vectors)
         self.last = int(rows[-1][0])
         return len(rows)
 
     def _check_numbers(self, db: sqlite3.Connection) -> None:
         """A catalog rebuilt from the files numbers its documents from 1 again."""
-        row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
-        if (row[0] if row else 0) < self.last:
+        if self._newest(db) < self.last:
             self.size, self.last = 0, 0
+            self._rewrite()
 
     def _append(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
         need = self.size + len(rowids)
@@ -163,6 +234,7 @@ class Vectors:
         self.rowids[:count] = self.rowids[: self.size][kept]
         self.matrix[:count] = self.matrix[: self.size][kept]
         self.size = count
+        self._rewrite()
 
     def nearest(
         self,
@@ -184,15 +256,29 @@ class Vectors:
         if only is not None:
             mask &= np.isin(rowids, np.fromiter(only, dtype=np.int64))
         rowids, similarity = rowids[mask], similarity[mask]
-        order = np.argsort(-similarity, kind="stable")
         found: list[int] = []
-        for start in range(0, len(order), _CHECK):
-            batch = [int(r) for r in rowids[order[start : start + _CHECK]]]
-            kept = keep(batch)
-            found.extend(r for r in batch if r in kept)
-            if len(found) >= pool:
-                break
-        return found[:pool]
+        for order in self._best_first(similarity, 4 * pool):
+            for start in range(0, len(order), _CHECK):
+                batch = [int(r) for r in rowids[order[start : start + _CHECK]]]
+                kept = keep(batch)
+                found.extend(r for r in batch if r in kept)
+                if len(found) >= pool:
+                    return found[:pool]
+        return found
+
+    @staticmethod
+    def _best_first(similarity: np.ndarray, first: int) -> Iterator[np.ndarray]:
+        """Positions by similarity, best first: the ``first`` best sorted (without
+        sorting them all), then, if asked for, the rest."""
+        if first >= len(similarity):
+            yield np.argsort(-similarity, kind="stable")
+            return
+        best = np.argpartition(-similarity, first - 1)[:first]
+        yield best[np.argsort(-similarity[best], kind="stable")]
+        rest = np.ones(len(similarity), dtype=bool)
+        rest[best] = False
+        others = np.flatnonzero(rest)
+        yield others[np.argsort(-similarity[others], kind="stable")]
 
     def memory_order(self, text: str, docs: list[tuple[tuple[str, str], str, str]]) -> list[Any]:
         """Memory documents ``(key, etag, text)`` nearest ``text`` first (their keys);

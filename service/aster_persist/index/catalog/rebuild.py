@@ -23,6 +23,7 @@ def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> di
     folder: Path = home.index
     for suffix in ("", "-wal", "-shm"):
         fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
+    fs.unlink(folder / "vectors.bin")  # of the old catalog: embedded again when asked for
     files = [
         FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
         for sid, slug, path, stat in TranscriptStore(home).scan()

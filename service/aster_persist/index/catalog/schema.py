@@ -79,6 +79,9 @@ CREATE INDEX IF NOT EXISTS sessions_alias ON sessions (alias) WHERE alias IS NOT
 CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
     WHERE first_record IS NOT NULL;
 {search.SCHEMA}
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- which catalog this is: what is kept beside it (semantic vectors) names it
+INSERT OR IGNORE INTO meta VALUES ('generation', lower(hex(randomblob(16))));
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 _UPSERT = (

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ...storage.summary import SessionInfo
 from .database import Catalog, MemoryDoc
 
+VECTORS = "vectors.bin"  # semantic search's vectors, beside the catalog
+
 if TYPE_CHECKING:  # the semantic extra's
     from ..semantic import Vectors
 
@@ -45,6 +47,9 @@ class CatalogWorker:
         self.locate = locate
         self.memory_doc = memory_doc  # what search indexes of a memory file
         self.catalog.vectors = vectors  # semantic search's, when on
+        if vectors is not None:  # those kept from the last run, if they are this catalog's
+            kept = self.executor.submit(vectors.attach, self.catalog.db, folder / VECTORS)
+            log.info("semantic search: %d vectors kept from the last run", kept.result())
         self._embedding = False  # a batch of embedding is queued
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()

@@ -121,7 +121,12 @@ def bench_recall(work: Path) -> None:
         d.stop()
     questions = [(r["question"], evidence[r["question_id"]]) for r in records]
     questions = [(q, e) for q, e in questions if e]
-    turns = sum(len(s) for r in records for s in r["haystack_sessions"])
+    distinct = {
+        i: s
+        for r in records
+        for i, s in zip(r["haystack_session_ids"], r["haystack_sessions"], strict=True)
+    }
+    turns = sum(len(s) for s in distinct.values())
     modes = {
         "BM25 alone": {},
         "BM25 and meaning fused, weight 0.5": {"ASTER_SEMANTIC": "true"},
@@ -164,7 +169,7 @@ def bench_recall(work: Path) -> None:
             f"search p50 {statistics.median(latency[name]):.2f} ms, "
             f"p95 {statistics.quantiles(latency[name], n=20)[-1]:.2f} ms (top 50)",
         )
-    embed_rate(records, turns)
+    embed_rate([t["content"] for s in distinct.values() for t in s])
 
 
 def _embedded(client: RawClient, name: str) -> None:
@@ -178,18 +183,17 @@ def _embedded(client: RawClient, name: str) -> None:
     raise RuntimeError(f"{name}: the turns were not embedded in 5 minutes")
 
 
-def embed_rate(records: list[dict[str, Any]], turns: int) -> None:
+def embed_rate(texts: list[str]) -> None:
     """Every turn embedded in process, in the daemon's batches."""
     from aster_persist.index.semantic import Embedder
 
-    texts = [t["content"] for r in records for s in r["haystack_sessions"] for t in s]
     model = Embedder()
     started = time.perf_counter()
     for start in range(0, len(texts), 256):
         model.embed(texts[start : start + 256])
     seconds = time.perf_counter() - started
     add(
-        f"embed {turns:,} LongMemEval turns (first 2,000 characters each), in process",
+        f"embed {len(texts):,} LongMemEval turns (first 2,000 characters each), in process",
         f"{len(texts) / seconds:,.0f} turns/s ({seconds:.2f} s)",
         f"{sum(min(len(t), 2000) for t in texts) / seconds / 1e6:.1f} M characters/s",
         "what semantic search adds to indexing, no target",

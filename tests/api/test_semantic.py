@@ -160,7 +160,9 @@ def test_vectors_are_built_in_the_background(home: Path, clock: FakeClock) -> No
         for n in range(6):
             said(plain, *(user(f"turn {n}.{k} about a dog") for k in range(100)))
     with make_client(home, clock, semantic=True) as c:
-        info = wait_until(lambda: (i := c.get("/v1/info").json()["semantic"]).get("pending") == 0 and i)
+        info = wait_until(
+            lambda: (i := c.get("/v1/info").json()["semantic"]).get("pending") == 0 and i
+        )
         assert info["vectors"] >= 600
 
 

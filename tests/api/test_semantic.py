@@ -125,8 +125,9 @@ def test_removed_turns_are_not_found_by_meaning(semantic: TestClient) -> None:
     assert texts(semantic, "canine pet") == [DOG]
     assert semantic.delete(f"/v1/sessions/{sid}").status_code in (200, 204)
     assert texts(semantic, "canine pet") == []
-    later = said(semantic, user("an unrelated note about invoices"))  # numbers not reused
+    later = said(semantic, user("an unrelated note about invoices"))
     assert [h["session_id"] for h in found(semantic, "billing invoices")] == [later]
+    assert texts(semantic, "canine pet") == []  # its number is new: no old vector is its
 
 
 def test_sessions_grouped_by_meaning(semantic: TestClient) -> None:
@@ -232,3 +233,40 @@ def test_filters_reach_past_the_nearest_turns_of_other_projects(semantic: TestCl
     wait_until(lambda: semantic.get("/v1/info").json()["semantic"].get("pending") == 0)
     hits = found(semantic, "canine pet", repo_root="/srv/mine")
     assert [(h["session_id"], h["snippet"]) for h in hits] == [(mine, PUPPY)]
+
+
+@pytest.mark.parametrize("weight", [0.5, 1.0])
+def test_pages_go_on_past_the_fused_through_everything_the_words_find(
+    home: Path, clock: FakeClock, weight: float
+) -> None:
+    with make_client(home, clock, semantic=True, semantic_weight=weight) as c:
+        sid = said(c, *(user(f"the dog number {n} barked") for n in range(700)))
+        wait_until(lambda: c.get("/v1/info").json()["semantic"].get("pending") == 0)
+        seen: list[tuple[str, int]] = []
+        cursor = None
+        while True:
+            params: dict[str, Any] = {"q": "dog", "kinds": "message", "limit": 100}
+            r = c.get("/v1/search", params=params | ({"cursor": cursor} if cursor else {}))
+            assert r.status_code == 200, r.text
+            seen += [(h["session_id"], h["seq"]) for h in r.json()["items"]]
+            cursor = r.json()["next_cursor"]
+            if cursor is None:
+                break
+        assert sorted(seen) == [(sid, seq) for seq in range(1, 701)]  # each once, past 600
+
+
+def test_vectors_that_cannot_be_kept_leave_search_working(
+    semantic: TestClient, home: Path, tmp_path: Path
+) -> None:
+    said(semantic, user(DOG))
+    kept = home / "index" / "vectors.bin"
+    wait_until(
+        lambda: kept.exists() and semantic.get("/v1/info").json()["semantic"].get("pending") == 0
+    )
+    kept.unlink()
+    kept.symlink_to(tmp_path / "elsewhere")  # never followed
+    said(semantic, user(PUPPY))
+    assert set(texts(semantic, "canine pet")) == {DOG, PUPPY}
+    assert set(texts(semantic, "canine pet")) == {DOG, PUPPY}  # no vector taken in twice
+    assert semantic.get("/v1/info").json()["semantic"]["vectors"] == 2
+    assert not (tmp_path / "elsewhere").exists()

@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from ..errors import Invalid
 from ..index import search as index
+from ..index.fusion import RRF_K
 from ..index.text import parse_query
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearchPage
 from ..services.memory import Memory
@@ -83,7 +84,9 @@ async def search(
         if query.repo is not None:  # as every search takes it: its top level, checked
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         found = await sessions.in_catalog(
-            lambda c: index.search_sessions(c.db, query, limit=limit, vectors=c.fresh_vectors())
+            lambda c: index.search_sessions(
+                c.db, query, limit=limit, vectors=c.fresh_vectors(query)
+            )
         )
         return json_response({"items": found, "next_cursor": None})
     items: list[dict[str, object]] = []
@@ -96,6 +99,7 @@ async def search(
             scopes=await _memory_scopes(memory, query.repo) if query.repo else None,
             kinds=("block", "core"),
             k=limit,
+            steepness=RRF_K,  # fused as the transcript hits beside them are
         )
         roots = {f"project:{p['slug']}": p["repo_root"] for p in await sessions.projects()}
         hits = [

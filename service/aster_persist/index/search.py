@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,9 @@ import orjson
 
 from ..errors import Invalid
 from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
+from . import ranking
+from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
+from .ranking import fts
 from .text import RETRACTED, Doc, Query
 
 if TYPE_CHECKING:  # numpy and the model come with the semantic extra
@@ -54,9 +56,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5(
 );
 """
 
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al., 2009)
-POOL = 300  # best documents of each ranking that are fused
-_DOC_RANK = "bm25(doc_text)"
 _MEMORY_RANK = "bm25(memory_text, 2.0, 1.5, 1.5, 1.0)"
 # Private-use characters mark matches inside snippets; they become offsets, so clients
 # get plain text plus where to highlight it, never markup to trust.
@@ -133,113 +132,6 @@ def _decode(cursor: str | None) -> tuple[float, int] | None:
         raise Invalid(str(exc)) from None
 
 
-def _fts(call: Any) -> Any:
-    """Run an FTS5 query; its complaints about the query are the caller's 422."""
-    try:
-        return call()
-    except sqlite3.OperationalError as exc:
-        message = str(exc)
-        if "fts5" in message or "syntax" in message or "no such column" in message:
-            raise Invalid(f"the search query could not be understood: {message}") from None
-        raise
-
-
-def _conditions(query: Query) -> tuple[list[str], list[Any]]:
-    """The WHERE clauses of a query (the full-text match first) and their arguments."""
-    where: list[str] = []
-    args: list[Any] = []
-
-    def add(clause: str, *values: Any) -> None:
-        where.append(clause)
-        args.extend(values)
-
-    if query.match is not None:
-        add("doc_text MATCH ?", query.match)
-    if query.session is not None:
-        add("d.session = ?", query.session)
-    if query.repo is not None:
-        add("s.repo_root = ?", query.repo)
-    for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):
-        if values:
-            add(f"{column} IN ({', '.join('?' * len(values))})", *values)
-    if query.after is not None:
-        add("d.ts >= ?", query.after)
-    if query.before is not None:
-        add("d.ts < ?", query.before)
-    if query.periods:
-        add(
-            "(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")",
-            *(bound for period in query.periods for bound in period),
-        )
-    return where, args
-
-
-def _ranked(
-    db: sqlite3.Connection, query: Query, limit: int, after: tuple[float, int] | None
-) -> list[tuple[int, float]]:
-    """The ``limit`` best documents (number, rank: lower is better) after ``after``: by
-    BM25 for words, newest first for filters alone."""
-    where, args = _conditions(query)
-    if query.match is not None and not where[1:]:
-        # Words alone: rank in the full-text table, then look up only the page's rows.
-        inner = f"SELECT rowid, {_DOC_RANK} AS rank FROM doc_text WHERE doc_text MATCH ?"
-    elif query.match is not None:
-        inner = (
-            f"SELECT d.rowid AS rowid, {_DOC_RANK} AS rank FROM doc_text "
-            "JOIN docs d ON d.rowid = doc_text.rowid JOIN sessions s ON s.id = d.session "
-            "WHERE " + " AND ".join(where)
-        )
-    else:  # filters alone: newest first, and no full-text scan
-        inner = "SELECT d.rowid AS rowid, -d.rowid AS rank FROM docs d"
-        inner += " JOIN sessions s ON s.id = d.session"
-        if where:
-            inner += " WHERE " + " AND ".join(where)
-    sql = f"SELECT rowid, rank FROM ({inner})"
-    if after is not None:
-        sql += " WHERE (rank > ? OR (rank = ? AND rowid > ?))"
-        args.extend([after[0], after[0], after[1]])
-    sql += " ORDER BY rank, rowid LIMIT ?"
-    args.append(limit)
-    return [(int(r), float(k)) for r, k in _fts(lambda: db.execute(sql, args).fetchall())]
-
-
-def fuse(
-    rankings: Sequence[tuple[float, Sequence[Any]]], k: int = RRF_K
-) -> list[tuple[Any, float]]:
-    """Weighted reciprocal rank fusion: each key scores ``sum(weight / (k + rank))`` over
-    the rankings (``(weight, keys best first)``) it is in; best first, ties by key."""
-    scores: dict[Any, float] = {}
-    for weight, keys in rankings:
-        if weight <= 0:
-            continue  # a ranking without weight adds nothing, not even its keys
-        for rank, key in enumerate(keys, start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-
-
-def _fused(db: sqlite3.Connection, query: Query, vectors: Vectors) -> list[tuple[int, float]]:
-    """Each ranking's best documents fused by weight; rank is the fused score negated."""
-    assert query.words is not None
-    lexical = [rowid for rowid, _ in _ranked(db, query, POOL, None)]
-    where, args = _conditions(query)
-    where, args = where[1:], args[1:]  # the filters, without the full-text match
-
-    def keep(batch: list[int]) -> set[int]:  # those that exist and pass the filters
-        sql = (
-            "SELECT d.rowid FROM docs d JOIN sessions s ON s.id = d.session "
-            f"WHERE d.rowid IN ({', '.join('?' * len(batch))})"
-        )
-        return {r for (r,) in db.execute(" AND ".join([sql, *where]), [*batch, *args])}
-
-    only = None
-    if query.session is not None:  # a session's few documents: compare only with them
-        found = db.execute("SELECT rowid FROM docs WHERE session = ?", (query.session,))
-        only = {r for (r,) in found}
-    semantic = vectors.nearest(query.words, keep, only=only, pool=POOL)
-    fused = fuse([(1 - vectors.weight, lexical), (vectors.weight, semantic)])
-    return [(rowid, -score) for rowid, score in fused]
-
-
 def search_docs(
     db: sqlite3.Connection,
     query: Query,
@@ -250,15 +142,12 @@ def search_docs(
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Transcript hits, best first: session, seq, kind, role, snippet, score. With
     ``vectors`` (semantic search on) a query of plain words ranks by BM25 and by meaning,
-    fused; its pages go through the fusion of each ranking's best ``POOL``."""
+    fused (index/fusion.py), and its pages go on through the rest BM25 finds."""
     after = _decode(cursor)
     if vectors is not None and query.words is not None and query.match is not None:
-        ranked = _fused(db, query, vectors)
-        if after is not None:
-            ranked = [hit for hit in ranked if (hit[1], hit[0]) > (after[0], after[1])]
-        ranked = ranked[: limit + 1]
+        ranked = fused_page(db, query, vectors, limit + 1, after)
     else:
-        ranked = _ranked(db, query, limit + 1, after)
+        ranked = ranking.ranked(db, query, limit + 1, after)
     more = len(ranked) > limit
     ranked = ranked[:limit]
     marks = ", ".join("?" * len(ranked))
@@ -305,7 +194,7 @@ def _snippets(
             f"SELECT rowid, substr(text, 1, 200) FROM doc_text WHERE rowid IN ({marks})", rowids
         ).fetchall()
         return {r: (text, []) for r, text in rows}
-    rows = _fts(
+    rows = fts(
         lambda: db.execute(
             f"SELECT rowid, snippet(doc_text, 0, '{_OPEN}', '{_CLOSE}', '…', 24) FROM doc_text "
             f"WHERE doc_text MATCH ? AND rowid IN ({marks})",
@@ -422,10 +311,12 @@ def search_memory(
     now: datetime,
     k: int,
     vectors: Vectors | None = None,
+    steepness: int = MEMORY_RRF_K,
 ) -> list[dict[str, Any]]:
     """Memory ranked by relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``;
     of ``scopes``, or of every scope when None. Relevance is BM25's, or with ``vectors``
-    (semantic search on) and a query of plain words, BM25's and meaning's rankings fused."""
+    (semantic search on) and a query of plain words, BM25's and meaning's rankings fused
+    with ``steepness`` as the fusion's constant (the transcripts' for a page of both)."""
     if query.match is None or scopes == []:
         return []
     in_scopes = f"AND m.scope IN ({', '.join('?' * len(scopes))}) " if scopes is not None else ""
@@ -436,7 +327,7 @@ def search_memory(
     columns = (
         "m.scope, m.name, m.kind, m.etag, m.updated_at, m.importance, m.description, m.relations"
     )
-    rows = _fts(
+    rows = fts(
         lambda: db.execute(
             f"SELECT {columns}, -{_MEMORY_RANK}, "
             f"snippet(memory_text, 3, '{_OPEN}', '{_CLOSE}', '…', 24) "
@@ -456,11 +347,14 @@ def search_memory(
             where_args,
         ).fetchall()
         nearest = vectors.memory_order(
-            query.words, [((row[0], row[1]), row[3], row[10]) for row in every]
+            query.words,
+            [((row[0], row[1]), row[3], row[10]) for row in every],
+            lambda: {(s, n) for s, n in db.execute("SELECT scope, name FROM memory_docs")},
         )[:POOL]
         for row in every:
             found.setdefault((row[0], row[1]), row[:10])
-        relevance = dict(fuse([(1 - vectors.weight, list(relevance)), (vectors.weight, nearest)]))
+        rankings = [(1 - vectors.weight, list(relevance)), (vectors.weight, nearest)]
+        relevance = dict(fuse(rankings, k=steepness))
     hits = []
     for key, rel in relevance.items():
         scope, name, kind, etag, updated, importance, description, relations, _, snip = found[key]

@@ -6,9 +6,10 @@ whose weights and tokenizer ship inside the ``wordllama`` wheel that the ``seman
 extra installs; nothing is downloaded at run time (the package's own loader would ask
 Hugging Face for the tokenizer, so the files are read here). Vectors live in memory,
 owned by the catalog thread like the database they are derived from: built in the
-background from the transcript documents (by their never-reused number) and again at
-every start, and for memory from each file's text, kept by its ETag. numpy arrives with
-the extra; this module is imported only when the setting is on.
+background from the transcript documents (by their never-reused number) and kept beside
+the catalog for the next start (``Vectors``); for memory, from each file's text, kept by
+its ETag. numpy arrives with the extra; this module is imported only when the setting is
+on.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ MAX_CHARS = 2000  # of a document embedded: its start says what it is about
 # Cosine similarity below which a document is not taken as near in meaning: related texts
 # score 0.25 to 0.5 with this model, unrelated ones around 0 to 0.1.
 MIN_SIMILARITY = 0.2
-_CHECK = 2000  # candidates checked against a search's filters at once
 
 
 class SemanticUnavailable(RuntimeError):
@@ -114,6 +114,7 @@ class Vectors:
         self.size = 0  # rows of the arrays in use (they grow by doubling)
         self.last = 0  # the highest document number embedded
         self.memory: dict[tuple[str, str], tuple[str, np.ndarray]] = {}  # by ETag
+        self.memory_checked = 0  # how many were kept when removed blocks were last let go
         self.path: Path | None = None  # where they are kept, once attached
         self.header = b""
         self.record = np.dtype([("rowid", "<i8"), ("vector", "<f2", (embedder.dim,))])
@@ -157,9 +158,9 @@ class Vectors:
                 fs.write_all(fd, records.tobytes())
             finally:
                 os.close(fd)
-        except OSError as exc:  # search goes on from memory; the next start embeds again
+        except Exception as exc:  # a link refused, a full disk: search goes on from memory,
             log.warning("semantic vectors cannot be kept in %s (%s)", self.path, exc)
-            self.path = None
+            self.path = None  # and the next start embeds again
 
     def _rewrite(self) -> None:
         """The file again, with the vectors in memory."""
@@ -169,7 +170,7 @@ class Vectors:
         records["rowid"], records["vector"] = self.rowids[: self.size], self.matrix[: self.size]
         try:
             fs.atomic_write(self.path, self.header + records.tobytes(), sync=False)
-        except OSError as exc:
+        except Exception as exc:
             log.warning("semantic vectors cannot be kept in %s (%s)", self.path, exc)
             self.path = None
 
@@ -196,8 +197,8 @@ class Vectors:
         vectors = self.embedder.embed([text or "" for _, text in rows])
         rowids = np.array([r for r, _ in rows], dtype=np.int64)
         self._append(rowids, vectors)
-        self._keep(rowids, vectors)
         self.last = int(rows[-1][0])
+        self._keep(rowids, vectors)
         return len(rows)
 
     def _check_numbers(self, db: sqlite3.Connection) -> None:
@@ -243,10 +244,11 @@ class Vectors:
         *,
         only: set[int] | None = None,
         pool: int,
+        batch: int,
     ) -> list[int]:
         """The ``pool`` documents nearest ``text`` (at least ``MIN_SIMILARITY``) that
-        ``keep`` keeps (it is asked for candidates in batches, best first), of ``only``
-        when given."""
+        ``keep`` keeps (it is asked for ``batch`` candidates at a time, best first), of
+        ``only`` when given."""
         query = self.embedder.embed([text])[0]
         if self.size == 0 or not query.any():
             return []
@@ -258,10 +260,10 @@ class Vectors:
         rowids, similarity = rowids[mask], similarity[mask]
         found: list[int] = []
         for order in self._best_first(similarity, 4 * pool):
-            for start in range(0, len(order), _CHECK):
-                batch = [int(r) for r in rowids[order[start : start + _CHECK]]]
-                kept = keep(batch)
-                found.extend(r for r in batch if r in kept)
+            for start in range(0, len(order), batch):
+                asked = [int(r) for r in rowids[order[start : start + batch]]]
+                kept = keep(asked)
+                found.extend(r for r in asked if r in kept)
                 if len(found) >= pool:
                     return found[:pool]
         return found
@@ -280,9 +282,15 @@ class Vectors:
         others = np.flatnonzero(rest)
         yield others[np.argsort(-similarity[others], kind="stable")]
 
-    def memory_order(self, text: str, docs: list[tuple[tuple[str, str], str, str]]) -> list[Any]:
+    def memory_order(
+        self,
+        text: str,
+        docs: list[tuple[tuple[str, str], str, str]],
+        present: Callable[[], set[tuple[str, str]]],
+    ) -> list[Any]:
         """Memory documents ``(key, etag, text)`` nearest ``text`` first (their keys);
-        each document's vector is kept until its ETag changes."""
+        each document's vector is kept until its ETag changes, or until it is no longer
+        ``present`` (asked once a thousand more are kept)."""
         query = self.embedder.embed([text])[0]
         if not docs or not query.any():
             return []
@@ -291,9 +299,10 @@ class Vectors:
             stale, self.embedder.embed([t for _, _, t in stale]), strict=True
         ):
             self.memory[key] = (etag, vector)
-        if len(self.memory) > 2 * len(docs) + 1024:  # forget removed blocks now and then
-            present = {key for key, _, _ in docs}
-            self.memory = {k: v for k, v in self.memory.items() if k in present}
+        if len(self.memory) > self.memory_checked + 1024:  # forget removed blocks
+            there = present()
+            self.memory = {k: v for k, v in self.memory.items() if k in there}
+            self.memory_checked = len(self.memory)
         similarity = np.stack([self.memory[key][1] for key, _, _ in docs]) @ query
         order = np.argsort(-similarity, kind="stable")
         return [docs[i][0] for i in order if similarity[i] >= MIN_SIMILARITY]

@@ -22,7 +22,7 @@ from ...storage import fs
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from .. import search
-from ..text import Doc, docs_of
+from ..text import Doc, Query, docs_of
 from .files import FileEntry, _continues, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, _info, _row
@@ -83,11 +83,12 @@ class Catalog:
     def close(self) -> None:
         self.db.close()
 
-    def fresh_vectors(self, budget: int = 1024) -> Vectors | None:
-        """Semantic search's vectors (None when it is off) with the newest documents
-        embedded, up to ``budget`` of them now; the rest follow in the background."""
+    def fresh_vectors(self, query: Query, budget: int = 256) -> Vectors | None:
+        """Semantic search's vectors (None when it is off) with the documents waiting to
+        be embedded, up to ``budget`` of them, embedded now if ``query`` can use them;
+        the rest follow in the background."""
         done = 0
-        while self.vectors is not None and done < budget:
+        while self.vectors is not None and query.words is not None and done < budget:
             count = self.vectors.step(self.db, compact=False)
             if not count:
                 break

@@ -51,6 +51,7 @@ class CatalogWorker:
             kept = self.executor.submit(vectors.attach, self.catalog.db, folder / VECTORS)
             log.info("semantic search: %d vectors kept from the last run", kept.result())
         self._embedding = False  # a batch of embedding is queued
+        self._compact = False  # sessions were removed since the vectors were compacted
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()
@@ -115,7 +116,7 @@ class CatalogWorker:
             if memory and self.memory_doc is not None:
                 self.catalog.refresh_memory(memory, self.memory_doc)
             if dirty or removed:
-                self.embed_later()
+                self.embed_later(compact=bool(removed))
         except Exception as exc:
             # Derived data: keep what is pending and try again on the next flush.
             log.warning("index write failed (%s); will retry", exc)
@@ -125,10 +126,12 @@ class CatalogWorker:
                 self._removed |= removed - self._dirty.keys()
                 self._memory |= memory
 
-    def embed_later(self) -> None:
+    def embed_later(self, *, compact: bool = False) -> None:
         """Embed new documents in the background, a batch at a time between the catalog's
-        other work (semantic search; nothing when it is off)."""
+        other work, then (if ``compact``: sessions were removed) let go of the vectors of
+        removed documents (semantic search; nothing when it is off)."""
         with self._lock:
+            self._compact |= compact
             if self.catalog.vectors is None or self._embedding or self._closed:
                 return
             self._embedding = True
@@ -138,10 +141,11 @@ class CatalogWorker:
     def _embed(self) -> None:
         with self._lock:
             self._embedding = False
+            compact, self._compact = self._compact, False
         vectors = self.catalog.vectors
         try:
-            if vectors is not None and vectors.step(self.catalog.db):
-                self.embed_later()
+            if vectors is not None and vectors.step(self.catalog.db, compact=compact):
+                self.embed_later(compact=compact)
         except Exception as exc:  # derived data: the next change tries again
             log.warning("embedding for semantic search failed (%s)", exc)
 

@@ -24,6 +24,7 @@ import orjson
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
 from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
+from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage import fs
@@ -85,7 +86,7 @@ class Sessions(Parts):
                 stats["seconds"] = round(time.perf_counter() - started, 3)
                 self.catch_up_stats = stats
                 log.info("catalog caught up: %s", stats)
-                self.catalog.embed_later()  # semantic search's vectors, when it is on
+                self.catalog.embed_later(compact=True)  # semantic search's vectors, when on
             finally:
                 self.ready.set()
 
@@ -470,18 +471,19 @@ class Sessions(Parts):
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         return await self.in_catalog(
             lambda c: search.search_docs(
-                c.db, query, limit=limit, cursor=cursor, vectors=c.fresh_vectors()
+                c.db, query, limit=limit, cursor=cursor, vectors=c.fresh_vectors(query)
             )
         )
 
     async def search_memory(
-        self, query: Query, *, scopes: list[str] | None, kinds: tuple[str, ...], k: int
+        self, query: Query, *, steepness: int = MEMORY_RRF_K, **within: Any
     ) -> list[dict[str, Any]]:
-        """Memory hits for ``query`` in ``scopes``: relevance raised by recency."""
+        """Memory hits for ``query`` ``within`` scopes, kinds and k (``search_memory``):
+        relevance raised by recency; ``steepness``: see ``index/fusion.py``."""
         now = self.store.clock()
         return await self.in_catalog(
             lambda c: search.search_memory(
-                c.db, query, scopes=scopes, kinds=kinds, now=now, k=k, vectors=c.vectors
+                c.db, query, now=now, vectors=c.vectors, steepness=steepness, **within
             )
         )
 

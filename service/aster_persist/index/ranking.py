@@ -1,0 +1,89 @@
+"""BM25 rankings of transcript documents: the conditions a query puts on them, and the
+best documents after a place in that order. Shared by search and by fusion with the
+ranking by meaning."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..errors import Invalid
+from .text import Query
+
+DOC_RANK = "bm25(doc_text)"  # negative, lower is better (FTS5 floors each word's IDF above 0)
+
+
+def fts(call: Any) -> Any:
+    """Run an FTS5 query; its complaints about the query are the caller's 422."""
+    try:
+        return call()
+    except sqlite3.OperationalError as exc:
+        message = str(exc)
+        if "fts5" in message or "syntax" in message or "no such column" in message:
+            raise Invalid(f"the search query could not be understood: {message}") from None
+        raise
+
+
+def conditions(query: Query) -> tuple[list[str], list[Any]]:
+    """The WHERE clauses of a query (the full-text match first) and their arguments."""
+    where: list[str] = []
+    args: list[Any] = []
+
+    def add(clause: str, *values: Any) -> None:
+        where.append(clause)
+        args.extend(values)
+
+    if query.match is not None:
+        add("doc_text MATCH ?", query.match)
+    if query.session is not None:
+        add("d.session = ?", query.session)
+    if query.repo is not None:
+        add("s.repo_root = ?", query.repo)
+    for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):
+        if values:
+            add(f"{column} IN ({', '.join('?' * len(values))})", *values)
+    if query.after is not None:
+        add("d.ts >= ?", query.after)
+    if query.before is not None:
+        add("d.ts < ?", query.before)
+    if query.periods:
+        add(
+            "(" + " OR ".join("(d.ts >= ? AND d.ts < ?)" for _ in query.periods) + ")",
+            *(bound for period in query.periods for bound in period),
+        )
+    return where, args
+
+
+def candidates(query: Query) -> tuple[str, list[Any]]:
+    """SQL of the documents a query finds, as ``rowid, rank``: by BM25 for words, newest
+    first for filters alone."""
+    where, args = conditions(query)
+    if query.match is not None and not where[1:]:
+        # Words alone: rank in the full-text table, then look up only the page's rows.
+        sql = f"SELECT rowid, {DOC_RANK} AS rank FROM doc_text WHERE doc_text MATCH ?"
+    elif query.match is not None:
+        sql = (
+            f"SELECT d.rowid AS rowid, {DOC_RANK} AS rank FROM doc_text "
+            "JOIN docs d ON d.rowid = doc_text.rowid JOIN sessions s ON s.id = d.session "
+            "WHERE " + " AND ".join(where)
+        )
+    else:  # filters alone: newest first, and no full-text scan
+        sql = "SELECT d.rowid AS rowid, -d.rowid AS rank FROM docs d"
+        sql += " JOIN sessions s ON s.id = d.session"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+    return sql, args
+
+
+def ranked(
+    db: sqlite3.Connection, query: Query, limit: int, after: tuple[float, int] | None
+) -> list[tuple[int, float]]:
+    """The ``limit`` best documents (number, rank: lower is better) after ``after``."""
+    inner, args = candidates(query)
+    sql = f"SELECT rowid, rank FROM ({inner})"
+    if after is not None:
+        sql += " WHERE (rank > ? OR (rank = ? AND rowid > ?))"
+        args.extend([after[0], after[0], after[1]])
+    sql += " ORDER BY rank, rowid LIMIT ?"
+    args.append(limit)
+    return [(int(r), float(k)) for r, k in fts(lambda: db.execute(sql, args).fetchall())]

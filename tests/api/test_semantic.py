@@ -243,16 +243,19 @@ def test_pages_go_on_past_the_fused_through_everything_the_words_find(
         sid = said(c, *(user(f"the dog number {n} barked") for n in range(700)))
         wait_until(lambda: c.get("/v1/info").json()["semantic"].get("pending") == 0)
         seen: list[tuple[str, int]] = []
+        scores: list[float] = []
         cursor = None
         while True:
             params: dict[str, Any] = {"q": "dog", "kinds": "message", "limit": 100}
             r = c.get("/v1/search", params=params | ({"cursor": cursor} if cursor else {}))
             assert r.status_code == 200, r.text
             seen += [(h["session_id"], h["seq"]) for h in r.json()["items"]]
+            scores += [h["score"] for h in r.json()["items"]]
             cursor = r.json()["next_cursor"]
             if cursor is None:
                 break
         assert sorted(seen) == [(sid, seq) for seq in range(1, 701)]  # each once, past 600
+        assert scores == sorted(scores, reverse=True) and scores[-1] == 0 < scores[0]
 
 
 def test_vectors_that_cannot_be_kept_leave_search_working(

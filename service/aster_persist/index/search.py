@@ -144,7 +144,9 @@ def search_docs(
     ``vectors`` (semantic search on) a query of plain words ranks by BM25 and by meaning,
     fused (index/fusion.py), and its pages go on through the rest BM25 finds."""
     after = _decode(cursor)
-    if vectors is not None and query.words is not None and query.match is not None:
+    fused = vectors is not None and query.words is not None and query.match is not None
+    if fused:
+        assert vectors is not None
         ranked = fused_page(db, query, vectors, limit + 1, after)
     else:
         ranked = ranking.ranked(db, query, limit + 1, after)
@@ -176,7 +178,10 @@ def search_docs(
                 "title": title,
                 "snippet": text,
                 "highlights": spans,
-                "score": round(-rank_value, 6) if query.match is not None else 0.0,
+                # BM25's, or the fused score (0 for the rest BM25 finds after the fused)
+                "score": 0.0
+                if query.match is None or (fused and rank_value > 0)
+                else round(-rank_value, 6),
             }
         )
     next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None

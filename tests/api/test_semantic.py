@@ -273,3 +273,18 @@ def test_vectors_that_cannot_be_kept_leave_search_working(
     assert set(texts(semantic, "canine pet")) == {DOG, PUPPY}  # no vector taken in twice
     assert semantic.get("/v1/info").json()["semantic"]["vectors"] == 2
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_vectors_file_that_is_a_link_at_start_is_never_followed(
+    home: Path, clock: FakeClock, tmp_path: Path
+) -> None:
+    with make_client(home, clock) as plain:
+        said(plain, user(DOG))
+    target = tmp_path / "target"
+    target.write_bytes(b"not vectors")
+    (home / "index" / "vectors.bin").symlink_to(target)
+    with make_client(home, clock, semantic=True) as c:
+        assert c.get("/readyz").status_code == 200
+        wait_until(lambda: c.get("/v1/info").json()["semantic"].get("pending") == 0)
+        assert texts(c, "canine pet") == [DOG]
+    assert target.read_bytes() == b"not vectors"

@@ -127,7 +127,11 @@ class Vectors:
             {"format": 1, "generation": generation, "dim": self.embedder.dim, "dtype": "<f2"}
         )
         self.header += b"\n"
-        data = fs.read_or_none(path) or b""
+        try:
+            data = fs.read_or_none(path) or b""
+        except Exception as exc:  # a link (never followed), unreadable: started again
+            log.warning("semantic vectors in %s cannot be read (%s)", path, exc)
+            data = b""
         body = data[len(self.header) :] if data.startswith(self.header) else b""
         whole = len(body) // self.record.itemsize * self.record.itemsize
         records = np.frombuffer(body[:whole], dtype=self.record)

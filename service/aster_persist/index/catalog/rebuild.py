@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...storage import fs
-from .database import Catalog
+from .database import VECTORS, Catalog
 from .files import FileEntry
 
 
@@ -23,7 +23,7 @@ def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> di
     folder: Path = home.index
     for suffix in ("", "-wal", "-shm"):
         fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
-    fs.unlink(folder / "vectors.bin")  # of the old catalog: embedded again when asked for
+    fs.unlink(folder / VECTORS)  # of the old catalog: embedded again when asked for
     files = [
         FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
         for sid, slug, path, stat in TranscriptStore(home).scan()

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...storage.summary import SessionInfo
-from .database import Catalog, MemoryDoc
-
-VECTORS = "vectors.bin"  # semantic search's vectors, beside the catalog
+from .database import VECTORS, Catalog, MemoryDoc
 
 if TYPE_CHECKING:  # the semantic extra's
     from ..semantic import Vectors

@@ -284,7 +284,7 @@ def test_a_vectors_file_that_is_a_link_at_start_is_never_followed(
     target.write_bytes(b"not vectors")
     (home / "index" / "vectors.bin").symlink_to(target)
     with make_client(home, clock, semantic=True) as c:
-        assert c.get("/readyz").status_code == 200
+        wait_until(lambda: c.get("/readyz").status_code == 200)  # the daemon started
         wait_until(lambda: c.get("/v1/info").json()["semantic"].get("pending") == 0)
         assert texts(c, "canine pet") == [DOG]
     assert target.read_bytes() == b"not vectors"

@@ -6,6 +6,7 @@ breaks the agent. And the settings file they are installed in keeps what it had.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -179,8 +180,10 @@ THREAD = "019e1625-789d-76c0-80ab-3724b5ddb799"
 FIRST_TURN = 19  # the rollout's lines up to the first turn's task_complete
 
 
+@functools.cache
 def notify_program() -> list[str]:
-    """The notify program, read from the line `hooks codex` prints for config.toml."""
+    """The notify program, read from the line `hooks codex` prints for config.toml (once:
+    the line is the same every time)."""
     printed = subprocess.run(
         [sys.executable, "-m", "aster_persist", "hooks", "codex"],
         capture_output=True,

@@ -64,7 +64,9 @@ async def search(
     of a project says its `repo_root`. With `group=session`, the items are sessions
     ("which session was that"), ranked by the sum of their best three turns' scores
     among the query's best hits, each with those turns as its evidence (transcripts
-    only; one page)."""
+    only; one page). With search by meaning on (`ASTER_SEMANTIC`), a query of plain
+    words is ranked by BM25 and by meaning fused, `score` being the fused score, and the
+    rest BM25 finds follows with `score` 0."""
     sessions: Sessions = request.app.state.sessions
     memory: Memory = request.app.state.memory
     query = parse_query(q)
@@ -129,8 +131,9 @@ async def search_memory(
     k: Annotated[int, Query(ge=1, le=100)] = 5,
 ) -> Response:
     """`recallSimilar`: blocks of the project and global scopes ranked by BM25 relevance
-    raised by recency (`score = relevance * (1 + 0.5 * recency)`, recency halving every
-    30 days), with their relations. Not journaled as a recall."""
+    (fused with meaning when search by meaning is on) raised by recency (`score =
+    relevance * (1 + 0.5 * recency)`, recency halving every 30 days), with their
+    relations. Not journaled as a recall."""
     sessions: Sessions = request.app.state.sessions
     memory: Memory = request.app.state.memory
     found = await sessions.search_memory(

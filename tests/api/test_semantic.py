@@ -288,3 +288,17 @@ def test_a_vectors_file_that_is_a_link_at_start_is_never_followed(
         wait_until(lambda: c.get("/v1/info").json()["semantic"].get("pending") == 0)
         assert texts(c, "canine pet") == [DOG]
     assert target.read_bytes() == b"not vectors"
+
+
+def test_every_cursor_is_a_place_in_the_fused_order(semantic: TestClient) -> None:
+    said(semantic, user(DOG), user(PUPPY), user("the dog slept"))
+    whole = [(h["session_id"], h["seq"]) for h in found(semantic, "dog", limit=100)]
+    for cursor in ("-1~0", "-0.001~0", "0~0", "0.5~1", "1e300~1", "-1e-300~999999"):
+        r = semantic.get("/v1/search", params={"q": "dog", "kinds": "message", "cursor": cursor})
+        assert r.status_code == 200, (cursor, r.text)
+        after = [(h["session_id"], h["seq"]) for h in r.json()["items"]]
+        assert after == whole[len(whole) - len(after) :]  # the tail of the one order
+    assert found(semantic, "dog", cursor="-1~0") == found(semantic, "dog")  # before all
+    bad = semantic.get("/v1/search", params={"q": "dog", "cursor": "dog~1"})
+    assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
+    assert bad.headers["content-type"].startswith("application/problem+json")

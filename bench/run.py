@@ -1,7 +1,7 @@
 """make bench: the daemon against baselines measured in the same run, printed as a table.
 
 Each area is a module of bench/ (appends, listing with search, memory, live with
-readers, imports, learning, retrieval quality), on what bench/harness.py shares; ``--only`` runs one of
+readers, imports, learning, retrieval quality, the walk of a request), on what bench/harness.py shares; ``--only`` runs one of
 them. docs/BENCHMARKS.md says what each row measures.
 """
 
@@ -25,6 +25,7 @@ from bench.listing import bench_listing
 from bench.live import bench_live, bench_readers
 from bench.memory import bench_memory
 from bench.recall import bench_recall
+from bench.walk import bench_walk
 
 
 def main() -> None:
@@ -47,6 +48,7 @@ def main() -> None:
             "tree",
             "learning",
             "recall",
+            "walk",
         ],
         default=None,
     )
@@ -75,6 +77,8 @@ def main() -> None:
             bench_learning(work)
         if args.only in (None, "recall"):
             bench_recall(work)
+        if args.only in (None, "walk"):
+            bench_walk()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -167,6 +167,7 @@ def test_openai_chat_array_is_one_session_per_conversation(client: TestClient) -
     before = client.get("/v1/sessions").json()["items"]
     r = client.post("/v1/sessions/import", content=TAU.read_bytes())
     assert r.status_code == 422 and "repo_root" in r.json()["detail"]
+    assert "`--repo-root` on the command line" in r.json()["detail"]
     assert client.get("/v1/sessions").json()["items"] == before
     result = import_file(client, TAU, repo_root="/srv/airline")
     records = json.loads(TAU.read_text())

@@ -201,6 +201,9 @@ def test_search_for_people_and_programs(cli: Cli, session: str) -> None:
     assert code == 1 and "422" in err
     code, _, err = cli("search", "x", "--kind", "everything")
     assert code == 2 and "unknown kind" in err
+    for blank in ("", "  "):  # not every turn: a usage error that says what to send
+        code, out, err = cli("search", blank)
+        assert (code, out) == (2, "") and "say what to search for" in err
 
 
 def test_a_stopped_daemon_is_exit_code_3(capsys: pytest.CaptureFixture[str]) -> None:

@@ -199,3 +199,20 @@ def test_the_build_context_leaves_out_the_checkout_and_keeps_what_is_copied() ->
             rel = str(path.relative_to(REPO))
             if "__pycache__" not in rel and ".egg-info" not in rel:  # built here, not sources
                 assert not ignored(rel), rel
+
+
+def test_the_token_file_the_readme_writes_is_never_committed(tmp_path: Path) -> None:
+    """The container step writes the bearer token to `.env`: git ignores it, so a
+    `git add -A` in the checkout leaves it out (and the build context too)."""
+    assert 'ASTER_TOKEN=$(python3 -c' in (REPO / "README.md").read_text()
+    repo = tmp_path / "clone"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / ".env").write_text("ASTER_TOKEN=" + "x" * 43 + "\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    staged = subprocess.run(
+        [*git, "diff", "--cached", "--name-only"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "README.md" in staged and ".env" not in staged
+    assert ".env" in (REPO / ".dockerignore").read_text().split()

@@ -28,6 +28,8 @@ def search_command(
     "phrases", prefix*, AND/OR/NOT and repo:/session:/role:/after:/before: filters work."""
     if kind not in ("messages", "memory", "all"):
         raise fail(f"unknown kind {kind!r}: use messages, memory or all", 2)
+    if not query.strip():
+        raise fail("say what to search for: a word, a \"phrase\", prefix* or a filter", 2)
     with daemon(url) as aster:
         page = aster.search(
             query,

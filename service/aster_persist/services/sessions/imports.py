@@ -322,7 +322,8 @@ def _imported(found: str, results: list[dict[str, Any]]) -> dict[str, Any]:
 def _check_project(conversation: importers.Conversation, repo_root: str | None) -> None:
     if not (repo_root or conversation.source.get("repo_root") or conversation.cwd):
         raise importers.ImportProblem(
-            "the file does not say which project it belongs to; pass repo_root"
+            "the file does not say which project it belongs to; name it with repo_root "
+            "(`--repo-root` on the command line)"
         )
 
 

@@ -86,6 +86,7 @@ def test_a_followed_folder_is_imported_as_it_grows(tmp_path: Path) -> None:
         gone = ops["session.source_gone"]
         assert gone["session"] == made["id"] and gone["detail"]["path"] == str(source)
         assert gone["actor"] == "watcher"
+        assert "detected" not in daemon.output()  # the watcher's every change is not logged
     finally:
         daemon.stop()
 

@@ -40,6 +40,8 @@ def serve(
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if settings.log_level.lower() != "debug":  # a line for every change seen is noise
+        logging.getLogger("watchfiles").setLevel(logging.WARNING)
     _check_port(settings.host, settings.port)  # before anything is made on disk
     opened = open_home(settings.home, fallback=settings.fallback)
     try:

@@ -130,13 +130,23 @@ def test_a_healthy_home_is_all_well(home: Path, capsys: pytest.CaptureFixture[st
     assert code == 0 and report["findings"] == []
 
 
-def test_doctor_waits_for_the_daemon_to_stop(
-    home: Path, capsys: pytest.CaptureFixture[str]
+def test_doctor_waits_for_the_daemon_to_stop_and_says_how(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     daemon = Daemon(home).start()
     try:
         code, _, err = doctor(capsys, home)
         assert code == 3 and "no daemon is using" in err and str(daemon.proc.pid) in err  # type: ignore[union-attr]
+        assert "Ctrl-C where it runs" in err  # how to stop it, as no unit of ours is installed
+        code, report, err = doctor(capsys, home, "--json")  # programs get a document too
+        assert code == 3 and report["findings"] is None and report["exit_code"] == 3
+        assert report["error"] in err and "no daemon is using" in report["error"]
+        unit = tmp_path / "config" / "systemd" / "user" / "aster-persist.service"
+        unit.parent.mkdir(parents=True)
+        unit.write_text("[Service]\n")
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        code, _, err = doctor(capsys, home)
+        assert code == 3 and "`systemctl --user stop aster-persist`" in err
     finally:
         daemon.kill()
 
@@ -147,4 +157,6 @@ def test_doctor_on_a_home_that_is_not_there_says_so_and_makes_none(
     missing = tmp_path / "typo"
     code, _, err = doctor(capsys, missing)
     assert code == 4 and "no data home" in err
+    code, report, _ = doctor(capsys, missing, "--json")
+    assert code == 4 and "no data home" in report["error"]
     assert not missing.exists()

@@ -5,6 +5,7 @@ from an app over a temporary home)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +14,15 @@ import orjson
 import typer
 
 from ..settings import Settings
-from .common import emit_json, fail, load_settings, open_home
+from .common import (
+    EXIT_NOT_FOUND,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    emit_json,
+    fail,
+    load_settings,
+    open_home,
+)
 
 
 def reindex(
@@ -68,12 +77,22 @@ def doctor(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress
 
     from ..doctor import Doctor
+    from ..errors import HomeInUse, HomeUnavailable
     from ..paths import resolve_home
+    from ..storage.home import Home
 
     settings = load_settings(home=home)
     if settings.home is not None and not resolve_home(settings.home).exists():
-        raise fail(f"there is no data home at {resolve_home(settings.home)}", 4)
-    opened = open_home(settings.home, why=" (doctor works on a home no daemon is using)")
+        raise refuse(
+            f"there is no data home at {resolve_home(settings.home)}", EXIT_NOT_FOUND, json_out
+        )
+    try:
+        opened = Home.open(settings.home, fallback="none")
+    except HomeInUse as exc:
+        why = f"{exc}; doctor works on a home no daemon is using: {stopping()}"
+        raise refuse(why, EXIT_UNAVAILABLE, json_out) from None
+    except HomeUnavailable as exc:
+        raise refuse(str(exc), EXIT_REFUSED, json_out) from None
     try:
         with Progress(
             "[progress.description]{task.description}",
@@ -109,6 +128,26 @@ def doctor(
         typer.echo(f"{len(findings)} problems found, {len(findings) - len(left)} repaired")
     if left:
         raise typer.Exit(1)
+
+
+def stopping() -> str:
+    """How to stop the daemon: through the service manager when a unit of ours is
+    installed, else where it was started."""
+    from .service import LABEL, NAME, Kind, place
+
+    if place(Kind.systemd).exists():
+        return f"stop it with `systemctl --user stop {NAME}`"
+    if place(Kind.launchd).exists():
+        return f"stop it with `launchctl bootout gui/{os.getuid()}/{LABEL}`"
+    return "stop the `aster-persist serve` that holds it (Ctrl-C where it runs)"
+
+
+def refuse(message: str, code: int, json_out: bool) -> typer.Exit:
+    """A refusal of doctor's, on stderr and, with ``--json``, as one JSON document on
+    stdout too (what a program reads), with the exit code."""
+    if json_out:
+        emit_json({"findings": None, "error": message, "exit_code": code})
+    return fail(message, code)
 
 
 def openapi(

@@ -128,6 +128,9 @@ def test_sessions_rename_delete_restore_export_prune(
 
     code, out, _ = cli("sessions", "delete", sid)
     assert code == 0 and "trash" in out
+    code, _, err = cli("sessions", "delete", sid)  # twice: where it is, and the way back
+    assert code == 4 and "already in the trash" in err
+    assert f"aster-persist sessions restore {sid}" in err
     code, _, err = cli("sessions", "show", sid)
     assert code == 4 and sid in err  # not found
     code, out, _ = cli("sessions", "restore", sid)

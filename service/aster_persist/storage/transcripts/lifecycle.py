@@ -55,7 +55,11 @@ class _Lifecycle(_Store):
     def trash(self, session_id: str, where: Location, reason: str = "deleted") -> None:
         """Move a detached session to its project's trash (writer thread)."""
         if where.trashed:
-            raise SessionNotFound(f"no session {session_id}")
+            raise SessionNotFound(
+                f"session {session_id} is already in the trash: restore it with "
+                f"`aster-persist sessions restore {session_id}` "
+                f"(POST /v1/sessions/{session_id}/restore)"
+            )
         try:
             path = self.home.session_path(where.slug, session_id)
             target = self.home.trash_path(where.slug, session_id)

@@ -184,6 +184,12 @@ def test_memory_commands(cli: Cli) -> None:
     assert cli.json("memory", "search", "postgres", "--repo-root", root)["items"][0]["name"] == (
         "database"
     )
+    code, out, _ = cli("memory", "search", "fridays", "--repo-root", root)  # in ASTER.md
+    assert code == 0 and "ASTER.md" in out and "Deploys are frozen" in out
+    code, out, _ = cli("memory", "search", "postgres OR fridays", "--repo-root", root)
+    scores = [float(line.split("\t")[2]) for line in out.splitlines()]
+    assert code == 0 and len(scores) == 2 and max(scores) == 1.0  # relative: best is 1.00
+    assert 0 < min(scores) <= 1.0
 
     code, out, _ = cli("memory", "archive", "database", "--repo-root", root)
     assert code == 0 and "archived" in out

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import Json, RepoRoot, Url, daemon, emit_json, short, table
+from .common import Json, RepoRoot, Url, daemon, emit_json, fail, short, table
 
 memory_app = typer.Typer(help="Memory in the running daemon.", no_args_is_help=True)
 
@@ -178,17 +178,29 @@ def memory_search(
     json_out: Json = False,
     url: Url = None,
 ) -> None:
-    """Blocks and core memory by relevance to a question, recent ones first among equals."""
+    """Blocks and core memory (ASTER.md) by relevance to words, best first; `match` is
+    each hit's score against the best one's (1.00)."""
+    if not query.strip():
+        raise fail('say what to search for: a word, a "phrase" or prefix*', 2)
     with daemon(url) as aster:
-        hits = aster.search_memory(query, repo_root, k=k)
+        page = aster.search(query, kind="memory", repo_root=repo_root, limit=k)
     if json_out:
-        return emit_json(hits)
+        return emit_json(page)
+    best = max((h.score for h in page.items), default=0.0)
     table(
         "name",
         "scope",
-        "score",
+        "match",
         "snippet",
-        rows=[[h.name, h.scope, f"{h.score:.3f}", short(h.snippet, 70)] for h in hits.items],
+        rows=[
+            [
+                "ASTER.md" if h.kind == "core" else h.name,
+                h.scope,
+                f"{h.score / best:.2f}" if best > 0 else "",
+                short(h.snippet, 70),
+            ]
+            for h in page.items
+        ],
     )
 
 

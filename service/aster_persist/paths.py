@@ -19,5 +19,21 @@ def resolve_home(explicit: Path | None, environ: dict[str, str] | None = None) -
     return _normal(Path(env.get("HOME", str(Path.home()))) / ".local" / "share" / "aster")
 
 
+def top_level(folder: Path) -> Path:
+    """The top of the git work tree a folder is in (the folder holding ``.git``), else
+    the folder."""
+    folder = Path(os.path.normpath(folder.expanduser().absolute()))  # `..` taken first
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def here() -> str:
+    """The project where the program runs: the top of the git work tree it stands in,
+    as the CLI takes ``.``."""
+    return str(top_level(Path.cwd()))
+
+
 def _normal(path: Path) -> Path:
     return Path(os.path.abspath(path.expanduser()))

@@ -5,6 +5,7 @@ and LangChain's own ``RunnableWithMessageHistory`` keeps a conversation there.""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -164,3 +165,23 @@ def test_text_is_kept_once_and_a_trashed_session_is_not_in_the_way(daemon: Daemo
         assert history.stored_id(create=False) not in (None, sid)
         assert history.messages == [HumanMessage("again")]
     assert history.client.http.is_closed
+
+
+def test_built_with_only_an_id_keeps_to_the_project_it_runs_in(
+    daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AsterChatMessageHistory("user_123")``: the project is the git work tree the
+    program runs in, from any folder in it."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / "docs").mkdir()
+    monkeypatch.chdir(project / "docs")
+    monkeypatch.setenv("ASTER_URL", daemon.url)
+    history = AsterChatMessageHistory("user_123")
+    try:
+        history.add_messages([HumanMessage("hello")])
+        assert [m.content for m in history.messages] == ["hello"]
+    finally:
+        history.close()
+    [stored] = httpx.get(f"{daemon.url}/v1/sessions").json()["items"]
+    assert stored["repo_root"] == str(project) and stored["alias"] == "langchain:user_123"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -318,3 +319,25 @@ def test_pop_item_takes_one_item_of_a_message_another_tool_wrote(daemon: Daemon)
             assert await session.get_items() == before[:2]
 
     asyncio.run(run())
+
+
+def test_built_as_the_sdk_builds_its_own_sessions(
+    daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``AsterSession("user_123")``, as ``SQLiteSession("user_123")``: the project is the
+    git work tree the program runs in, from any folder in it."""
+    project = tmp_path / "shop"
+    (project / ".git").mkdir(parents=True)
+    (project / "src" / "api").mkdir(parents=True)
+    monkeypatch.chdir(project / "src" / "api")
+    monkeypatch.setenv("ASTER_URL", daemon.url)
+
+    async def run() -> None:
+        session = AsterSession("user_123")
+        async with session:
+            await session.add_items([{"role": "user", "content": "hello"}])
+            assert [i["content"] for i in await session.get_items()] == ["hello"]
+
+    asyncio.run(run())
+    [stored] = httpx.get(f"{daemon.url}/v1/sessions").json()["items"]
+    assert stored["repo_root"] == str(project) and stored["alias"] == "openai-agents:user_123"

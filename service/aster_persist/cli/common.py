@@ -14,7 +14,6 @@ command (``EXIT_CODES``, shown by ``--help``)::
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from rich.table import Column, Table
 
 from .. import client as api
 from .. import settings as settings_module
+from ..paths import top_level
 from ..settings import Settings
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = 1, 2, 3, 4
@@ -39,16 +39,6 @@ EXIT_CODES = (
 
 Url = Annotated[str | None, typer.Option(help="The daemon (default: ASTER_URL).")]
 Json = Annotated[bool, typer.Option("--json", help="JSON instead of a table.")]
-
-
-def top_level(folder: Path) -> Path:
-    """The top of the git work tree a folder is in (the folder holding ``.git``), else
-    the folder."""
-    folder = Path(os.path.normpath(folder.expanduser().absolute()))  # `..` taken first
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return folder
 
 
 def project(value: str | None) -> str | None:

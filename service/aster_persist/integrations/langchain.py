@@ -1,7 +1,8 @@
 """A LangChain chat message history kept in the store (``pip install
 'aster-persist[langchain]'``).
 
-``AsterChatMessageHistory("user_123", repo_root=...)`` is what
+``AsterChatMessageHistory("user_123")`` (the project: ``repo_root=``, by default the git
+work tree the program runs in, as the CLI takes ``.``) is what
 ``RunnableWithMessageHistory`` (or any code that takes a ``BaseChatMessageHistory``)
 uses. The id is the caller's own: it becomes the alias ``langchain:user_123`` of one
 stored session, made on the first message. Each message is one transcript event
@@ -15,6 +16,7 @@ per call (as ``RunnableWithMessageHistory`` does) are best given one shared ``cl
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ from langchain_core.messages import (
 )
 
 from ..client import Client, ConflictError, NotFoundError
+from ..paths import here
 from ..schemas.rendering import content_text, unretracted
 
 MESSAGE = "x_langchain_message"  # the message, as LangChain serialises it
@@ -46,13 +49,13 @@ class AsterChatMessageHistory(BaseChatMessageHistory):
         self,
         session_id: str,
         *,
-        repo_root: str,
+        repo_root: str | os.PathLike[str] | None = None,
         client: Client | None = None,
         url: str | None = None,
         token: str | None = None,
     ) -> None:
         self.session_id = session_id
-        self.repo_root = repo_root
+        self.repo_root = here() if repo_root is None else os.fspath(repo_root)
         self.alias = PREFIX + session_id
         self.client = client or Client(url, token)
         self._own = client is None  # a client made here is closed here

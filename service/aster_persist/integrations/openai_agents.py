@@ -1,7 +1,8 @@
 """An OpenAI Agents SDK ``Session`` kept in the store (``pip install
 'aster-persist[openai-agents]'``).
 
-``AsterSession("user_123", repo_root=...)`` is what ``Runner.run(..., session=)``
+``AsterSession("user_123")`` (the project: ``repo_root=``, by default the git work tree
+the program runs in, as the CLI takes ``.``) is what ``Runner.run(..., session=)``
 takes. The SDK's own session id is the caller's to choose: it becomes the alias
 ``openai-agents:user_123`` of one stored session, made on the first ``add_items``.
 Each item is one transcript event, readable by every other tool: messages as
@@ -18,6 +19,7 @@ without a ``client`` has its own: ``await session.aclose()`` (or ``async with``)
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import orjson
@@ -25,6 +27,7 @@ from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings
 
 from ..client import AsyncClient, ConflictError, NotFoundError, PreconditionFailedError
+from ..paths import here
 from ..schemas.rendering import content_text, unretracted
 
 ITEM = "x_agents_item"  # the SDK's item, verbatim, on the event made from it
@@ -40,7 +43,7 @@ class AsterSession(SessionABC):
         self,
         session_id: str,
         *,
-        repo_root: str,
+        repo_root: str | os.PathLike[str] | None = None,
         client: AsyncClient | None = None,
         url: str | None = None,
         token: str | None = None,
@@ -48,7 +51,7 @@ class AsterSession(SessionABC):
     ) -> None:
         self.session_id = session_id
         self.session_settings = session_settings
-        self.repo_root = repo_root
+        self.repo_root = here() if repo_root is None else os.fspath(repo_root)
         self.alias = PREFIX + session_id
         self.client = client or AsyncClient(url, token)
         self._own = client is None  # a client made here is closed here

@@ -70,3 +70,39 @@ def test_an_unknown_format_is_bad_usage(tmp_path: Path) -> None:
         str(FIXTURES / "codex"), "--format", "bogus", "--url", f"http://127.0.0.1:{free_port()}"
     )
     assert done.returncode == 2 and "unknown format 'bogus'" in done.stderr
+
+
+def test_the_readme_line_for_someone_with_one_of_the_two_tools(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """`sessions import ~/.claude/projects ~/.codex/sessions` with only Claude Code: the
+    missing folder is one row that says so, the other is imported, exit 1; nothing at
+    all is a usage error in a sentence. Never a traceback."""
+    claude, codex = tmp_path / ".claude" / "projects", tmp_path / ".codex" / "sessions"
+    shutil.copytree(FIXTURES / "claude-code", claude)
+    files = len(list(claude.rglob("*.jsonl")))
+    done = run(str(claude), str(codex), "--json", "--url", daemon.url)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    results = json.loads(done.stdout)["files"]
+    assert {"file": str(codex), "failed": "no such file or folder"} in results
+    assert sum(r.get("imported", 0) for r in results) == files
+    people = run(str(codex), str(tmp_path / "typo.jsonl"), "--url", daemon.url)
+    assert people.returncode == 2 and "Traceback" not in people.stderr
+    assert people.stderr.strip() == (
+        f"aster-persist: no .jsonl or .json files to import: nothing at {codex}, "
+        f"{tmp_path / 'typo.jsonl'}"
+    )
+
+
+def test_links_below_a_folder_named_are_not_followed(daemon: Daemon, tmp_path: Path) -> None:
+    """A linked file or folder below the folder named is someone else's: not imported."""
+    elsewhere, tree = tmp_path / "elsewhere", tmp_path / "tree"
+    shutil.copytree(FIXTURES / "codex", elsewhere)
+    tree.mkdir()
+    [rollout, *_] = sorted(elsewhere.rglob("rollout-*.jsonl"))
+    (tree / "linked-folder").symlink_to(elsewhere, target_is_directory=True)
+    (tree / "linked.jsonl").symlink_to(rollout)
+    (tree / "own.jsonl").write_bytes(rollout.read_bytes())
+    done = run(str(tree), "--json", "--url", daemon.url)
+    assert done.returncode == 0, done.stderr
+    assert [r["file"] for r in json.loads(done.stdout)["files"]] == [str(tree / "own.jsonl")]

@@ -3,6 +3,8 @@ against the running daemon (output and exit codes as in `common.py`)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -304,11 +306,14 @@ def import_command(
 
     if format not in CHOICES:
         raise fail(f"unknown format {format!r}; use one of {', '.join(CHOICES)}", 2)
-    files = transcript_files(paths)
+    files, missing = transcript_files(paths)
     if not files:
-        raise fail("no .jsonl or .json files found there", 2)
-    results: list[dict[str, Any]] = []
-    total = sum(path.stat().st_size for path in files)
+        where = f"nothing at {', '.join(map(str, missing))}" if missing else "none found there"
+        raise fail(f"no .jsonl or .json files to import: {where}", 2)
+    results: list[dict[str, Any]] = [
+        {"file": str(path), "failed": "no such file or folder"} for path in missing
+    ]
+    total = sum(size for _, size in files)
     bar = Progress(
         *Progress.get_default_columns(),
         DownloadColumn(),
@@ -319,7 +324,7 @@ def import_command(
     )
     with daemon(url) as aster, bar:
         task = bar.add_task("importing", total=total)
-        for path in files:
+        for path, _ in files:
             row: dict[str, Any] = {"file": str(path)}
             try:
                 done = aster.import_file(
@@ -390,16 +395,29 @@ def file_time(path: Path) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def transcript_files(paths: list[Path]) -> list[Path]:
-    """The files named, and every .jsonl and .json file under the folders named."""
-    out: list[Path] = []
+def transcript_files(paths: list[Path]) -> tuple[list[tuple[Path, int]], list[Path]]:
+    """The files named and every .jsonl, .json and .traj file under the folders named,
+    with their sizes; and the paths named that are not there. Below a folder named,
+    links are not followed (a linked file or folder is someone else's)."""
+    out: list[tuple[Path, int]] = []
+    missing: list[Path] = []
     for path in paths:
-        if path.is_dir():
-            out += sorted(
-                p
-                for p in path.rglob("*")
-                if p.suffix in (".jsonl", ".json", ".traj") and p.is_file()
-            )
-        else:
-            out.append(path)
-    return out
+        try:
+            info = path.stat()
+        except OSError:
+            missing.append(path)
+            continue
+        if not stat.S_ISDIR(info.st_mode):
+            out.append((path, info.st_size))
+            continue
+        below: list[tuple[Path, int]] = []
+        for folder, _, names in os.walk(path):  # never into a linked folder
+            for name in names:
+                found = Path(folder) / name
+                if found.suffix not in (".jsonl", ".json", ".traj"):
+                    continue
+                seen = found.lstat()
+                if stat.S_ISREG(seen.st_mode):  # a link is not followed
+                    below.append((found, seen.st_size))
+        out += sorted(below)
+    return out, missing

@@ -100,6 +100,9 @@ def test_sessions_list_show_and_latest(cli: Cli, session: str) -> None:
     code, out, _ = cli("sessions", "latest", ROOT)
     assert code == 0 and session in out
     assert cli.json("sessions", "latest", ROOT)["id"] == session
+    assert cli.json("sessions", "latest", "--repo-root", ROOT)["id"] == session  # as elsewhere
+    code, _, err = cli("sessions", "latest", ROOT, "--repo-root", "/srv/other")
+    assert code == 2 and "name the project once" in err
 
 
 def test_sessions_rename_delete_restore_export_prune(

@@ -156,12 +156,22 @@ def sessions_latest(
             callback=project,
         ),
     ] = None,
+    repo_root_option: Annotated[
+        str | None,
+        typer.Option(
+            "--repo-root",
+            help="The project, as every command names it (the same as the argument).",
+            callback=project,
+        ),
+    ] = None,
     json_out: Json = False,
     url: Url = None,
 ) -> None:
     """The project's most recently active session."""
+    if repo_root and repo_root_option and repo_root != repo_root_option:
+        raise fail("name the project once: as the argument or with --repo-root", 2)
     with daemon(url) as aster:
-        found = aster.latest_session(repo_root or str(top_level(Path.cwd())))
+        found = aster.latest_session(repo_root or repo_root_option or str(top_level(Path.cwd())))
     if json_out:
         return emit_json(found)
     table(

@@ -282,3 +282,25 @@ def test_the_hook_installers_answer_in_json_too(server: Daemon, tmp_path: Path) 
         server, "", "hooks", "codex-instructions", "--remove", "--file", str(agents), "--json"
     )
     assert json.loads(removed.stdout) == {"file": str(agents), "removed": True, "changed": False}
+
+
+def test_a_pipe_gets_whole_lines_and_a_reader_that_stops_early_is_no_failure(
+    server: Daemon,
+) -> None:
+    """Through a pipe nothing is wrapped (JSON and URLs stay whole on their line), and
+    `| head` under pipefail exits 0 for every command, however much was left to write."""
+    url = "https://example.com/" + "a" * 150
+    sid = httpx.post(f"{server.url}/v1/sessions", json={"repo_root": "/srv/pipes"}).json()["id"]
+    turns = [user(f'turn {n}: see {url} and {{"key": {n}}}') for n in range(400)]
+    assert httpx.post(f"{server.url}/v1/sessions/{sid}/events", json=turns).status_code == 201
+    shown = piped(server, "sessions", "show", sid)
+    assert f'turn 399: see {url} and {{"key": 399}}\n' in shown  # one line, whole
+    for args in (["sessions", "show", sid], ["search", "turn"], ["sessions", "list"]):
+        done = subprocess.run(
+            ["bash", "-c", 'set -o pipefail; "$0" "$@" | head -1 >/dev/null', SCRIPT, *args],
+            capture_output=True,
+            text=True,
+            env=environment(server),
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr) == (0, ""), (args, done.stderr)

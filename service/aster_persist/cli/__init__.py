@@ -22,8 +22,11 @@ One module per command group, registered here in the order ``--help`` lists them
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from typing import Annotated
+import os
+import sys
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 
@@ -122,6 +125,40 @@ def _tidy_help(group: typer.Typer) -> None:
 _tidy_help(app)
 
 
+class QuietPipe:
+    """stdout, where a reader that went away (``| head``) ends the command quietly with
+    exit 0, as it does for every other command-line tool, not with a failure."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self.gone()
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self.gone()
+
+    def gone(self) -> NoReturn:
+        with contextlib.suppress(OSError, ValueError):  # what is left unflushed goes nowhere
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        raise SystemExit(0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command line on ``argv`` (the process arguments without)."""
-    app(args=argv, prog_name="aster-persist")
+    stdout = sys.stdout
+    if not isinstance(stdout, QuietPipe):
+        sys.stdout = QuietPipe(stdout)
+    try:
+        app(args=argv, prog_name="aster-persist")
+    finally:
+        sys.stdout = stdout

@@ -28,7 +28,7 @@ from rich.table import Column, Table
 
 from .. import client as api
 from .. import settings as settings_module
-from ..paths import top_level
+from ..paths import top_level as top_level  # what the commands stand in
 from ..settings import Settings
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = 1, 2, 3, 4

@@ -29,7 +29,7 @@ def search_command(
     if kind not in ("messages", "memory", "all"):
         raise fail(f"unknown kind {kind!r}: use messages, memory or all", 2)
     if not query.strip():
-        raise fail("say what to search for: a word, a \"phrase\", prefix* or a filter", 2)
+        raise fail('say what to search for: a word, a "phrase", prefix* or a filter', 2)
     with daemon(url) as aster:
         page = aster.search(
             query,

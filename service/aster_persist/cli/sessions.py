@@ -102,7 +102,7 @@ def sessions_show(
             after = int(page.next_cursor)
     if json_out:
         return emit_json({"session": detail.model_dump(mode="json"), "events": events})
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # a pipe: unwrapped
     console.print(
         f"[bold]{detail.title or '(untitled)'}[/bold]  {detail.id}\n"
         f"{detail.repo_root}  ·  {detail.events} events  ·  {detail.created_at} → "

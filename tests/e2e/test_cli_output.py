@@ -74,7 +74,11 @@ def piped(server: Daemon, *args: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def test_ids_names_and_paths_are_whole_at_80_columns(server: Daemon) -> None:
+@pytest.mark.parametrize("columns", [80, 120])
+def test_ids_names_and_paths_are_whole_one_line_a_row(server: Daemon, columns: int) -> None:
+    """In a terminal of 80 or 120 columns every table fits, one line a row: ids, names
+    and paths whole (a project on a line of its own), the rest shortened, times as
+    people read them, and a list that stops early says how to see the rest."""
     sid = httpx.post(
         f"{server.url}/v1/sessions",
         json={"repo_root": LONG_ROOT, "title": "A title long enough to need wrapping " * 3},
@@ -90,21 +94,31 @@ def test_ids_names_and_paths_are_whole_at_80_columns(server: Daemon) -> None:
         json={"name": name, "content": "Through staging, zanzibar first."},
     )
     shown = {
-        "sessions list": in_terminal(server, "sessions", "list"),
-        "sessions latest": in_terminal(server, "sessions", "latest", LONG_ROOT),
-        "memory list": in_terminal(server, "memory", "list", "--repo-root", LONG_ROOT),
-        "search": in_terminal(server, "search", "zanzibar"),
+        "sessions list": in_terminal(server, "sessions", "list", columns=columns),
+        "sessions latest": in_terminal(server, "sessions", "latest", LONG_ROOT, columns=columns),
+        "memory list": in_terminal(
+            server, "memory", "list", "--repo-root", LONG_ROOT, columns=columns
+        ),
+        "search": in_terminal(server, "search", "zanzibar", columns=columns),
         "memory search": in_terminal(
-            server, "memory", "search", "zanzibar", "--repo-root", LONG_ROOT
+            server, "memory", "search", "zanzibar", "--repo-root", LONG_ROOT, columns=columns
         ),
     }
     for what, text in shown.items():
-        assert max(map(len, text.splitlines())) <= 80, what  # it fits the terminal
+        assert max(map(len, text.splitlines())) <= columns, what  # it fits the terminal
     for what in ("sessions list", "sessions latest"):
-        assert sid in shown[what], shown[what]
+        [row] = [line for line in shown[what].splitlines() if sid in line]  # one line
+        assert "just now" in row or "min ago" in row, row  # a time as people read it
+    lines = shown["sessions list"].splitlines()  # the path whole, on lines of its own
+    assert LONG_ROOT in ("".join(lines) if len(LONG_ROOT) >= columns else lines)
     assert f"{sid} #1" in shown["search"] and f"{sid} #2" in shown["search"]
     for what in ("memory list", "memory search"):
         assert name in shown[what], shown[what]
+    for n in range(3):
+        httpx.post(f"{server.url}/v1/sessions", json={"repo_root": f"/srv/more-{n}"})
+    few = in_terminal(server, "sessions", "list", "--limit", "2", columns=columns)
+    rows = [line for line in few.splitlines() if re.match(r"[0-9A-Z]{26}  ", line)]
+    assert len(rows) == 2 and "more with --limit 4" in few
 
 
 def test_the_file_column_of_an_import_is_whole(server: Daemon) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,6 @@ import orjson
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.table import Column, Table
 
 from .. import client as api
 from .. import settings as settings_module
@@ -124,32 +124,116 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 
-def table(*columns: str, rows: list[list[Any]], keys: tuple[str, ...] = ()) -> None:
-    """Rows on stdout: for a terminal, a table whose ``keys`` columns (the first one
-    unless named: ids, names, paths, what a person types next) are never cut, the
-    others wrapped to fit; through a pipe, tab-separated rows with no header, each
-    cell on one line."""
+def table(
+    *columns: str,
+    rows: list[list[Any]],
+    keys: tuple[str, ...] = (),
+    lesser: tuple[str, ...] = (),
+    times: tuple[str, ...] = (),
+    group: str | None = None,
+) -> None:
+    """Rows on stdout. Through a pipe: tab-separated rows with no header, each cell on
+    one line, times as sent. In a terminal: one line a row that fits its width: the
+    ``keys`` columns (the first one unless named: ids, names, paths, what a person types
+    next) are never cut, the ``lesser`` ones are dropped first when they do not fit, the
+    others are shortened with an ellipsis, ``times`` read as people read them (``3 min
+    ago``, ``Feb 11``); when the keys alone are wider than the terminal, each row is a
+    record: its keys on a line of their own, the rest beneath. The ``group`` column (a
+    project, say) is not a column there: its value is a line of its own, whole, above
+    the rows that share it."""
     cells = [["" if cell is None else " ".join(str(cell).split()) for cell in row] for row in rows]
     if not sys.stdout.isatty():
         sys.stdout.write("".join("\t".join(row) + "\n" for row in cells))
         return
-    whole = set(keys or columns[:1])
-    out = Table(
-        *(
-            Column(
-                name,
-                no_wrap=name in whole,
-                overflow="fold",  # a key wider than the terminal folds; it is never cut
-                min_width=max([len(name)] + [len(row[i]) for row in cells])
-                if name in whole
-                else None,
-            )
-            for i, name in enumerate(columns)
-        )
-    )
-    for row in cells:
-        out.add_row(*row)
-    Console().print(out)
+    for i, name in enumerate(columns):
+        if name in times:
+            for row in cells:
+                row[i] = when(row[i])
+    console = Console(highlight=False)
+    width = console.width - 1  # a line as wide as the terminal wraps in some of them
+    whole = keys or columns[:1]
+    natural = {
+        name: max([len(name)] + [len(row[i]) for row in cells]) for i, name in enumerate(columns)
+    }
+    shown = [name for name in columns if name != group]
+    for name in lesser:  # the least needed go first
+        if _least(shown, whole, natural) <= width:
+            break
+        shown.remove(name)
+    at = {name: columns.index(name) for name in shown}
+    heading = columns.index(group) if group is not None else None
+    headings = [row[heading] if heading is not None else "" for row in cells]
+    if _least(shown, whole, natural) > width:  # records: keys whole on their own line
+        for n, row in enumerate(cells):
+            if headings[n] and (n == 0 or headings[n] != headings[n - 1]):
+                console.print(headings[n], style="underline", markup=False)
+            console.print("  ".join(row[at[k]] for k in shown if k in whole), style="bold")
+            for name in (n for n in shown if n not in whole):
+                console.print(short(f"  {name}: {row[at[name]]}", width), markup=False)
+        return
+    widths = _share(shown, whole, natural, width - GAP * (len(shown) - 1))
+    line = (" " * GAP).join
+    console.print(line(name.ljust(widths[name]) for name in shown).rstrip(), style="bold")
+    for n, row in enumerate(cells):
+        if headings[n] and (n == 0 or headings[n] != headings[n - 1]):
+            console.print(headings[n], style="underline", markup=False)
+        text = line(short(row[at[name]], widths[name]).ljust(widths[name]) for name in shown)
+        console.print(text.rstrip(), markup=False)
+
+
+def more(hint: str) -> None:
+    """For a person at a terminal, how to see the rest of a list that stopped early (on
+    stderr: stdout holds the rows); a program pages with ``--json``'s cursor."""
+    if sys.stdout.isatty():
+        typer.echo(hint, err=True)
+
+
+GAP = 2  # spaces between a terminal table's columns
+NARROWEST = 20  # a shortened column keeps at least this much of itself
+
+
+def _least(shown: list[str], whole: tuple[str, ...], natural: dict[str, int]) -> int:
+    """The narrowest a one-line table of ``shown`` can be."""
+    return sum(
+        natural[n] if n in whole else min(natural[n], max(NARROWEST, len(n))) for n in shown
+    ) + GAP * (len(shown) - 1)
+
+
+def _share(
+    shown: list[str], whole: tuple[str, ...], natural: dict[str, int], room: int
+) -> dict[str, int]:
+    """Each column's width: keys whole, the rest sharing what is left, the narrow ones
+    whole and the wide ones cut to an equal share."""
+    widths = {n: natural[n] for n in shown if n in whole}
+    left = room - sum(widths.values())
+    rest = sorted((n for n in shown if n not in whole), key=lambda n: natural[n])
+    for count, name in enumerate(rest):
+        share = left // (len(rest) - count)
+        widths[name] = max(min(natural[name], share), min(natural[name], NARROWEST))
+        left -= widths[name]
+    return widths
+
+
+def when(value: str) -> str:
+    """An RFC 3339 time as people read it: ``just now``, ``3 min ago``, ``5 h ago``,
+    ``Feb 11`` this year, ``Feb 11 2025`` before; anything else as it is."""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        return value
+    now = datetime.now(UTC)
+    seconds = (now - moment).total_seconds()
+    if 0 <= seconds < 60:
+        return "just now"
+    if 0 <= seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if 0 <= seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    local = moment.astimezone()
+    day = f"{local:%b} {local.day}"
+    return day if local.year == now.astimezone().year else f"{day} {local.year}"
 
 
 def short(text: Any, width: int = 60) -> str:

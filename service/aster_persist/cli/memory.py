@@ -53,6 +53,8 @@ def memory_list(
             ]
             for b in blocks
         ],
+        lesser=("importance", "state", "tags"),
+        times=("updated",),
     )
 
 
@@ -201,6 +203,7 @@ def memory_search(
             ]
             for h in page.items
         ],
+        lesser=("scope",),
     )
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Literal, cast
 import typer
 
 from .common import Json, Url, daemon, emit_json, fail, project, short, table
+from .common import more as more_of
 
 
 def search_command(
@@ -54,4 +55,9 @@ def search_command(
             ]
             for h in page.items
         ],
+        lesser=("kind",),
+        times=("when",),
     )
+    if page.next_cursor:
+        more = f"--limit {min(2 * limit, 100)}" if limit < 100 else "filters (repo:, after:…)"
+        more_of(f"the best {len(page.items)} of more; see more with {more}")

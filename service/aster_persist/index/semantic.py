@@ -29,7 +29,7 @@ from ..storage import fs
 
 log = logging.getLogger("aster_persist")
 
-EXTRA = "pip install 'aster-persist[semantic]'"
+EXTRA = "pip install '.[semantic]' in the checkout (see the README's Install)"
 MAX_CHARS = 2000  # of a document embedded: its start says what it is about
 # Cosine similarity below which a document is not taken as near in meaning: related texts
 # score 0.25 to 0.5 with this model, unrelated ones around 0 to 0.1.

@@ -1,5 +1,5 @@
 """A LangChain chat message history kept in the store (``pip install
-'aster-persist[langchain]'``).
+'.[langchain]'`` in the checkout).
 
 ``AsterChatMessageHistory("user_123")`` (the project: ``repo_root=``, by default the git
 work tree the program runs in, as the CLI takes ``.``) is what

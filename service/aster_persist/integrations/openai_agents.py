@@ -1,5 +1,5 @@
 """An OpenAI Agents SDK ``Session`` kept in the store (``pip install
-'aster-persist[openai-agents]'``).
+'.[openai-agents]'`` in the checkout).
 
 ``AsterSession("user_123")`` (the project: ``repo_root=``, by default the git work tree
 the program runs in, as the CLI takes ``.``) is what ``Runner.run(..., session=)``

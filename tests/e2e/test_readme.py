@@ -115,3 +115,15 @@ def test_readme_cli_examples(home: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr + done.stdout
     assert "all well" in done.stdout and "reindexed" in done.stdout
+
+
+def test_the_quick_start_says_where_the_command_is() -> None:
+    """After `make run`, the README says where `aster-persist` is, and it is there: the
+    virtual environment the Makefile makes (the one these tests run in)."""
+    import sys
+
+    quick = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "`.venv/bin/aster-persist`" in quick
+    makefile = (README.parent / "Makefile").read_text()
+    assert "VENV := .venv" in makefile and "$(BIN)/aster-persist serve" in makefile
+    assert Path(sys.executable).with_name("aster-persist").is_file()

@@ -96,6 +96,11 @@ def test_sessions_list_show_and_latest(cli: Cli, session: str) -> None:
     assert "evicted c1 from the context: [make output dropped]" in out
     shown = cli.json("sessions", "show", session)
     assert shown["session"]["id"] == session and len(shown["events"]) == 6
+    other = httpx.post(f"{cli.url}/v1/sessions", json={"repo_root": "/srv/taken"}).json()["id"]
+    taken = [user("the key is sk-oops"), {"type": "retraction", "target_seq": 1}, user("again")]
+    httpx.post(f"{cli.url}/v1/sessions/{other}/events", json=taken)
+    code, out, _ = cli("sessions", "show", other)  # as every view: what was taken back is not
+    assert code == 0 and "sk-oops" not in out and "#1 ── taken back ──" in out and "again" in out
 
     code, out, _ = cli("sessions", "latest", ROOT)
     assert code == 0 and session in out

@@ -120,6 +120,13 @@ async def test_resources_and_the_prompt(mcp: Client, daemon: Daemon) -> None:
     transcript = (await mcp.read_resource(f"aster://sessions/{sid}")).contents[0]
     lines = [json.loads(line) for line in transcript.text.splitlines()]
     assert lines[0]["type"] == "session" and lines[1]["content"] == "hello"
+    taken = [user("my password is hunter2, oops"), {"type": "retraction", "target_seq": 2}]
+    assert httpx.post(f"{daemon.url}/v1/sessions/{sid}/events", json=taken).status_code == 201
+    httpx.post(f"{daemon.url}/v1/sessions/{sid}/events", json=user("goodbye"))
+    transcript = (await mcp.read_resource(f"aster://sessions/{sid}")).contents[0]
+    lines = [json.loads(line) for line in transcript.text.splitlines()]  # as every view
+    assert [line.get("content") for line in lines[1:]] == ["hello", "goodbye"]
+    assert "hunter2" not in transcript.text and lines[-1]["seq"] == 4
     prompt = await mcp.get_prompt("memory_context", {"repo_root": ROOT})
     assert "- ports: db ports" in prompt.messages[0].content.text
     with pytest.raises(MCPError):

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from .. import client as api
 from ..importers import CHOICES
-from ..schemas.rendering import read_event
+from ..schemas.rendering import read_event, retracted
 from .common import (
     EXIT_REFUSED,
     Json,
@@ -114,7 +114,11 @@ def sessions_show(
         f"{detail.repo_root}  ·  {detail.events} events  ·  {detail.created_at} → "
         f"{detail.updated_at}  ·  {detail.state}"
     )
+    gone = retracted(events)  # taken back: shown as such, their text left out
     for event in events:
+        if event.get("seq") in gone:
+            console.print(f"\n#{event['seq']} ── taken back ──", markup=False)
+            continue
         for line in render_event(event, width):
             console.print(line, markup=False)
 

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import orjson
 from mcp.server.mcpserver import MCPServer, ResourceSecurity
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp
 
 from .. import __version__
 from ..errors import AsterError
+from ..schemas.rendering import unretracted
 from ..services.tools import withheld
 from ..storage.home import check_session_id
 from .tools import tools_of
@@ -181,7 +183,8 @@ class McpFront:
         @server.resource(
             "aster://sessions/{session_id}",
             name="session-transcript",
-            description="A session's transcript as JSON Lines (large contents put back).",
+            description="A session's transcript as JSON Lines (large contents put back; "
+            "what a retraction took back left out, as every view leaves it).",
             mime_type="application/x-ndjson",
         )
         async def session_transcript(session_id: str) -> str:
@@ -191,7 +194,11 @@ class McpFront:
                 data = await self.sessions.export(session_id)
             except AsterError as exc:
                 raise ResourceError(exc.detail) from None
-            return data.decode("utf-8", "replace")
+            lines = [orjson.loads(line) for line in data.splitlines() if line.strip()]
+            kept = unretracted(lines)
+            if kept is lines:
+                return data.decode("utf-8", "replace")
+            return "".join(orjson.dumps(line).decode() + "\n" for line in kept)
 
         @server.prompt(
             name="memory_context",

@@ -37,6 +37,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
 from ..errors import Invalid
+from ..schemas.numbers import fits
 
 MAX_DEPTH = 128
 _WRITER_DEPTH = 254  # orjson.dumps refuses values nested deeper (a test pins it)
@@ -119,8 +120,8 @@ def check(raw: bytes, value: Any, loc: Loc = body_loc) -> None:
 def _in_64_bits(loc: Loc) -> Callable[[str], int]:
     def whole(text: str) -> int:
         number = int(text)
-        if not -(2**63) <= number < 2**64:
-            raise refuse(loc(()), f"the integer {text[:30]} does not fit in 64 bits", "int_too_big")
+        if not fits(number):
+            raise refuse(loc(()), f"the integer {text[:40]} does not fit in 64 bits", "int_too_big")
         return number
 
     return whole

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from .reader import Conversation, Format, Head, ImportProblem
-from .records import Events, by_source, fingerprint
+from .records import Events, by_source, fingerprint, refuse_too_big
 from .records import message as message_event
 from .times import timestamp
 
@@ -61,6 +61,7 @@ def read(data: bytes) -> list[Conversation]:
         raise ImportProblem(
             f"not JSON ({exc}); a ChatGPT export is one JSON array of conversations"
         ) from None
+    refuse_too_big(data)
     records = document if isinstance(document, list) else [document]
     if not records:
         raise ImportProblem("the file holds no conversation")

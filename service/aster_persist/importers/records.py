@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..schemas.numbers import too_big
 from .reader import ImportProblem
 
 
@@ -24,7 +25,18 @@ def documents(data: bytes) -> list[Any]:
         document = orjson.loads(data)
     except orjson.JSONDecodeError:
         return json_lines(data)
+    refuse_too_big(data)
     return document if isinstance(document, list) else [document]
+
+
+def refuse_too_big(data: bytes, line: int = 0) -> None:
+    """Raise ImportProblem naming the line of an integer past 64 bits in ``data`` (a
+    line of a file when ``line`` is its number; else a whole document), as an append
+    refuses one."""
+    found = too_big(data)
+    if found is not None:
+        at, text = found
+        raise ImportProblem(f"line {line or at}: the integer {text[:40]} does not fit in 64 bits")
 
 
 def message(role: Any, text: str, ts: str | None, roles: tuple[str, ...]) -> dict[str, Any]:
@@ -63,6 +75,7 @@ def numbered_records(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, An
             raise ImportProblem(
                 f"line {number}: expected a JSON object, found {type(record).__name__}"
             )
+        refuse_too_big(line, number)
         found = True
         yield number, record
     if not found:

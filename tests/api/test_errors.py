@@ -194,8 +194,8 @@ def test_regression_odd_numbers_and_text_are_422_not_500(client: TestClient, hom
     before = snapshot(home)
     assert_problem(client.get(f"/v1/sessions/{sid}/events", params={"cursor": "\u00b2"}), 422)
     assert_problem(client.get(f"/v1/sessions/{sid}/events", params={"cursor": "9" * 5000}), 422)
-    big = {"If-Match": '"' + "9" * 5000 + '"'}
-    assert_problem(client.post(f"/v1/sessions/{sid}/events", json=user("x"), headers=big), 422)
+    big = {"If-Match": '"' + "9" * 5000 + '"'}  # a well-formed tag of no seq: not this version
+    assert_problem(client.post(f"/v1/sessions/{sid}/events", json=user("x"), headers=big), 412)
     assert_problem(client.post("/v1/sessions/prune", json={"older_than_days": 1e7}), 422)
     surrogate = b'{"repo_root": "/srv/x", "model": "\\ud800"}'
     assert_problem(

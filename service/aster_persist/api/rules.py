@@ -18,11 +18,17 @@ from ..errors import Invalid
 from ..schemas import cursors
 from ..schemas.events import TIMESTAMP, Timestamp
 from ..schemas.memory import NOT_SPACE
+from ..storage.conditions import ANY, SeqCondition, TagCondition
 from ..storage.home import REPO_ROOT_RE, ULID_RE
 from ..storage.memory.names import NAME_RE
 
-SEQ_MATCH = re.compile(r'^\s*(W/)?"*([0-9]{1,18})"*\s*$')
-ETAG_MATCH = re.compile(r'^\s*(W/)?"?([0-9a-f]{64})"?\s*$')
+# If-Match as RFC 9110 writes it: "*", or entity tags (each maybe weak, W/) separated
+# by commas. A well-formed tag that is not the current version is 412; only a header of
+# another form is 422.
+ENTITY_TAG = r'(?:W/)?"[\x21\x23-\x7e\x80-\xff]*"'
+IF_MATCH_RE = re.compile(rf"^[ \t]*(?:\*|{ENTITY_TAG}(?:[ \t]*,[ \t]*(?:{ENTITY_TAG})?)*)[ \t]*$")
+_TAG = re.compile(r'(W/)?"([^"]*)"')
+_SEQ = re.compile(r"[0-9]{1,18}")
 
 # The literal paths beside /v1/sessions/{session_id}: a session id never matches them
 # (it is a ULID, in upper case), and with them kept out of the session routes, a method
@@ -45,27 +51,37 @@ class SessionSegment(Convertor[str]):
 register_url_convertor("session", SessionSegment())
 
 
-def parse_seq_match(value: str | None) -> int | None:
-    """A session's ``If-Match``: its last seq, quoted as its ETag is (``"12"``)."""
-    if value is None:
-        return None
-    match = SEQ_MATCH.match(value)
-    if match is None:
-        raise Invalid(f'If-Match must be a quoted seq like "12", got {value[:40]!r}')
-    return int(match[2])
+def parse_seq_match(value: str | None) -> SeqCondition:
+    """A session's ``If-Match``: the seqs its strong entity tags name (its ETag is its
+    last seq, quoted: ``"12"``); ``None`` for none or ``*``."""
+    tags = _strong_tags(value)
+    return None if tags is None else frozenset(int(t) for t in tags if _SEQ.fullmatch(t))
 
 
-def parse_etag_match(value: str | None) -> str | None:
-    """A memory file's ``If-Match``: the ETag it was read with, a SHA-256 in quotes (or
-    without them, as the session's seq may be sent)."""
+def parse_etag_match(value: str | None) -> TagCondition:
+    """A memory file's ``If-Match``: the ETags its strong entity tags name, quoted as an
+    ETag is; ``ANY`` for ``*`` (the file must exist), ``None`` for no header."""
+    tags = _strong_tags(value)
+    if tags is None:
+        return None if value is None else ANY
+    return frozenset(f'"{t}"' for t in tags)
+
+
+def _strong_tags(value: str | None) -> list[str] | None:
+    """The opaque parts of the strong entity tags of an ``If-Match`` (a weak tag never
+    matches in the strong comparison a write needs); ``None`` when there is no header or
+    it is ``*`` (any current version: the resource exists, or the write answers 404).
+    A header of no such form is refused."""
     if value is None:
         return None
-    match = ETAG_MATCH.match(value)
-    if match is None:
+    if IF_MATCH_RE.match(value) is None:
         raise Invalid(
-            f"If-Match must be the ETag a read gave: 64 hex digits in quotes, got {value[:40]!r}"
+            'If-Match must be "*" or entity tags in double quotes, as an ETag reads '
+            f'(like "12"), got {value[:40]!r}'
         )
-    return f'"{match[2]}"'
+    if value.strip() == "*":
+        return None
+    return [opaque for weak, opaque in _TAG.findall(value) if not weak]
 
 
 def checked_time(value: str, name: str) -> str:
@@ -107,7 +123,7 @@ CURSORS: dict[str, str] = {
     "journal-list": ULID_RE.pattern,
 }
 # An operation's If-Match, by the first part of its operation id.
-IF_MATCH: dict[str, str] = {"sessions": SEQ_MATCH.pattern, "memory": ETAG_MATCH.pattern}
+IF_MATCH: dict[str, str] = {"sessions": IF_MATCH_RE.pattern, "memory": IF_MATCH_RE.pattern}
 # What a stream resumes after, by operation id and parameter: a journal entry id, or a seq.
 RESUME: dict[tuple[str, str], str] = {
     ("events-stream", "after"): ULID_RE.pattern,

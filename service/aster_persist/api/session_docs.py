@@ -4,6 +4,7 @@ of an append's body and the NDJSON form of events."""
 from __future__ import annotations
 
 from ..schemas.sessions import AppendOut
+from .rules import IF_MATCH_RE
 
 NDJSON_DOC = {
     "schema": {"type": "string", "description": "One JSON object per line, each ending in \\n."},
@@ -46,9 +47,11 @@ APPEND_DOC = {
             "name": "If-Match",
             "in": "header",
             "required": False,
-            "description": 'Append only while the session\'s last seq is this one (`"12"`); '
-            "412 with the current ETag otherwise.",
-            "schema": {"type": "string", "pattern": r'^\s*(W/)?"*[0-9]{1,18}"*\s*$'},
+            "description": 'Append only while the session\'s last seq is this one (`"12"`, '
+            "its ETag; a list matches when any of its strong tags does, `*` always); 412 "
+            "with the current ETag otherwise (a weak tag never matches). Only a header that "
+            "is not entity tags in double quotes is 422 (RFC 9110).",
+            "schema": {"type": "string", "pattern": IF_MATCH_RE.pattern},
         },
     ],
     "requestBody": {

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..errors import PreconditionFailed, StorageFailed
+from .conditions import SeqCondition, holds, named
 from .transcripts import AppendRequest, AppendResult, Location, SyncPass, TranscriptStore
 
 log = logging.getLogger("aster_persist")
@@ -204,7 +205,7 @@ class GroupCommitter:
                 await asyncio.shield(self._passes[-1][1])
             await asyncio.sleep(0)  # let the done-callback settle the pass
 
-    async def detach(self, session_id: str, *, if_match: int | None = None) -> Location:
+    async def detach(self, session_id: str, *, if_match: SeqCondition = None) -> Location:
         """Quiesce, then close the session's writer and hide it from appends; with
         ``if_match``, only if the session's last seq is that (checked in the same step as
         the detach, so no append can come in between).
@@ -228,10 +229,10 @@ class GroupCommitter:
                 if writer is None:
                     continue  # closed meanwhile: open it again and look
                 last = writer.info.last_seq
-                if last != if_match:
+                if not holds(if_match, last):
                     raise PreconditionFailed(
-                        f"If-Match expected last seq {if_match}, but session {session_id} is "
-                        f"at {last}",
+                        f"If-Match expected last seq {named(if_match)}, but session "
+                        f"{session_id} is at {last}",
                         current=f'"{last}"',
                     )
             return self.store.detach(session_id)

@@ -28,6 +28,7 @@ from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage import fs
+from ...storage.conditions import SeqCondition
 from ...storage.home import normalize_repo_root, project_slug
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
@@ -145,7 +146,7 @@ class Sessions(Parts):
         events: list[dict[str, Any]],
         *,
         key: str | None = None,
-        if_match: int | None = None,
+        if_match: SeqCondition = None,
         learn: bool = True,
         keys: list[str | None] | None = None,
         runs: list[int] | None = None,
@@ -196,7 +197,7 @@ class Sessions(Parts):
         title: str,
         *,
         detail: dict[str, Any] | None = None,
-        if_match: int | None = None,
+        if_match: SeqCondition = None,
     ) -> AppendResult:
         _lines, _raw, info = await self.read(session_id)
         result = await self.append(
@@ -238,7 +239,7 @@ class Sessions(Parts):
         op: str = "",
         only_trashed: bool = False,
         detail: dict[str, Any] | None = None,
-        if_match: int | None = None,
+        if_match: SeqCondition = None,
     ) -> None:
         """Move to the trash, or delete for good; appends waiting for a sync finish first.
         With ``if_match``, only while the session's last seq is that (else 412)."""

@@ -17,6 +17,7 @@ from typing import Any
 from ...errors import BlockNotFound, Invalid, NameTaken, PreconditionFailed
 from ...schemas.memory import NOTE_MAX
 from .. import frontmatter
+from ..conditions import TagCondition
 from ..secrets import refuse_secrets
 from ..transcripts import format_ts
 from .base import StoreBase
@@ -38,7 +39,7 @@ class ContentPart(StoreBase):
         scope: str,
         text: str,
         *,
-        if_match: str | None = None,
+        if_match: TagCondition = None,
         actor: str = "api",
         session: str | None = None,
         op: str = "memory.edit",
@@ -94,7 +95,7 @@ class ContentPart(StoreBase):
         body: str,
         meta: dict[str, Any],
         replace: bool = False,
-        if_match: str | None = None,
+        if_match: TagCondition = None,
         actor: str = "api",
         session: str | None = None,
         detail: dict[str, Any] | None = None,
@@ -222,7 +223,7 @@ class ContentPart(StoreBase):
         name: str,
         changes: dict[str, Any],
         *,
-        if_match: str | None = None,
+        if_match: TagCondition = None,
         actor: str = "api",
         session: str | None = None,
         op: str = "memory.edit",

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from ...errors import Conflict, NameTaken, PreconditionFailed, UnsafePath
 from .. import fs
+from ..conditions import TagCondition, holds
 from ..home import SLUG_RE, ensure_dir, fsync_dir
 from ..jsonl import TEMP_MARK
 from ..secrets import flagged, refuse_document, refuse_secrets
@@ -208,7 +209,7 @@ class WritesPart(StoreBase):
         *,
         actor: str = "api",
         session: str | None = None,
-        if_match: str | None = None,
+        if_match: TagCondition = None,
     ) -> None:
         refuse_secrets({"session_id": session})  # the journal keeps it
         self._settle(self.path(scope, name))
@@ -408,9 +409,9 @@ def _again(write: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
             ) from None
 
 
-def _check_etag(what: str, if_match: str | None, etag: str) -> None:
+def _check_etag(what: str, if_match: TagCondition, etag: str) -> None:
     """412 with the current ETag when ``if_match`` is given and is not it."""
-    if if_match is not None and if_match != etag:
+    if not holds(if_match, etag):
         raise PreconditionFailed(f"{what} changed since you read it", current=etag)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ...errors import AsterError, InsufficientStorage, StorageFailed
+from ..conditions import SeqCondition
 from ..jsonl import Parsed
 from ..summary import Naming, SessionInfo, Stats
 
@@ -30,7 +31,7 @@ class AppendRequest:
     session_id: str
     events: list[dict[str, Any]]
     key: str | None = None
-    if_match: int | None = None
+    if_match: SeqCondition = None
     # a key of its own for each event (an import's, by the record it came from) instead
     # of one for the request; the caller has left out the events already written
     keys: list[str | None] | None = None

@@ -27,6 +27,7 @@ from ...errors import (
     SessionReadOnly,
 )
 from .. import fs
+from ..conditions import holds, named
 from ..jsonl import Parsed, parse, read_bytes, write_new
 from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
 from .base import _Store
@@ -170,10 +171,10 @@ class _Writers(_Store):
                 f"session {sid} has unreadable lines ({bad}); appends are refused until "
                 "`aster-persist doctor --repair` quarantines them"
             )
-        if request.if_match is not None and request.if_match != info.last_seq:
+        if request.if_match is not None and not holds(request.if_match, info.last_seq):
             raise PreconditionFailed(
-                f"If-Match expected last seq {request.if_match}, but session {sid} is at "
-                f"{info.last_seq}",
+                f"If-Match expected last seq {named(request.if_match)}, but session {sid} "
+                f"is at {info.last_seq}",
                 current=f'"{info.last_seq}"',
             )
         lines = self._lines(

@@ -253,3 +253,31 @@ def test_aster_persist_mcp_says_when_the_daemon_is_away(tmp_path: Path) -> None:
     reply = json.loads(done.stdout)
     assert reply["id"] == 1 and "not reachable" in reply["error"]["message"]
     assert b"not reachable" in done.stderr
+
+
+def test_aster_persist_mcp_answers_a_line_that_is_not_a_message(daemon: Daemon) -> None:
+    """Over stdio as over /mcp: a line that is not JSON is a parse error (-32700) and one
+    that is JSON but not an object an invalid request (-32600), each with id null, and
+    the session goes on."""
+    import json
+    import subprocess
+    import sys
+
+    initialize = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+    )
+    lines = initialize + "{oops\n" + "[1, 2]\n" + '{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    done = subprocess.run(
+        [sys.executable, "-m", "aster_persist", "mcp", "--url", daemon.url],
+        input=lines.encode(),
+        capture_output=True,
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {r.get("id"): r for r in replies if r.get("id") is not None}
+    errors = sorted((r["error"]["code"], r["id"]) for r in replies if "error" in r)
+    assert errors == [(-32700, None), (-32600, None)], replies
+    parse = next(r for r in replies if r.get("error", {}).get("code") == -32700)
+    assert parse["error"]["message"].startswith("Parse error") and parse["jsonrpc"] == "2.0"
+    assert by_id[1]["result"]["serverInfo"] and by_id[2]["result"] == {}

@@ -49,11 +49,14 @@ class Proxy:
         restarted no longer knows the session: the handshake is made again, once."""
         try:
             message = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            await self.reply_error(None, -32700, f"not JSON: {exc}")
+        except orjson.JSONDecodeError as exc:  # answered with id null, as /mcp answers it
+            await self.reply_error(None, -32700, f"Parse error: {exc}", always=True)
             return
         if not isinstance(message, dict):
-            message = {}
+            await self.reply_error(
+                None, -32600, "Invalid Request: a message is one JSON object", always=True
+            )
+            return
         asked = message.get("id") if "method" in message else None  # only a request
         if message.get("method") in HANDSHAKE:
             self.handshake[message["method"]] = line
@@ -147,9 +150,11 @@ class Proxy:
         if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
             self.headers["MCP-Protocol-Version"] = result["protocolVersion"]
 
-    async def reply_error(self, asked: Any, code: int, text: str) -> None:
+    async def reply_error(self, asked: Any, code: int, text: str, *, always: bool = False) -> None:
+        """A JSON-RPC error for the request ``asked`` (a notification gets none); with
+        ``always``, for a message that could not be read (its id unknown: null)."""
         print(f"aster-persist mcp: {text}", file=sys.stderr)
-        if asked is not None:  # a notification gets no reply
+        if asked is not None or always:
             error = {"jsonrpc": "2.0", "id": asked, "error": {"code": code, "message": text}}
             await self.write(orjson.dumps(error))
 

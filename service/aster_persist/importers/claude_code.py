@@ -5,7 +5,10 @@ message, plus ``summary``, ``system``, ``progress``, ``file-history-snapshot`` a
 ``queue-operation`` records. The reader guarantees:
 
 - user and assistant records become messages; one API message split over several
-  records (the same ``message.id`` in a row) is joined again into one turn;
+  records (the same ``message.id`` in a row) is joined again into one turn, which
+  names them all (``x_source.uuids``): a file read while the turn was half written
+  stored part of it, and the read that meets the rest completes that part (it takes it
+  back and writes the whole turn), never repeats it;
 - ``tool_use`` and ``tool_result`` blocks become OpenAI-shape ``tool_calls`` and
   ``tool`` messages linked by id (``is_error`` on a failed result, the record's
   ``toolUseResult`` under ``x_source``); ``thinking`` blocks are kept on the turn;
@@ -162,6 +165,8 @@ class Reader:
             )
             self.last_message_id = message_id
         elif record.get("uuid"):  # the turn goes on: the record it now ends with
+            made_of = turn["x_source"].setdefault("uuids", [turn["x_source"].get("uuid")])
+            made_of.append(record["uuid"])  # every record of it: a later read completes it
             turn["x_source"]["last_uuid"] = record["uuid"]
         _add_blocks(turn, content)
         if isinstance(message.get("usage"), dict):  # each record of a turn: the latest

@@ -87,6 +87,21 @@ def fingerprint(name: str, source: bytes) -> str:
     return f"{name}:{hashlib.sha256(source).hexdigest()}"
 
 
+def earlier_keys(event: dict[str, Any], key: str | None) -> list[str]:
+    """The keys ``event`` had when its source ended at an earlier one of the records it
+    is made of (``x_source.uuids``: a turn written over several records and read before
+    its last one was), latest first; none for an event made of one record."""
+    source = event.get("x_source")
+    made_of = source.get("uuids") if isinstance(source, dict) else None
+    if not key or not isinstance(made_of, list) or len(made_of) < 2:
+        return []
+    last = made_of[-1]
+    if not isinstance(last, str) or not key.endswith(last):
+        return []
+    prefix = key[: -len(last)]
+    return [f"{prefix}{uuid}"[:200] for uuid in reversed(made_of[:-1]) if isinstance(uuid, str)]
+
+
 class SourceKeys:
     """Each event's key by the record it came from, worked out one event at a time in
     the order of the file: ``tool:source:record``, the record being the event's

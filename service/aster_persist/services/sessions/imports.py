@@ -14,10 +14,19 @@ import asyncio
 import contextlib
 import hashlib
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterable, Iterator
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Container,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
+from ...importers.records import earlier_keys
 from ...storage.home import project_slug
 from ...storage.summary import SessionInfo
 from .notices import Appended
@@ -284,7 +293,9 @@ async def _write_batches(
             wanted = [
                 w and (k is None or k not in known) for k, w in zip(keys, wanted, strict=True)
             ]
-        todo = [(e, k) for e, k, w in zip(events, keys, wanted, strict=True) if w]
+        todo = _completing(
+            [(e, k) for e, k, w in zip(events, keys, wanted, strict=True) if w], known
+        )
         if todo:
             result = await append(
                 sid,
@@ -299,6 +310,29 @@ async def _write_batches(
         conversation.events, conversation.keys, conversation.runs = [], [], None
         await sessions.committer.call(_write_imported, sessions, format, [conversation], repo_root)
     return written
+
+
+def _completing(
+    todo: list[tuple[dict[str, Any], str | None]], known: Container[str]
+) -> list[tuple[dict[str, Any], str | None]]:
+    """``todo``, where an event completes one the session holds (a turn written over
+    several records, stored as it was when the file was read before its last record):
+    the stored part is taken back first, in the same append, so the session shows the
+    turn once, whole. Its retraction is keyed too, so a read again adds nothing."""
+    if not isinstance(known, Mapping):
+        return todo
+    out: list[tuple[dict[str, Any], str | None]] = []
+    for event, key in todo:
+        stored = next((known[k] for k in earlier_keys(event, key) if k in known), None)
+        if stored is not None and key is not None:
+            taken = {
+                "type": "retraction",
+                "target_seq": stored.first_seq,
+                "reason": "completed by a later record of the same turn",
+            }
+            out.append((taken, f"{key}:completes"[:200]))
+        out.append((event, key))
+    return out
 
 
 async def recent_keys_of(sessions: Parts, sid: str) -> Container[str]:

@@ -286,7 +286,13 @@ def test_following_a_folder_answers_in_json_too(server: Daemon, tmp_path: Path) 
 def test_the_hook_installers_answer_in_json_too(server: Daemon, tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     claude = fed(server, "", "hooks", "claude", "--install", "--settings", str(settings), "--json")
-    assert json.loads(claude.stdout) == {"settings": str(settings), "installed": True}
+    assert json.loads(claude.stdout) == {
+        "settings": str(settings),
+        "installed": True,
+        "changed": True,
+    }
+    again = fed(server, "", "hooks", "claude", "--install", "--settings", str(settings), "--json")
+    assert json.loads(again.stdout)["changed"] is False  # already there: the file untouched
     config = tmp_path / "config.toml"
     codex = fed(server, "", "hooks", "codex", "--install", "--config", str(config), "--json")
     assert json.loads(codex.stdout) == {"config": str(config), "installed": True, "changed": True}

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shlex
-import stat
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ import typer
 
 from .. import client as api
 from .common import EXIT_REFUSED, Json, Url, daemon, emit_json, fail, top_level
+from .userfiles import PRIVATE, SHARED, UserFile, UserFileError
 
 TURN_DONE = "agent-turn-complete"
 RUNS = ("aster_persist hook codex", "aster-persist hook codex")  # marks a notify of ours
@@ -204,11 +203,16 @@ def codex_notify(
     try:
         text = read_text(path)
         updated = with_notify(text or "", line if install else None, force)
+    except UserFileError as exc:
+        raise fail(str(exc), EXIT_REFUSED) from None
     except (OSError, ValueError) as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
     changed = updated != (text or "")
     if changed:
-        write_text(path, updated)
+        try:
+            write_text(path, updated)
+        except UserFileError as exc:
+            raise fail(str(exc), EXIT_REFUSED) from None
     if json_out:  # once it is done
         emit_json({"config": str(path), "installed": install, "changed": changed})
     if not changed:
@@ -270,39 +274,15 @@ def _top_level_keys(lines: list[str]) -> Iterator[tuple[int, int, str]]:
 
 
 def read_text(path: Path) -> str | None:
-    """A text file (None if there is none), refused when it is a symbolic link."""
-    if path.is_symlink():
-        raise ValueError("it is a symbolic link, not written through")
-    try:
-        fd = os.open(path, FILE)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read().decode()
+    """A text file of the user's, None if there is none (a link is refused)."""
+    data = UserFile(path).read()
+    return None if data is None else data.decode()
 
 
-def write_text(path: Path, text: str) -> None:
-    """``text`` in place of a file all at once (a temporary file renamed over it), with
-    the mode the file had."""
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path, follow_symlinks=False).st_mode)
-    except FileNotFoundError:
-        mode = None
+def write_text(path: Path, text: str, new_mode: int = PRIVATE) -> None:
+    """``text`` in place of the user's file all at once, its mode and owner kept."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.aster-{os.getpid()}-{secrets.token_hex(4)}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temporary, flags, 0o600 if mode is not None else 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.write(text.encode())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    UserFile(path).write(text.encode(), new_mode=new_mode)
 
 
 def codex_instructions(
@@ -323,6 +303,8 @@ def codex_instructions(
     path = (file or top / "AGENTS.md").expanduser()
     try:
         text = read_text(path)
+    except UserFileError as exc:
+        raise fail(str(exc), EXIT_REFUSED) from None
     except (OSError, ValueError) as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
     content = None
@@ -334,10 +316,13 @@ def codex_instructions(
     except ValueError as exc:
         raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
     changed = updated != (text or "")
-    if changed and remove and not updated:
-        path.unlink()  # nothing but the block was there
-    elif changed:
-        write_text(path, updated)
+    try:
+        if changed and remove and not updated:
+            UserFile(path).target.unlink()  # nothing but the block was there
+        elif changed:
+            write_text(path, updated, SHARED)
+    except (UserFileError, OSError) as exc:
+        raise fail(f"{path}: {exc}; it was left as it is", EXIT_REFUSED) from None
     if json_out:  # once it is done
         emit_json({"file": str(path), "removed": remove, "changed": changed})
     if not changed:

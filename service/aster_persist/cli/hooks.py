@@ -32,6 +32,7 @@ import typer
 
 from .codex_hooks import codex_hook, codex_instructions, codex_notify
 from .common import Json, Url, emit_json, fail, top_level
+from .userfiles import UserFile, UserFileError
 
 hooks_app = typer.Typer(help="Plug agents in: their hooks, to print or install.")
 hook_app = typer.Typer(help="What an agent's hooks run (given its payload).", hidden=True)
@@ -104,9 +105,13 @@ def claude_hooks(
     if install and uninstall:
         raise fail("say --install or --uninstall, not both", 2)
     path = settings.expanduser()
+    file = UserFile(path)
     try:
-        current = orjson.loads(path.read_bytes()) if path.exists() else {}
-    except (OSError, orjson.JSONDecodeError) as exc:
+        data = file.read()
+        current = orjson.loads(data) if data is not None else {}
+    except UserFileError as exc:
+        raise fail(str(exc), 1) from None
+    except orjson.JSONDecodeError as exc:
         raise fail(f"{path} cannot be read as JSON ({exc}); it was left as it is", 1) from None
     if not isinstance(current, dict):
         raise fail(f"{path} is not a JSON object; it was left as it is", 1)
@@ -114,13 +119,17 @@ def claude_hooks(
         updated = merged(current, run if install else None)
     except ValueError as exc:
         raise fail(f"{path}: {exc}; it was left as it is", 1) from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.aster-{os.getpid()}")
-    temporary.write_bytes(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
-    os.replace(temporary, path)  # whole or not at all
-    done = "installed in" if install else "removed from"
+    if updated == current and data is not None:  # nothing to do: the file is not touched
+        done = "already installed in" if install else "not in"
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # its mode and owner kept, a link refused; whole or not at all
+            file.write(orjson.dumps(updated, option=orjson.OPT_INDENT_2) + b"\n")
+        except UserFileError as exc:
+            raise fail(str(exc), 1) from None
+        done = "installed in" if install else "removed from"
     if json_out:
-        emit_json({"settings": str(path), "installed": install})
+        emit_json({"settings": str(path), "installed": install, "changed": updated != current})
     typer.echo(f"Claude Code hooks {done} {path}", err=True)
 
 

@@ -23,6 +23,7 @@ from .common import (
     load_settings,
     open_home,
 )
+from .userfiles import SHARED, UserFile, UserFileError
 
 
 def reindex(
@@ -160,7 +161,10 @@ def openapi(
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
+        try:
+            UserFile(output).write(text.encode(), new_mode=SHARED)
+        except UserFileError as exc:
+            raise fail(str(exc), EXIT_REFUSED) from None
 
 
 def openapi_text() -> str:

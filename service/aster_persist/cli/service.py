@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from .common import Json, emit_json, fail
+from .userfiles import SHARED, UserFile, UserFileError
 
 service_app = typer.Typer(help="Keep the daemon running: a systemd user unit or a launchd agent.")
 
@@ -117,14 +118,15 @@ def service_install(
         sys.stdout.write(text)
         return
     path = place(kind)
-    if path.is_symlink():
-        raise fail(f"{path} is a link; it is not written through", 1)
-    if path.exists() and MARK not in path.read_text(errors="replace"):
-        raise fail(f"{path} is not ours; move it away first", 1)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
+    unit = UserFile(path)
+    try:
+        there = unit.read()
+        if there is not None and MARK.encode() not in there:
+            raise fail(f"{path} is not ours; move it away first", 1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        unit.write(text.encode(), new_mode=SHARED)  # its mode kept, a link refused
+    except UserFileError as exc:
+        raise fail(str(exc), 1) from None
     if json_out:
         return emit_json({"kind": kind.value, "path": str(path), "start": starts_with(kind, path)})
     typer.echo(f"wrote {path}")
@@ -137,11 +139,15 @@ def service_uninstall(kind: KindOption = None, json_out: Json = False) -> None:
     aster-persist`, or `launchctl bootout`)."""
     kind = kind or default_kind()
     path = place(kind)
-    if not path.exists() or path.is_symlink():
+    try:
+        there = UserFile(path).read()
+    except UserFileError as exc:
+        raise fail(str(exc), 1) from None
+    if there is None:
         raise fail(f"no unit of ours at {path}", 4)
-    if MARK not in path.read_text(errors="replace"):
+    if MARK.encode() not in there:
         raise fail(f"{path} is not ours; left as it is", 1)
-    path.unlink()
+    path.unlink()  # the unit where the service manager looks (a link: the link)
     if json_out:
         return emit_json({"kind": kind.value, "removed": str(path)})
     typer.echo(f"removed {path}")

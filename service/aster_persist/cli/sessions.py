@@ -34,6 +34,7 @@ from .common import (
     table,
     top_level,
 )
+from .userfiles import PRIVATE, UserFile, UserFileError
 
 sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_help=True)
 
@@ -257,7 +258,10 @@ def sessions_export(
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        output.write_bytes(data)
+        try:  # a transcript may hold secrets: a new file is the user's alone
+            UserFile(output).write(data, new_mode=PRIVATE)
+        except UserFileError as exc:
+            raise fail(str(exc), EXIT_REFUSED) from None
         if json_out:
             report = {"id": session_id, "format": format, "bytes": len(data), "output": str(output)}
             return emit_json(report)

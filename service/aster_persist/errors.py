@@ -9,7 +9,8 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
         SessionNotFound (session_not_found), BlockNotFound (block_not_found)
       Conflict (409 conflict)
         SessionExists, SessionDamaged, SessionReadOnly, NameTaken, AliasTaken,
-        UnsafePath (symlink_refused), LearningOff (learning_off: no model configured)
+        UnsafePath (symlink_refused), NotRegularFile (not_regular_file: a pipe, a
+        socket or a device), LearningOff (learning_off: no model configured)
       PreconditionFailed (412 precondition_failed)
       Invalid (422 invalid)
         InvalidName, InvalidEvent, SecretDetected (secret_detected),
@@ -111,6 +112,14 @@ class AliasTaken(Conflict):
 class UnsafePath(Conflict):
     code = "symlink_refused"
     title = "Symbolic link refused"
+
+
+class NotRegularFile(UnsafePath):
+    """A pipe, socket or device where the home keeps a file: never opened (a pipe would
+    block whoever reads it), refused like a link."""
+
+    code = "not_regular_file"
+    title = "Not a regular file"
 
 
 LEARNING_OFF = (

@@ -25,17 +25,27 @@ def _home(home: Path | None) -> tuple[Path, list[str]]:
     return resolve_home(settings.home), settings.follow
 
 
+def _write(root: Path, folders: list[str]) -> None:
+    from ..errors import UnsafePath
+    from ..live.follow import write_list
+
+    try:
+        write_list(root, folders)
+    except UnsafePath as exc:
+        raise fail(exc.detail, 1) from None
+
+
 @follow_app.command("add")
 def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
     """Follow a folder: its sessions are imported now and as they grow."""
     folder = path.expanduser().absolute()
     if not folder.is_dir():
         raise fail(f"no folder at {folder}", 2)
-    from ..live.follow import listed, write_list
+    from ..live.follow import listed
 
     root, _configured = _home(home)
     folders = [*listed(root), str(folder)]
-    write_list(root, folders)
+    _write(root, folders)
     if json_out:
         return emit_json({"following": str(folder), "folders": listed(root)})
     typer.echo(f"following {folder}")
@@ -45,13 +55,13 @@ def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
 def remove(path: Folder, home: Home = None, json_out: Json = False) -> None:
     """Stop following a folder (what was imported of it stays)."""
     folder = str(path.expanduser().absolute())
-    from ..live.follow import listed, write_list
+    from ..live.follow import listed
 
     root, _configured = _home(home)
     folders = listed(root)
     if folder not in folders:
         raise fail(f"{folder} is not followed (ASTER_FOLLOW's folders are set there)", 2)
-    write_list(root, [f for f in folders if f != folder])
+    _write(root, [f for f in folders if f != folder])
     if json_out:
         return emit_json({"stopped": folder, "folders": listed(root)})
     typer.echo(f"no longer following {folder}")

@@ -3,7 +3,6 @@ against the running daemon (output and exit codes as in `common.py`)."""
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from rich.console import Console
 from .. import client as api
 from ..importers import CHOICES
 from ..schemas.rendering import read_event, retracted
+from ..storage import beneath
 from .common import (
     EXIT_REFUSED,
     Json,
@@ -436,14 +436,7 @@ def transcript_files(paths: list[Path]) -> tuple[list[tuple[Path, int]], list[Pa
         if not stat.S_ISDIR(info.st_mode):
             out.append((path, info.st_size))
             continue
-        below: list[tuple[Path, int]] = []
-        for folder, _, names in os.walk(path):  # never into a linked folder
-            for name in names:
-                found = Path(folder) / name
-                if found.suffix not in (".jsonl", ".json", ".traj"):
-                    continue
-                seen = found.lstat()
-                if stat.S_ISREG(seen.st_mode):  # a link is not followed
-                    below.append((found, seen.st_size))
-        out += sorted(below)
+        for found in beneath.files(path, (".jsonl", ".json", ".traj")):  # no link followed
+            with suppress(OSError):
+                out.append((found, found.lstat().st_size))
     return out, missing

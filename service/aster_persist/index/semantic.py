@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from ..errors import UnsafePath
 from ..storage import fs
 
 log = logging.getLogger("aster_persist")
@@ -129,7 +130,11 @@ class Vectors:
         self.header += b"\n"
         try:
             data = fs.read_or_none(path) or b""
-        except Exception as exc:  # a link (never followed), unreadable: started again
+        except UnsafePath as exc:  # a link or a pipe: it holds nothing of ours
+            log.warning("%s; it is removed and made again", exc.detail)
+            fs.unlink(path)  # the name only: a link's target is untouched
+            data = b""
+        except Exception as exc:  # unreadable: started again
             log.warning("semantic vectors in %s cannot be read (%s)", path, exc)
             data = b""
         body = data[len(self.header) :] if data.startswith(self.header) else b""

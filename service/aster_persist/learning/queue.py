@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import logging
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -29,9 +30,12 @@ from typing import Any
 import orjson
 from ulid import ULID
 
+from ..errors import UnsafePath
 from ..storage import fs
 from ..storage.home import FILE_MODE, ensure_dir
 from ..storage.jsonl import atomic_write, parse, read_bytes
+
+log = logging.getLogger("aster_persist")
 
 LOG = "jobs.jsonl"
 FAILED = "failed.jsonl"
@@ -47,8 +51,14 @@ class JobQueue:
         ensure_dir(folder)
         self.path = folder / LOG
         self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        if fs.exists(self.path):
-            for line in parse(read_bytes(self.path)).lines:
+        try:
+            data = read_bytes(self.path) if fs.exists(self.path) else b""
+        except UnsafePath as exc:  # a link or a pipe holds no job of ours
+            log.warning("%s; it is removed and the queue starts empty", exc.detail)
+            fs.unlink(self.path)  # the name only: a link's target is untouched
+            data = b""
+        if data:
+            for line in parse(data).lines:
                 job_id, op = str(line.get("id")), line.get("op")
                 if op == "put" and isinstance(line.get("job"), dict):
                     self.pending[job_id] = {**line["job"], "id": job_id}

@@ -24,14 +24,14 @@ import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 from watchfiles import Change, awatch
 
-from ..errors import AsterError
+from ..errors import AsterError, UnsafePath
 from ..services.sessions import Sessions
-from ..storage import fs
+from ..storage import beneath, fs
 
 log = logging.getLogger("aster_persist")
 
@@ -43,9 +43,20 @@ STEP_MS = 50
 USUAL = ("~/.claude/projects", "~/.codex/sessions")  # Claude Code's and Codex's
 
 
+_SAID: set[str] = set()  # what was said of a home's follow.json: once, not every second
+
+
 def listed(home: Path) -> list[str]:
-    """The folders ``follow.json`` names (a file that is missing or unreadable: none)."""
-    data = fs.read_or_none(home / LIST)
+    """The folders ``follow.json`` names (a file that is missing or unreadable: none; a
+    link or a pipe there is refused, said once, and the configured folders still are)."""
+    try:
+        data = fs.read_or_none(home / LIST)
+    except UnsafePath as exc:
+        if str(home) not in _SAID:
+            _SAID.add(str(home))
+            log.warning("%s; following only the folders of ASTER_FOLLOW", exc.detail)
+        return []
+    _SAID.discard(str(home))
     try:
         folders = orjson.loads(data).get("folders", []) if data else []
     except (orjson.JSONDecodeError, AttributeError):
@@ -67,20 +78,7 @@ def usual_locations() -> list[str]:
 
 def transcripts(folder: Path) -> list[Path]:
     """Every transcript file under a folder, never through a link."""
-    found = []
-    for path in sorted(folder.rglob("*")):
-        if path.suffix in SUFFIXES and path.is_file() and not _through_link(path, folder):
-            found.append(path)
-    return found
-
-
-def _open(path: Path) -> BinaryIO:
-    """A followed file, read as a stream (a file of any size), never through a link."""
-    return os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb")
-
-
-def _through_link(path: Path, root: Path) -> bool:
-    return any(p.is_symlink() for p in [path, *path.parents] if p != root and root in p.parents)
+    return beneath.files(folder, SUFFIXES)
 
 
 class Following:
@@ -106,32 +104,42 @@ class Following:
     async def take_in(self, paths: Iterable[Path]) -> int:
         """Import the files that changed since they were last taken in; how many."""
         done = 0
+        roots = self.folders()
         for path in paths:
-            try:
-                stat = path.stat()
+            root = next((r for r in roots if path.is_relative_to(r)), None)
+            if root is None:
+                continue
+            try:  # every name below the folder opened without following a link
+                handle = await asyncio.to_thread(beneath.open_file, root, path)
+            except beneath.Refused as exc:
+                if self.errors.get(str(path)) != exc.strerror:  # said once, not each change
+                    self.errors[str(path)] = str(exc.strerror)
+                    log.warning("following %s: not read: %s", path, exc.strerror)
+                continue
             except OSError:
                 continue  # gone: what was imported of it stays
-            seen: list[Any] = [stat.st_size, stat.st_mtime_ns]
-            before = self.state.get(str(path), [])
-            if before[:2] == seen:
-                continue
-            became = before[2:3]  # the session it became
-            try:
-                moment = datetime.fromtimestamp(stat.st_mtime, UTC)
-                with await asyncio.to_thread(_open, path) as handle:
+            with handle:
+                stat = os.fstat(handle.fileno())
+                seen: list[Any] = [stat.st_size, stat.st_mtime_ns]
+                before = self.state.get(str(path), [])
+                if before[:2] == seen:
+                    continue
+                became = before[2:3]  # the session it became
+                try:
+                    moment = datetime.fromtimestamp(stat.st_mtime, UTC)
                     result = await self.sessions.import_stream(
                         handle,
                         limit=stat.st_size,  # what it held when looked at: no half line more
                         modified_at=moment.isoformat(timespec="milliseconds")[:23] + "Z",
                     )
-                became = [s["id"] for s in result["sessions"]][:1] or became
-                self.errors.pop(str(path), None)
-            except AsterError as exc:  # not a transcript, or not yet a whole one
-                self.errors[str(path)] = exc.detail
-                log.info("following %s: not imported: %s", path, exc.detail)
-            except OSError as exc:
-                self.errors[str(path)] = str(exc)
-                continue
+                    became = [s["id"] for s in result["sessions"]][:1] or became
+                    self.errors.pop(str(path), None)
+                except AsterError as exc:  # not a transcript, or not yet a whole one
+                    self.errors[str(path)] = exc.detail
+                    log.info("following %s: not imported: %s", path, exc.detail)
+                except OSError as exc:
+                    self.errors[str(path)] = str(exc)
+                    continue
             self.state[str(path)] = seen + became
             done += 1
         if done:
@@ -182,7 +190,7 @@ class Following:
             gone = sorted({name for change, name in batch if change == Change.deleted})
             await self.gone(p for p in gone if not Path(p).exists())
             paths = sorted({Path(name) for change, name in batch if change != Change.deleted})
-            await self.take_in(p for p in paths if p.is_file() and not p.is_symlink())
+            await self.take_in(paths)  # each opened from its folder down, no link followed
 
     async def gone(self, paths: Iterable[str]) -> None:
         """Files deleted at their source: each session they became stays as it is, and
@@ -201,7 +209,14 @@ class Following:
             await asyncio.to_thread(self._save_state)
 
     def _load_state(self) -> dict[str, list[Any]]:
-        data = fs.read_or_none(self.home / STATE)
+        """What was taken in of each file; derived data, so anything that cannot be read
+        (damaged, a link or a pipe put there) only means reading the files once more."""
+        try:
+            data = fs.read_or_none(self.home / STATE)
+        except UnsafePath as exc:
+            log.warning("%s; it is removed and made again from the files", exc.detail)
+            fs.unlink(self.home / STATE)  # the name only: a link's target is untouched
+            return {}
         try:
             state = orjson.loads(data) if data else {}
         except orjson.JSONDecodeError:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
+import logging
 import os
 import secrets
 import stat
@@ -28,7 +30,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UnsafePath
+from ..errors import NotRegularFile, UnsafePath
+
+log = logging.getLogger("aster_persist")
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -199,12 +203,45 @@ def _leaf_error(exc: OSError, name: str, dir_fd: int, path: Path | str) -> BaseE
 
 
 def open_file(path: Path | str, flags: int, mode: int = FILE_MODE, *, create: bool = False) -> int:
-    """``os.open`` of ``path`` with no link followed; ``create`` makes missing folders."""
+    """``os.open`` of ``path`` with no link followed; ``create`` makes missing folders.
+    Anything but a regular file (a pipe, a socket, a device) is refused, never waited
+    on: it is opened without blocking, and looked at before it is used."""
     with parent(path, create=create) as (fd, name):
         try:
-            return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+            opened = os.open(name, flags | _NO_WAIT, mode, dir_fd=fd)
         except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a pipe with no reader, opened to write
+                raise not_regular(path) from None
             raise _leaf_error(exc, name, fd, path) from None
+    kind = stat.S_IFMT(os.fstat(opened).st_mode)
+    if kind != stat.S_IFREG and not (kind == stat.S_IFDIR and flags & os.O_DIRECTORY):
+        os.close(opened)
+        raise not_regular(path)
+    if not flags & os.O_NONBLOCK:
+        fcntl.fcntl(opened, fcntl.F_SETFL, fcntl.fcntl(opened, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return opened
+
+
+_NO_WAIT = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def not_regular(path: Path | str) -> NotRegularFile:
+    """The error for a pipe, socket or device at ``path``, logged once per path."""
+    found = _find(os.fspath(path))
+    rel = "/".join(found[1]) if found else os.fspath(path)
+    error = NotRegularFile(
+        f"{rel} is not a regular file (a pipe, a socket or a device); the data home never "
+        "opens one: remove it"
+    )
+    with _lock:
+        first = rel not in _NOT_REGULAR
+        _NOT_REGULAR.add(rel)
+    if first:
+        log.warning("%s", error.detail)
+    return error
+
+
+_NOT_REGULAR: set[str] = set()
 
 
 def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> bytes:
@@ -374,7 +411,8 @@ def listdir(path: Path | str) -> list[tuple[str, int]]:
 
 def names(path: Path | str, *, suffix: str = "", folders: bool = False) -> list[str]:
     """Names of the regular files (or with ``folders``, real folders) in ``path``; a
-    link among them with that ending is reported (``refuse``) and left out."""
+    link among them with that ending is reported (``refuse``) and left out, and so is
+    a pipe, a socket or a device (``not_regular``)."""
     want = stat.S_ISDIR if folders else stat.S_ISREG
     out = []
     for name, mode in listdir(path):
@@ -384,6 +422,8 @@ def names(path: Path | str, *, suffix: str = "", folders: bool = False) -> list[
             refuse(os.path.join(os.fspath(path), name))
         elif want(mode):
             out.append(name)
+        elif not stat.S_ISDIR(mode) and not stat.S_ISREG(mode) and confined(path):
+            not_regular(os.path.join(os.fspath(path), name))  # said, and left out
     return out
 
 

@@ -204,7 +204,7 @@ def test_the_build_context_leaves_out_the_checkout_and_keeps_what_is_copied() ->
 def test_the_token_file_the_readme_writes_is_never_committed(tmp_path: Path) -> None:
     """The container step writes the bearer token to `.env`: git ignores it, so a
     `git add -A` in the checkout leaves it out (and the build context too)."""
-    assert 'ASTER_TOKEN=$(python3 -c' in (REPO / "README.md").read_text()
+    assert "ASTER_TOKEN=$(python3 -c" in (REPO / "README.md").read_text()
     repo = tmp_path / "clone"
     shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules"))
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]

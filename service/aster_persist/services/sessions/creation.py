@@ -1,6 +1,7 @@
 """What a create checks before it writes: a retried create (the same id and fields)
 answers with the session it made, and an ``alias``, a caller's own name for a session
-(an agent framework's ``"user_123"``), names one live session at a time.
+(an agent framework's ``"user_123"``), names one live session at a time
+(``aliases.py``).
 
 The alias is kept in the header, so the files say which session has it; the catalog
 finds it. A session in the trash no longer holds its alias: clearing a conversation
@@ -12,32 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ...errors import AliasTaken
 from ...storage.home import normalize_repo_root
-from ...storage.summary import SessionInfo
 
 if TYPE_CHECKING:
     from .parts import Parts
-
-
-async def holder(sessions: Parts, alias: str) -> SessionInfo | None:
-    """The live session the alias names, if any."""
-    await sessions.ready.wait()
-    found: SessionInfo | None = await asyncio.wrap_future(
-        sessions.catalog.submit(lambda c: c.by_alias(alias))
-    )
-    return found
-
-
-async def check_free(sessions: Parts, alias: str, session_id: str | None) -> None:
-    """Refuse an alias another live session holds (a retry of the create that made
-    that session, by its id, is not another)."""
-    held = await holder(sessions, alias)
-    if held is not None and held.id != session_id:
-        raise AliasTaken(
-            f"the alias {alias!r} names session {held.id}; use that session, or move it "
-            "to the trash first to start (or bring back) another under the same alias"
-        )
 
 
 async def same_create(sessions: Parts, fields: dict[str, Any]) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from ...storage.home import Home
 from ...storage.journal import Journal
 from ...storage.transcripts import TranscriptStore
 from . import tails
+from .aliases import Aliases
 from .notices import Appended, Listener
 
 log = logging.getLogger("aster_persist")
@@ -44,7 +45,7 @@ class Parts:
         self.listeners: list[Listener] = []
         self.tails = tails.TailReads(home, store, blobs)
         self.ready = asyncio.Event()
-        self.alias_lock = asyncio.Lock()  # an alias is checked and taken in one step
+        self.aliases = Aliases(store, catalog)  # checked and taken on the writer thread
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None

@@ -108,12 +108,9 @@ class Sessions(Parts):
         fields, once the first one made the file, answers with that session's header
         (``replayed``) and makes sure it is journaled. An ``alias`` among the extra
         fields is refused while another live session holds it."""
-        alias = (fields.get("extra") or {}).get("alias")
-        if alias is None:
-            return await self._create_journaled(actor, fields)
-        async with self.alias_lock:
-            await creation.check_free(self, alias, fields.get("session_id"))
-            return await self._create_journaled(actor, fields)
+        if (fields.get("extra") or {}).get("alias") is not None:
+            await self.ready.wait()  # the catalog says who held each alias at start
+        return await self._create_journaled(actor, fields)
 
     async def _create_journaled(self, actor: str, fields: dict[str, Any]) -> dict[str, Any]:
         replayed = False
@@ -136,7 +133,7 @@ class Sessions(Parts):
 
     async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Write the header and keep the new file open for its first append."""
-        header, writer = await self.committer.call(self.store.create, **fields)
+        header, writer = await self.committer.call(self._create_claiming, fields)
         self.store.install(header["id"], writer)
         return header
 
@@ -272,12 +269,29 @@ class Sessions(Parts):
 
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
         """Back from the trash; refused while another live session holds its alias."""
-        async with self.alias_lock:
-            header = await self.committer.call(self.store.trashed_header, session_id)
-            if isinstance(header.get("alias"), str):
-                await creation.check_free(self, header["alias"], session_id)
-            await self.committer.call(self.store.restore, session_id)
+        await self.ready.wait()
+        await self.committer.call(self._restore_claiming, session_id)
         await self.record("session.restored", session_id, detail or {})
+
+    def _create_claiming(self, fields: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The header written, its alias checked and taken in the same step (writer
+        thread: no other create, import or restore comes in between)."""
+        alias = (fields.get("extra") or {}).get("alias")
+        if isinstance(alias, str):
+            self.aliases.check(alias, fields.get("session_id"))
+        header, writer = self.store.create(**fields)
+        if isinstance(alias, str):
+            self.aliases.take(alias, header["id"])
+        return header, writer
+
+    def _restore_claiming(self, session_id: str) -> None:
+        """Back from the trash, its alias checked and taken in the same step."""
+        alias = self.store.trashed_header(session_id).get("alias")
+        if isinstance(alias, str):
+            self.aliases.check(alias, session_id)
+        self.store.restore(session_id)
+        if isinstance(alias, str):
+            self.aliases.take(alias, session_id)
 
     # -- reads -------------------------------------------------------------------
 

@@ -237,3 +237,33 @@ def test_a_block_archives_restores_and_is_forgotten_from_the_page(
     expect(ops).to_have_count(5)  # write, archive, restore, delete, revert: newest first
     expect(ops.first).to_contain_text("memory.revert")
     expect(ops.first).to_contain_text("dashboard")
+
+
+def test_an_editor_opened_while_the_blocks_are_drawn_again_stays_open(
+    page: Page, daemon: Daemon
+) -> None:
+    """Edit reads the block first; a change that arrives meanwhile draws the blocks again.
+    The editor opens on the block shown, not on one the redraw took away."""
+    post(daemon, "/v1/sessions", {"repo_root": ROOT})
+    post(daemon, "/v1/memory/blocks", {"name": "style", "content": "Use tabs."}, repo_root=ROOT)
+    post(daemon, "/v1/memory/blocks", {"name": "other", "content": "One."}, repo_root=ROOT)
+    page.goto(f"{daemon.url}/#/memory?repo_root={ROOT}")
+    ready(page, "/memory")
+    expect(page.locator("#block-style .block-body")).to_contain_text("Use tabs.")
+    held: list[object] = []
+    page.route("**/v1/memory/blocks/style?*track=false*", lambda route: held.append(route))
+    page.locator("#block-style").get_by_role("button", name="Edit").click()
+    for _ in range(100):  # the editor's read of the block is held
+        if held:
+            break
+        page.wait_for_timeout(20)
+    assert held
+    drawn = page.locator("#block-other").element_handle()
+    block_put(daemon, "other", "Two.\n")  # the feed draws the blocks again
+    page.wait_for_function("e => !e.isConnected", arg=drawn)
+    held[0].continue_()  # type: ignore[attr-defined]
+    form = page.locator("#block-style form.block-form")
+    expect(form).to_be_visible()
+    form.locator('textarea[name="body"]').fill("Use tabs, width 8.")
+    form.get_by_role("button", name="Save block").click()
+    expect(page.locator("#notice")).to_have_text("Saved style.")

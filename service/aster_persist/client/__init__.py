@@ -32,6 +32,7 @@ never a server module — a test checks each of them)::
     asynchronous.py  `AsyncClient`
 """
 
+from ..paths import here
 from .asynchronous import AsyncClient
 from .blocking import Client
 from .calls import Call, Scope, endpoint
@@ -74,6 +75,7 @@ __all__ = [
     "UnavailableError",
     "endpoint",
     "error_of",
+    "here",
     "token_for",
 ]
 

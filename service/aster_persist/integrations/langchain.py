@@ -32,8 +32,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from ..client import Client, ConflictError, NotFoundError
-from ..paths import here
+from ..client import Client, ConflictError, NotFoundError, here
 from ..schemas.rendering import content_text, unretracted
 
 MESSAGE = "x_langchain_message"  # the message, as LangChain serialises it

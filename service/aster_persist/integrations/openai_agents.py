@@ -26,8 +26,7 @@ import orjson
 from agents.memory.session import SessionABC
 from agents.memory.session_settings import SessionSettings
 
-from ..client import AsyncClient, ConflictError, NotFoundError, PreconditionFailedError
-from ..paths import here
+from ..client import AsyncClient, ConflictError, NotFoundError, PreconditionFailedError, here
 from ..schemas.rendering import content_text, unretracted
 
 ITEM = "x_agents_item"  # the SDK's item, verbatim, on the event made from it

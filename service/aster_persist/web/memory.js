@@ -128,9 +128,10 @@ export async function memoryView(signal, params) {
     if (!block.archived) {
       button("Edit", async () => {
         if (editing.has(block.name)) return;
-        const first = await read();
+        editing.add(block.name);  // at once: a redraw while the block is read keeps this box
+        let first;
+        try { first = await read(); } catch (failure) { editing.delete(block.name); throw failure; }
         let etag = first.etag;
-        editing.add(block.name);
         const done = () => { editing.delete(block.name); form.remove(); };
         const form = fieldsForm(first, async function save(values) {
           const error = form.querySelector(".form-error");

@@ -10,7 +10,7 @@ holds no alias.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import AliasTaken
 
@@ -51,6 +51,47 @@ class Aliases:
     def take(self, alias: str, session_id: str) -> None:
         """``session_id`` holds ``alias`` from now on (its header was just written)."""
         self.taken[alias] = session_id
+
+    def create(self, fields: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """Write a new session's header with its alias checked and taken in the same
+        step (no other create, import or restore comes in between)."""
+        alias = (fields.get("extra") or {}).get("alias")
+        if isinstance(alias, str):
+            self.check(alias, fields.get("session_id"))
+        header, writer = self.store.create(**fields)
+        if isinstance(alias, str):
+            self.take(alias, header["id"])
+        return header, writer
+
+    def restore(self, session_id: str) -> None:
+        """Bring a session back from the trash, its alias checked and taken in the same
+        step."""
+        alias = self.store.trashed_header(session_id).get("alias")
+        if isinstance(alias, str):
+            self.check(alias, session_id)
+        self.store.restore(session_id)
+        if isinstance(alias, str):
+            self.take(alias, session_id)
+
+    def keep_free(self, extra: dict[str, Any], taking: set[str]) -> None:
+        """An imported session's alias comes back with it, unless a live session holds
+        it now (or another session of the same import takes it, ``taking``): then it is
+        kept as ``x_alias``, held by none."""
+        alias = extra.get("alias")
+        if isinstance(alias, str):
+            if alias in taking or not self.free(alias):
+                extra["x_alias"] = extra.pop("alias")
+            else:
+                taking.add(alias)
+
+    def create_whole(self, whole: list[Any]) -> list[Any]:
+        """Write an import's new sessions whole (``TranscriptStore.create_whole``), each
+        alias they kept taken in the same step."""
+        written = self.store.create_whole(whole)
+        for done in written:
+            if done is not None and isinstance(done[0].get("alias"), str):
+                self.take(done[0]["alias"], done[0]["id"])
+        return written
 
     def _live(self, session_id: str) -> bool:
         where = self.store.locations.get(session_id)

@@ -413,12 +413,9 @@ def _write_imported(
         if sessions.blobs.needed(events):  # large contents go to blobs first, synced
             events = sessions.blobs.extract(events)
         fields = _header_fields(found, conversation, repo_root)
-        _keep_alias_free(sessions, fields["extra"], taking)
+        sessions.aliases.keep_free(fields["extra"], taking)
         whole.append((fields, _keyed_runs(events, conversation.keys, conversation.runs)))
-    written = sessions.store.create_whole(whole)
-    for done in written:
-        if done is not None and isinstance(done[0].get("alias"), str):
-            sessions.aliases.take(done[0]["alias"], done[0]["id"])
+    written = sessions.aliases.create_whole(whole)
     if sessions.journal is not None:
         new = [done[0] for done in written if done is not None]
         for n, header in enumerate(new, 1):
@@ -436,18 +433,6 @@ def _write_imported(
                 sync=n == len(new),
             )
     return written
-
-
-def _keep_alias_free(sessions: Parts, extra: dict[str, Any], taking: set[str]) -> None:
-    """An exported session's alias comes back with it, unless a live session holds it
-    now (or another session of the same import takes it): then it is kept as
-    ``x_alias``, held by none (one live session per alias). Writer thread."""
-    alias = extra.get("alias")
-    if isinstance(alias, str):
-        if alias in taking or not sessions.aliases.free(alias):
-            extra["x_alias"] = extra.pop("alias")
-        else:
-            taking.add(alias)
 
 
 def _header_fields(

@@ -133,7 +133,7 @@ class Sessions(Parts):
 
     async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Write the header and keep the new file open for its first append."""
-        header, writer = await self.committer.call(self._create_claiming, fields)
+        header, writer = await self.committer.call(self.aliases.create, fields)
         self.store.install(header["id"], writer)
         return header
 
@@ -270,28 +270,8 @@ class Sessions(Parts):
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
         """Back from the trash; refused while another live session holds its alias."""
         await self.ready.wait()
-        await self.committer.call(self._restore_claiming, session_id)
+        await self.committer.call(self.aliases.restore, session_id)
         await self.record("session.restored", session_id, detail or {})
-
-    def _create_claiming(self, fields: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-        """The header written, its alias checked and taken in the same step (writer
-        thread: no other create, import or restore comes in between)."""
-        alias = (fields.get("extra") or {}).get("alias")
-        if isinstance(alias, str):
-            self.aliases.check(alias, fields.get("session_id"))
-        header, writer = self.store.create(**fields)
-        if isinstance(alias, str):
-            self.aliases.take(alias, header["id"])
-        return header, writer
-
-    def _restore_claiming(self, session_id: str) -> None:
-        """Back from the trash, its alias checked and taken in the same step."""
-        alias = self.store.trashed_header(session_id).get("alias")
-        if isinstance(alias, str):
-            self.aliases.check(alias, session_id)
-        self.store.restore(session_id)
-        if isinstance(alias, str):
-            self.aliases.take(alias, session_id)
 
     # -- reads -------------------------------------------------------------------
 

@@ -397,7 +397,16 @@ def test_consolidation_proposes_then_applies_revertibly(
     assert len(model.of("consolidation")) == 1  # the dry run's proposal, not a new one
     archive = next(e for e in journal(learning, "memory.archive") if e["name"] == "old-ci")
     assert archive["actor"] == "consolidator"
-    assert archive["detail"] == {"reason": "CI moved", "trigger": "consolidation asked for"}
+    [plan] = journal(learning, "memory.plan")  # the pass, journaled before its first step
+    assert archive["detail"] == {
+        "reason": "CI moved",
+        "trigger": "consolidation asked for",
+        "plan": plan["id"],
+        "step": 2,  # after the merge's archive of tabs and its rewrite of tab-indent
+    }
+    [closed] = journal(learning, "memory.plan_done")
+    assert closed["detail"] == {"plan": plan["id"], "done": 4}
+    assert [s["do"] for s in plan["detail"]["steps"]] == ["archive", "write", "archive", "create"]
     merged = next(e for e in journal(learning, "memory.archive") if e["name"] == "tabs")
     assert merged["detail"]["reason"] == "merged into tab-indent: same"
     r = httpx.post(f"{learning.url}/v1/journal/{archive['id']}/revert")

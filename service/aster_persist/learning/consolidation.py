@@ -48,11 +48,11 @@ class Consolidation:
 
     async def boundary_pass(self, job: dict[str, Any]) -> None:
         """A pass a session boundary made due (``job``: its scope and trigger), applied;
-        a model that fails is journaled, and the queue goes on."""
+        a model that fails, or a pass refused whole, is journaled, and the queue goes on."""
         scope, trigger = str(job["scope"]), str(job["trigger"])
         try:
             await self.consolidate(scope, apply=True, trigger=trigger, automatic=True)
-        except (LearningOff, ModelUnavailable) as exc:
+        except AsterError as exc:  # no model, or a pass refused whole: nothing changed
             failed = redact(str(exc))[:300]  # an error may quote the endpoint's reply
             await self.memory.record(
                 "memory.consolidation",
@@ -132,57 +132,68 @@ class Consolidation:
             )
         if not apply:
             return {"scope": scope, "applied": False, **plan}
-        done: list[dict[str, Any]] = []
+        steps = await self._steps(scope, plan, trigger)
+        made = await self.memory.apply_plan(
+            scope, steps, actor="consolidator", detail={"trigger": trigger}
+        )
+        return {"scope": scope, "applied": True, **plan, "done": _done(plan, made)}
+
+    async def _steps(self, scope: str, plan: dict[str, Any], trigger: str) -> list[dict[str, Any]]:
+        """The plan as the steps the store makes as one: each merge's sources archived
+        before its target is rewritten (so the new text is never taken for one of
+        theirs), then the archives, then the new blocks."""
+        steps: list[dict[str, Any]] = []
         for merge in plan["merges"]:
             text, target = await self.memory.read_block(scope, merge["into"])
             meta = {k: v for k, v in frontmatter.parse(text).meta.items() if k != "name"}
-            # The merged blocks go first, so the new text is never taken for one of theirs.
             why = {"reason": f"merged into {merge['into']}: {merge['reason']}", "trigger": trigger}
-            moved = []
-            try:
-                for source in merge["from"]:
-                    await self.memory.move(
-                        scope, source, archive=True, actor="consolidator", detail=why
-                    )
-                    moved.append(source)
-                earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
-                await self.memory.write_block(
-                    scope,
-                    merge["into"],
-                    body=merge["content"].strip() + "\n",
-                    meta={
+            steps += [{"do": "archive", "name": source, "detail": why} for source in merge["from"]]
+            earlier = [str(n) for n in meta.get("supersedes") or [] if isinstance(n, str)]
+            steps.append(
+                {
+                    "do": "write",
+                    "name": merge["into"],
+                    "body": merge["content"].strip() + "\n",
+                    "meta": {
                         **meta,
                         "supersedes": list(dict.fromkeys([*earlier, *merge["from"]])),
                         "consolidated": True,  # rewritten by consolidation: never pruned
                     },
-                    if_match=target.etag,  # an edit made meanwhile is never written over
-                    actor="consolidator",
-                    detail={"reason": merge["reason"], "trigger": trigger},
-                )
-            except AsterError as exc:  # the merge did not happen: its sources come back
-                for source in moved:
-                    await self.memory.move(scope, source, archive=False, actor="consolidator")
-                plan["rejected"].append({"merge": merge, "reason": f"not merged: {exc}"})
-                continue
-            done.append({"merged": merge["from"], "into": merge["into"]})
-        for archive in plan["archives"]:
-            if self.memory.store.blocks.get((scope, archive["name"])) is None:
-                continue
-            block = self.memory.store.blocks[(scope, archive["name"])]
-            if not block.archived:
-                why = {"reason": archive["reason"], "trigger": trigger}
-                await self.memory.move(
-                    scope, archive["name"], archive=True, actor="consolidator", detail=why
-                )
-                done.append({"archived": archive["name"]})
-        for item in plan["new"]:
-            block, _merged = await self.memory.write_block(
-                scope,
-                slugify(item["title"])[:56],
-                body=item["content"].strip() + "\n",
-                meta={**item_meta(item), "schema": SCHEMA_NAME, "consolidated": True},
-                actor="consolidator",
-                detail={"reason": item["reason"], "trigger": trigger},
+                    "etag": target.etag,  # an edit made meanwhile is never written over
+                    "detail": {"reason": merge["reason"], "trigger": trigger},
+                }
             )
-            done.append({"created": block.name})
-        return {"scope": scope, "applied": True, **plan, "done": done}
+        for archive in plan["archives"]:
+            block = self.memory.store.blocks.get((scope, archive["name"]))
+            if block is not None and not block.archived:
+                why = {"reason": archive["reason"], "trigger": trigger}
+                steps.append({"do": "archive", "name": archive["name"], "detail": why})
+        for item in plan["new"]:
+            steps.append(
+                {
+                    "do": "create",
+                    "name": slugify(item["title"])[:56],
+                    "body": item["content"].strip() + "\n",
+                    "meta": {**item_meta(item), "schema": SCHEMA_NAME, "consolidated": True},
+                    "detail": {"reason": item["reason"], "trigger": trigger},
+                }
+            )
+        return steps
+
+
+def _done(plan: dict[str, Any], made: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a pass did, as it says it: each merge, each archive, each new block."""
+    written = {step["name"] for step in made if step["do"] == "write"}
+    done: list[dict[str, Any]] = [
+        {"merged": merge["from"], "into": merge["into"]}
+        for merge in plan["merges"]
+        if merge["into"] in written
+    ]
+    merged = {name for merge in plan["merges"] for name in merge["from"]}
+    done += [
+        {"archived": step["name"]}
+        for step in made
+        if step["do"] == "archive" and step["name"] not in merged
+    ]
+    done += [{"created": step["name"]} for step in made if step["do"] == "create"]
+    return done

@@ -28,6 +28,12 @@ OPS: dict[str, Op] = {
     "memory.consolidation": Op(
         False, "a consolidation pass: what triggered it, the model's proposals and reasons"
     ),
+    "memory.plan": Op(
+        False,
+        "a change of many steps (a consolidation pass) about to be made: every step, "
+        "written before the first, so start-up completes or undoes one a crash cut short",
+    ),
+    "memory.plan_done": Op(False, "every step of a plan made, or every step undone"),
     "session.created": Op(True, "a session made"),
     "session.imported": Op(True, "a session brought in from another tool's file"),
     "session.renamed": Op(True, "a session's title changed"),

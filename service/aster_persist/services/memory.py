@@ -19,6 +19,7 @@ from ..schemas.memory import BlockIn, ProcedureIn
 from ..storage.commit import GroupCommitter
 from ..storage.home import check_session_id
 from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
+from ..storage.memory.plans import Plans
 from .tools import ToolAnswer, run_tool
 
 
@@ -33,6 +34,7 @@ class Memory:
     def __init__(self, store: MemoryStore, writer: GroupCommitter) -> None:
         self.store = store
         self._writer = writer
+        self._plans = Plans(store)
 
     async def scope_of(self, repo_root: str | None) -> str:
         """The scope a request names; resolving a worktree reads a file, so off the loop."""
@@ -179,8 +181,20 @@ class Memory:
         """A journal line about memory (``memory.rejected``…), durably."""
         await self._writer.call(self.store.journal.record, op, **fields)
 
+    async def apply_plan(
+        self, scope: str, steps: list[dict[str, Any]], *, actor: str, detail: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Many changes as one (``storage.memory.plans``): every step checked first, then
+        all made, or none."""
+        done: list[dict[str, Any]] = await self._writer.call(
+            self._plans.apply, scope, steps, actor=actor, detail=detail
+        )
+        return done
+
     async def load(self) -> dict[tuple[str, str], str]:
-        """Read every memory file; the ETag of each live block, for the search index."""
+        """Read every memory file, and complete (or undo) a plan a crash cut short; the
+        ETag of each live block, for the search index."""
         await self._writer.call(self.store.load)
+        await self._writer.call(self._plans.finish)
         etags: dict[tuple[str, str], str] = await self._writer.call(self.store.index_etags)
         return etags

@@ -249,8 +249,15 @@ def atomic_write(path: Path | str, data: bytes, *, sync: bool = True) -> None:
 
 
 def write_new(path: Path | str, data: bytes, *, sync: bool = True) -> None:
-    """Create ``path`` with ``data``; FileExistsError if it exists. Durable when ``sync``."""
-    _create(path, data, sync=sync)
+    """Create ``path`` with ``data``, whole or not at all: written (and synced) under a
+    temporary name beside it, then linked into place, so a crash at any point leaves the
+    name free or the file whole, never a file cut short that takes the name (a session
+    header half written). FileExistsError if the name is taken. Durable when ``sync``."""
+    tmp = write_temp(path, data, sync=sync)
+    try:
+        link(tmp, path)
+    finally:
+        unlink(tmp)
     if sync:
         fsync_dir(os.path.dirname(os.fspath(path)))
 

@@ -69,6 +69,7 @@ class Journal:
         }
         # what each imported session came from (a source, or a file's bytes) → its id
         self.sources: dict[str, str] = {}
+        self.open_plans: dict[str, dict[str, Any]] = {}  # plans a crash cut short
         for line in parsed.lines:
             self._note_source(line)
         ids = [line["id"] for line in parsed.lines if isinstance(line.get("id"), str)]
@@ -78,6 +79,10 @@ class Journal:
 
     def _note_source(self, entry: dict[str, Any]) -> None:
         detail = entry.get("detail")
+        if entry.get("op") == "memory.plan" and isinstance(entry.get("id"), str):
+            self.open_plans[entry["id"]] = entry
+        elif entry.get("op") == "memory.plan_done" and isinstance(detail, dict):
+            self.open_plans.pop(str(detail.get("plan")), None)
         if entry.get("op") == "session.imported" and isinstance(detail, dict):
             source, session = detail.get("source"), entry.get("session")
             if isinstance(source, str) and isinstance(session, str):

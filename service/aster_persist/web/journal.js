@@ -9,7 +9,7 @@ import { subscribe } from "./live.js";
 import { diffButton, rootOf } from "./revisions.js";
 
 const OPS = ["memory", "memory.write", "memory.edit", "memory.merge", "memory.delete", "memory.archive", "memory.restore",
-  "memory.revert", "memory.rejected", "memory.held", "memory.consolidation", "session", "session.created", "session.imported", "session.renamed", "session.deleted",
+  "memory.revert", "memory.rejected", "memory.held", "memory.consolidation", "memory.plan", "memory.plan_done", "session", "session.created", "session.imported", "session.renamed", "session.deleted",
   "session.restored", "session.pruned", "session.purged", "session.appended", "session.damaged"];
 const ACTORS = ["api", "dashboard", "cli", "tool", "extractor", "consolidator", "watcher"];
 const FILTERS = ["op", "scope", "actor", "since", "until"];

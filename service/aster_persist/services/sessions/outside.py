@@ -5,6 +5,7 @@ disk at start that no journal entry says were created."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from functools import partial
 from pathlib import Path
@@ -22,20 +23,39 @@ from .notices import Appended
 if TYPE_CHECKING:
     from .parts import Parts
 
+log = logging.getLogger("aster_persist")
 
-async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, Any]]) -> None:
+
+async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, Any]]) -> set[str]:
     """Journal each session on disk that no entry says was created (a crash between
     its sync and its ``session.created`` line, or a file another program put here),
-    so everything on disk is in the journal."""
+    so everything on disk is in the journal. One that holds no whole line (a create
+    cut short before its header was whole, so never acknowledged) is moved aside
+    instead, so the client's retry with the same id finds the name free; the ids of
+    those moved aside."""
+    aside: set[str] = set()
     if sessions.journal is None:
-        return
+        return aside
     for sid, slug, path, _stat in found:
         if sid in sessions.journal.sessions:
             continue
         try:
-            header = parse(await asyncio.to_thread(fs.read_bytes, path, 0, 65536)).lines[:1]
+            head = await asyncio.to_thread(fs.read_bytes, path, 0, 65536)
         except (OSError, UnsafePath):
             continue
+        if b"\n" not in head and len(head) < 65536:
+            moved = await sessions.committer.call(sessions.store.set_aside_unborn, sid)
+            if moved is not None:
+                log.warning(
+                    "session %s was never whole (a create cut short): its %d bytes moved "
+                    "to %s, and its id is free again",
+                    sid,
+                    len(head),
+                    moved,
+                )
+                aside.add(sid)
+                continue
+        header = parse(head).lines[:1]
         root = header[0].get("repo_root") if header else None
         await sessions.record(
             "session.created",
@@ -44,6 +64,7 @@ async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, 
             slug=slug,
             actor="watcher",
         )
+    return aside
 
 
 async def reconcile(sessions: Parts, paths: list[Path]) -> None:

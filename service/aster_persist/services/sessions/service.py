@@ -64,13 +64,14 @@ class Sessions(Parts):
         if removed:
             log.warning("removed %d temporary files left by an interrupted rewrite", removed)
         found = await self.committer.call(self.store.scan)
+        self.committer.start()
+        aside = await outside.journal_unrecorded(self, found)
         files = [
             FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
             for sid, slug, path, stat in found
+            if sid not in aside
         ]
         self.progress["total"] = len(files)
-        self.committer.start()
-        await outside.journal_unrecorded(self, found)
 
         def report(done: int, total: int) -> None:
             self.progress["done"] = done

@@ -114,6 +114,26 @@ class _Creation(_Store):
         writer.acked_info = replace(info)
         return header, writer
 
+    def set_aside_unborn(self, session_id: str) -> str | None:
+        """Move aside a session file that holds no whole line (its header never written
+        whole: a create cut short, never acknowledged) as ``<id>.jsonl.torn-<ts>``, so a
+        retry of the create with the same id finds the name free; the new name, or None
+        when the file is gone or holds a whole line now (writer thread)."""
+        where = self.locations.get(session_id)
+        if where is None or where.trashed:
+            return None
+        path = self.home.session_path(where.slug, session_id)
+        data = fs.read_or_none(path)
+        if data is None or b"\n" in data:
+            return None
+        stamp = format_ts(self.clock()).replace(":", "").replace("-", "")
+        aside = path.with_name(f"{path.name}.torn-{stamp}")
+        fs.link(path, aside)
+        fs.unlink(path)
+        fs.fsync_dir(path.parent)
+        del self.locations[session_id]
+        return aside.name
+
     def create_whole(
         self, sessions: list[tuple[dict[str, Any], list[tuple[list[dict[str, Any]], str | None]]]]
     ) -> list[tuple[dict[str, Any], SessionInfo] | None]:

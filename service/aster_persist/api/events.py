@@ -22,6 +22,7 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
+import orjson
 from fastapi import APIRouter, Header, Query, Request
 from sse_starlette import EventSourceResponse
 
@@ -32,6 +33,7 @@ from ..live.sse import encode
 from ..services.sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
+from ..storage.secrets.redact import might_hold, redact_text, redacted
 from .sessions import ERRORS
 
 router = APIRouter(prefix="/v1", tags=["live"])
@@ -216,9 +218,11 @@ async def session_stream(
     session_id: str,
     after: Annotated[int | None, Query(ge=0)] = None,
     last_event_id: Annotated[str | None, Header()] = None,
+    redact: bool = False,
 ) -> EventSourceResponse:
     """A session's events after `Last-Event-ID` (a seq; or `after`), then each new append
-    as it is acknowledged; `id:` is the event's seq."""
+    as it is acknowledged; `id:` is the event's seq. With `redact=true`, each secret in
+    them is replaced by `[redacted: <kind>]`."""
     check_session_id(session_id)
     start = after or 0
     if last_event_id is not None:
@@ -239,6 +243,21 @@ async def session_stream(
 
     async def stream() -> AsyncIterator[bytes]:
         while (chunk := await feed.chunk(subscriber)) is not None:
-            yield chunk
+            yield _redacted_sse(chunk) if redact else chunk
 
     return _respond(feed, subscriber, stream)
+
+
+def _redacted_sse(chunk: bytes) -> bytes:
+    """Server-sent events with each secret in their JSON data redacted."""
+    if not might_hold(chunk.decode("utf-8", "replace")):  # nothing any secret needs
+        return chunk
+    out = []
+    for line in chunk.split(b"\r\n"):
+        if line.startswith(b"data: "):
+            try:
+                line = b"data: " + orjson.dumps(redacted(orjson.loads(line[6:])))
+            except orjson.JSONDecodeError:
+                line = b"data: " + redact_text(line[6:].decode("utf-8", "replace"))[0].encode()
+        out.append(line)
+    return b"\r\n".join(out)

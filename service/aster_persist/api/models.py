@@ -33,6 +33,7 @@ from ..schemas.sessions import (
     SessionPage,
     SessionSummary,
 )
+from ..storage.secrets.redact import redact_text
 from ..storage.summary import SessionInfo
 
 T = TypeVar("T")
@@ -65,13 +66,13 @@ __all__ = [
 
 def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) -> SessionSummary:
     """A session's summary on the wire, from the catalog's row (and, for a session
-    another started, that one's id and call)."""
+    another started, that one's id and call); a secret in its title redacted."""
     stats = info.stats
     return SessionSummary(
         id=info.id,
         project=info.slug,
         repo_root=info.repo_root,
-        title=info.title,
+        title=redact_text(info.title)[0] if info.title else info.title,
         title_source=info.title_source,  # type: ignore[arg-type]
         created_at=info.created_at,
         updated_at=info.updated_at,
@@ -91,6 +92,7 @@ def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) 
         models=stats.models,
         duration_ms=info.duration_ms,
         alias=info.alias,
+        secrets=info.secrets,
     )
 
 

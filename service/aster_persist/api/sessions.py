@@ -127,6 +127,7 @@ async def list_sessions(
     since: TimeBound = None,
     until: TimeBound = None,
     errors: bool | None = None,
+    has_secrets: bool | None = None,
     top_level: bool = False,
     sort: SortKey = "updated",
     order: Literal["asc", "desc"] = "desc",
@@ -136,7 +137,7 @@ async def list_sessions(
     live session its caller named so (none, or one). Filters: `source_tool` (`api` for
     sessions written through the API), `model`, last activity `since` and `until` (a
     date, whole days, or an RFC 3339 time), `errors` (had tool errors or not),
-    `top_level` (no sub-agents). `sort` by activity, creation, events, turns, tool calls,
+    `has_secrets` (its text holds a key, token or password, or not), `top_level` (no sub-agents). `sort` by activity, creation, events, turns, tool calls,
     tool errors, tokens or duration, `order` largest (latest) first by default; the
     cursor follows the order it was given in."""
     if parent_id is not None:
@@ -147,6 +148,7 @@ async def list_sessions(
         since=time_bound(since, "since"),
         until=time_bound(until, "until", end=True),
         errors=errors,
+        secrets=has_secrets,
         top_level=top_level,
         sort=sort,
         descending=order == "desc",
@@ -210,6 +212,7 @@ async def get_session(
     """One session's summary and header. ETag is its last seq."""
     check_session_id(session_id)
     lines, _raw, info = await _sessions(request).read(session_id, inline=False)
+    info.secrets = await _sessions(request).in_catalog(lambda c: c.secrets_of(session_id))
     tag = etag(info.last_seq)
     if if_none_match is not None and tag in [t.strip() for t in if_none_match.split(",")]:
         return Response(status_code=304, headers={"ETag": tag})

@@ -35,11 +35,13 @@ def serve(
 
     from ..api.guard import connection
     from ..app import create_app
+    from ..storage.secrets.redact import redact_logs
 
     settings = load_settings(host=host, port=port, home=home)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    redact_logs()  # no secret is ever written to a log
     if settings.log_level.lower() != "debug":  # a line for every change seen is noise
         logging.getLogger("watchfiles").setLevel(logging.WARNING)
     _check_port(settings.host, settings.port)  # before anything is made on disk
@@ -68,6 +70,7 @@ def serve(
         timeout_graceful_shutdown=10,
         server_header=False,
     )
+    redact_logs("uvicorn", "uvicorn.error", "uvicorn.access")  # as the config set them up
     server = _server_class()(config)
     server.run()
     if not server.started:

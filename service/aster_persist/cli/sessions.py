@@ -242,16 +242,22 @@ def sessions_export(
     json_out: Annotated[
         bool, typer.Option("--json", help="With -o: what was written, as JSON on stdout.")
     ] = False,
+    raw: Annotated[
+        bool, typer.Option("--raw", help="Keep secrets as they are (redacted otherwise).")
+    ] = False,
     url: Url = None,
 ) -> None:
-    """A transcript as JSONL, byte for byte (blobs put back), or as chat messages."""
+    """A transcript as JSONL (blobs put back), or as chat messages. A secret in it (a key,
+    a token, a password) is written as [redacted: <kind>] unless --raw, which writes the
+    transcript byte for byte."""
     if json_out and output is None:
         raise fail("--json reports the file written: give it with -o", 2)
     with daemon(url) as aster:
         if format == "openai":
-            data = orjson.dumps(aster.export_openai(session_id), option=orjson.OPT_INDENT_2)
+            messages = aster.export_openai(session_id, redact=not raw)
+            data = orjson.dumps(messages, option=orjson.OPT_INDENT_2)
         elif format == "native":
-            data = aster.export(session_id)
+            data = aster.export(session_id, redact=not raw)
         else:
             raise fail(f"unknown format {format!r}: use native or openai", 2)
     if output is None:

@@ -56,7 +56,7 @@ class SessionEndpoints:
         """``GET /v1/sessions``: newest first, a page at a time (``next_cursor``); with
         ``alias``, the live session of that alias; with ``parent_id``, its sub-agents'.
         ``filters`` are the listing's others (``source_tool``, ``model``, ``since``,
-        ``until``, ``errors``, ``top_level``, ``sort``, ``order``)."""
+        ``until``, ``errors``, ``has_secrets``, ``top_level``, ``sort``, ``order``)."""
         params = {
             "repo_root": repo_root,
             "state": state,
@@ -168,16 +168,24 @@ class SessionEndpoints:
         )
 
     @endpoint
-    def export(session_id: str) -> Call[bytes]:
-        """``GET /v1/sessions/{id}/export``: the transcript's JSONL, blobs inlined."""
-        return Call("GET", f"/v1/sessions/{session_id}/export", lambda r: r.content, timeout=300)
+    def export(session_id: str, *, redact: bool = False) -> Call[bytes]:
+        """``GET /v1/sessions/{id}/export``: the transcript's JSONL, blobs inlined; with
+        ``redact``, each secret in it replaced by ``[redacted: <kind>]``."""
+        params = {"redact": "true"} if redact else {}
+        return Call(
+            "GET",
+            f"/v1/sessions/{session_id}/export",
+            lambda r: r.content,
+            params=params,
+            timeout=300,
+        )
 
     @endpoint
-    def export_openai(session_id: str) -> Call[list[dict[str, Any]]]:
-        """``GET /v1/sessions/{id}/export?format=openai``: a chat-completions array."""
-        return Call(
-            "GET", f"/v1/sessions/{session_id}/export", read_json, params={"format": "openai"}
-        )
+    def export_openai(session_id: str, *, redact: bool = False) -> Call[list[dict[str, Any]]]:
+        """``GET /v1/sessions/{id}/export?format=openai``: a chat-completions array (each
+        secret redacted with ``redact``)."""
+        params = {"format": "openai", **({"redact": "true"} if redact else {})}
+        return Call("GET", f"/v1/sessions/{session_id}/export", read_json, params=params)
 
     @endpoint
     def import_file(

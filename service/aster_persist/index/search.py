@@ -1,6 +1,7 @@
 """Full-text search tables in the catalog database (FTS5, ``porter`` stemming).
 
-``docs`` maps each indexed document to its session, seq, kind and role; ``doc_text`` is
+``docs`` maps each indexed document to its session, seq, kind, role and how many
+secrets its text held (redacted before it was indexed); ``doc_text`` is
 the FTS5 table holding the text and the day it happened. Memory has the same pair:
 ``memory_docs`` (scope, name, ETag, dates, importance, relations) and ``memory_text``.
 All of it is derived from the files and rebuilt from them when lost.
@@ -18,6 +19,7 @@ import orjson
 
 from ..errors import Invalid
 from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
+from ..storage.secrets.redact import redact_text
 from . import ranking
 from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
 from .ranking import fts
@@ -33,9 +35,11 @@ CREATE TABLE IF NOT EXISTS docs (
     seq INTEGER NOT NULL,
     kind TEXT NOT NULL,
     role TEXT,
-    ts TEXT NOT NULL
+    ts TEXT NOT NULL,
+    secrets INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS docs_session ON docs (session, seq);
+CREATE INDEX IF NOT EXISTS docs_secrets ON docs (session) WHERE secrets > 0;
 CREATE VIRTUAL TABLE IF NOT EXISTS doc_text USING fts5(
     text, tokenize = 'porter unicode61'
 );
@@ -87,8 +91,12 @@ def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     ).fetchone()[0]
     rows = range(first, first + len(docs))
     db.executemany(
-        "INSERT INTO docs (rowid, session, seq, kind, role, ts) VALUES (?, ?, ?, ?, ?, ?)",
-        [(r, session, d.seq, d.kind, d.role, d.ts) for r, d in zip(rows, docs, strict=True)],
+        "INSERT INTO docs (rowid, session, seq, kind, role, ts, secrets) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (r, session, d.seq, d.kind, d.role, d.ts, d.secrets)
+            for r, d in zip(rows, docs, strict=True)
+        ],
     )
     db.executemany(
         "INSERT INTO doc_text (rowid, text) VALUES (?, ?)",
@@ -175,8 +183,8 @@ def search_docs(
                 "role": role,
                 "ts": ts,
                 "repo_root": repo_root,
-                "title": title,
-                "snippet": text,
+                "title": redact_text(title)[0] if title else title,
+                "snippet": text,  # from the indexed text, its secrets redacted
                 "highlights": spans,
                 # BM25's, or the fused score (0 for the rest BM25 finds after the fused)
                 "score": 0.0

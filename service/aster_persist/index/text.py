@@ -30,6 +30,7 @@ from ..errors import Invalid
 from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
 from ..schemas.search import DocKind
+from ..storage.secrets.redact import redact_text
 from .stopwords import is_stop_word
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
@@ -45,7 +46,15 @@ class Doc(NamedTuple):
     kind: str
     role: str | None
     ts: str
-    text: str
+    text: str  # as it is searched and shown: each secret in it redacted
+    secrets: int = 0  # how many were
+
+
+def _doc(seq: int, kind: str, role: str | None, ts: str, text: str) -> Doc:
+    """A document of ``text``, its secrets redacted (the index never holds one: a search
+    neither finds nor shows it, and the vectors are made without it), then cut."""
+    shown, secrets = redact_text(text[: MAX_TEXT + 1024])  # a secret across the cut too
+    return Doc(seq, kind, role, ts, shown[:MAX_TEXT], secrets)
 
 
 def _period(text: str) -> tuple[str, str] | None:
@@ -78,9 +87,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
         content = line.get("content")
         text = content if isinstance(content, str) else content_text(content)
         if text and not text.isspace():
-            out.append(
-                Doc(seq, "tool_result" if role == "tool" else "message", role, ts, text[:MAX_TEXT])
-            )
+            out.append(_doc(seq, "tool_result" if role == "tool" else "message", role, ts, text))
         calls = line.get("tool_calls")
         if isinstance(calls, list) and calls:
             parts = []
@@ -90,7 +97,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
                     parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
             text = "\n".join(parts)
             if text.strip():
-                out.append(Doc(seq, "tool_call", role, ts, text[:MAX_TEXT]))
+                out.append(_doc(seq, "tool_call", role, ts, text))
     elif kind == "retraction" and isinstance(line.get("target_seq"), int):
         out.append(Doc(line["target_seq"], RETRACTED, None, ts, ""))  # takes its docs out
     elif kind in ("summary", "title", "session"):
@@ -99,9 +106,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
             created = line.get("created_at")
             seq, ts = 0, created if isinstance(created, str) else ts
         if isinstance(value, str) and value.strip():
-            out.append(
-                Doc(seq, "summary" if kind == "summary" else "title", None, ts, value[:MAX_TEXT])
-            )
+            out.append(_doc(seq, "summary" if kind == "summary" else "title", None, ts, value))
     return out
 
 

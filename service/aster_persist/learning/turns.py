@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import Invalid
 from ..schemas.rendering import read_event, unretracted
+from ..storage.secrets.redact import redact_text
 from ..storage.summary import first_text
 
 TOOL_RESULT_CHARS = 1000  # a tool result is context: this much of each
@@ -51,24 +52,26 @@ def turn_of(
 
 def render_turn(events: list[dict[str, Any]], budget: int) -> str:
     """A turn as text for the model: messages, tool calls and (shortened) results; cut
-    in the middle when it is over ``budget`` characters."""
+    in the middle when it is over ``budget`` characters. A secret in it is never sent:
+    each is redacted (``[redacted: <kind>]``) before anything is cut."""
     parts: list[str] = []
     for event in map(read_event, events):
+        said = redact_text(event.text)[0] if event.text else event.text
         if event.kind == "summary":
-            parts.append(f"[summary of earlier turns] {event.text}")
+            parts.append(f"[summary of earlier turns] {said}")
             continue
         if event.kind == "reasoning":
             continue  # the model's thinking: what it concluded is in its reply
         if event.kind != "message":
             continue
         if event.role == "tool":
-            result = event.text[:TOOL_RESULT_CHARS]
+            result = said[:TOOL_RESULT_CHARS]
             parts.append(f"[tool result {event.tool_call_id}] {result}")
             continue
-        if event.text:
-            parts.append(f"{str(event.role).capitalize()}: {event.text}")
+        if said:
+            parts.append(f"{str(event.role).capitalize()}: {said}")
         for call in event.calls:
-            arguments = call.arguments[:TOOL_RESULT_CHARS]
+            arguments = redact_text(call.arguments)[0][:TOOL_RESULT_CHARS]
             parts.append(f"[tool call {call.id}] {call.name}({arguments})")
     text = "\n".join(parts)
     if len(text) <= budget:

@@ -36,6 +36,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from ..storage.secrets.redact import redact_text
 from .boundaries import Boundaries
 from .consolidation import Consolidation
 from .extraction import Extraction
@@ -209,6 +210,7 @@ class Learner(Extraction, Titles, Consolidation):
         self.counts["done"] += 1
 
     def _fail(self, job: dict[str, Any], error: str) -> None:
+        error = redact_text(error)[0]  # a model's reply may quote the turn it was sent
         self._error(job, error)
         self.queue.fail(str(job["id"]), error)
         self.counts["failed"] += 1
@@ -251,6 +253,5 @@ class Learner(Extraction, Titles, Consolidation):
         }
 
     def _error(self, job: dict[str, Any], message: str) -> None:
-        self.errors.append(
-            {"job": job.get("id"), "session": job.get("session"), "error": message[:500]}
-        )
+        said = redact_text(message)[0][:500]  # shown by /v1/extraction: never a secret
+        self.errors.append({"job": job.get("id"), "session": job.get("session"), "error": said})

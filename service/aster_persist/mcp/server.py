@@ -33,6 +33,7 @@ from ..errors import AsterError
 from ..schemas.rendering import unretracted
 from ..services.tools import withheld
 from ..storage.home import check_session_id
+from ..storage.secrets.redact import redacted
 from .tools import tools_of
 
 if TYPE_CHECKING:
@@ -184,7 +185,8 @@ class McpFront:
             "aster://sessions/{session_id}",
             name="session-transcript",
             description="A session's transcript as JSON Lines (large contents put back; "
-            "what a retraction took back left out, as every view leaves it).",
+            "what a retraction took back left out, as every view leaves it; each secret "
+            "replaced by [redacted: <kind>]).",
             mime_type="application/x-ndjson",
         )
         async def session_transcript(session_id: str) -> str:
@@ -195,7 +197,7 @@ class McpFront:
             except AsterError as exc:
                 raise ResourceError(exc.detail) from None
             lines = [orjson.loads(line) for line in data.splitlines() if line.strip()]
-            kept = unretracted(lines)
+            kept = redacted(unretracted(lines))  # every secret in it redacted
             if kept is lines:
                 return data.decode("utf-8", "replace")
             return "".join(orjson.dumps(line).decode() + "\n" for line in kept)

@@ -35,6 +35,7 @@ from ..services.tools import failure, withheld
 from ..services.tools import search_memory as search_tool
 from ..storage import frontmatter
 from ..storage.home import check_session_id
+from ..storage.secrets.redact import redacted
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
@@ -299,7 +300,7 @@ def tools_of(front: Front) -> list[Tool]:
                 f"{exc.detail}. Take an id from list_sessions or search_sessions."
             ) from None
         events = [
-            e
+            redacted(e)  # a key pasted into a chat is kept, and never handed on
             for e in unretracted(lines)
             if e.get("type") != "session" and isinstance(e.get("seq"), int) and e["seq"] > after
         ][:limit]

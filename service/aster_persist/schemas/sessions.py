@@ -121,6 +121,12 @@ class SessionSummary(BaseModel):
     models: list[str] = Field(description="The models that wrote its turns, first used first.")
     duration_ms: int = Field(description="From its first time to its last activity.")
     alias: str | None = Field(default=None, description="The caller's own name for it.")
+    secrets: int = Field(
+        default=0,
+        description="Secrets its text holds (keys, tokens, passwords), as the index found "
+        "them: kept in the transcript, redacted wherever it is handed on. List them with "
+        "`has_secrets=true`.",
+    )
 
 
 class ChildSession(BaseModel):

@@ -179,6 +179,7 @@ class SessionInfo:
     parent_source: str | None = None
     alias: str | None = None  # the caller's own name for it (an agent framework's id)
     stats: Stats = field(default_factory=lambda: Stats())
+    secrets: int = 0  # the secrets its text holds, as the catalog counted them
 
     def absorb(self, lines: list[dict[str, Any]], bad: list[int]) -> None:
         """Fold readable lines (and the numbers of bad ones) into the summary."""

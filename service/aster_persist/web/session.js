@@ -7,7 +7,7 @@
 
 import { api, headers } from "./api.js";
 import { timeline } from "./chart.js";
-import { count, duration, el, inProject, main, q, say, throttle, titled, when } from "./dom.js";
+import { count, duration, el, inProject, main, navigate as navigateTo, q, say, throttle, titled, when } from "./dom.js";
 import { follow } from "./live.js";
 import { route } from "./router.js";
 import { mark, Transcript } from "./transcript.js";
@@ -30,6 +30,7 @@ function story(detail) {
     item("Duration", duration(detail.duration_ms)),
     item("Last activity", when(detail.updated_at)),
     item("State", el("span", { class: `state-${detail.state}`, text: detail.state }), ` · ${detail.events} events`),
+    detail.secrets ? item("Secrets", el("span", { class: "bad", text: String(detail.secrets) })) : null,
     detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_id)) : null,
     detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", {}, link(c.id, c.title || c.id)))) : null);
 }
@@ -56,6 +57,19 @@ export async function sessionView(signal, params, id) {
   heading.id = "session-title";
   document.title = `${detail.title || "Session"} · aster-persist`;
   const header = el("div", { id: "session-story" }, story(detail));
+  // A secret in the transcript is shown masked ([redacted: <kind>]) until asked for.
+  const revealed = params.get("reveal") === "1";
+  const redact = revealed ? {} : { redact: true };
+  const toggle = (on) => {
+    const next = new URLSearchParams(params);
+    if (on) next.set("reveal", "1"); else next.delete("reveal");
+    navigateTo(`#/session/${id}?${next}`);
+  };
+  const secrets = detail.secrets ? el("p", { id: "secrets-notice", class: "notice" },
+    revealed ? `${count(detail.secrets)} secret${detail.secrets > 1 ? "s" : ""} shown as they were written. `
+      : `${count(detail.secrets)} secret${detail.secrets > 1 ? "s" : ""} in this session, shown masked. `,
+    el("button", { type: "button", class: "plain", text: revealed ? "Mask secrets" : "Reveal secrets",
+      onclick: () => toggle(!revealed) })) : null;
   const rename = el("form", { class: "toolbar" },
     el("label", { for: "rename-input", text: "Title" }),
     el("input", { id: "rename-input", name: "title", value: detail.title || "" }),
@@ -78,8 +92,8 @@ export async function sessionView(signal, params, id) {
   const fresh = el("button", { id: "new-turns", class: "floating", hidden: true, text: "New turns ↓" });
   main.replaceChildren(el("section", { class: "session" }, heading, header,
     el("div", { class: "toolbar" }, rename, remove,
-      el("button", { type: "button", class: "plain", text: "Download JSONL", onclick: () => download(id) })),
-    chart, list, fresh));
+      el("button", { type: "button", class: "plain", text: "Download JSONL", onclick: () => download(id, revealed) })),
+    secrets, chart, list, fresh));
   heading.focus();
   const transcript = new Transcript(list, id, detail.children || []);
   const hrefOf = (seq) => `#/session/${id}?${q({ seq })}`;
@@ -100,7 +114,7 @@ export async function sessionView(signal, params, id) {
   let limit = FIRST;
   let firstShown = false;
   for (;;) {
-    const page = await api(`/v1/sessions/${id}/events?${q({ after, limit, inline: false, raw: false })}`);
+    const page = await api(`/v1/sessions/${id}/events?${q({ after, limit, inline: false, raw: false, ...redact })}`);
     if (signal.aborted) return;
     for (let at = 0; at < page.events.length; at += CHUNK) {
       transcript.add(page.events.slice(at, at + CHUNK));
@@ -137,7 +151,7 @@ export async function sessionView(signal, params, id) {
       drawTimeline();
     } catch { /* the feed says when the daemon is away */ }
   }, 1000);
-  follow(`/v1/sessions/${id}/events/stream`, {
+  follow(`/v1/sessions/${id}/events/stream${revealed ? "" : "?redact=true"}`, {
     lastId: String(last),
     signal,
     onEvent: (kind, event) => {
@@ -152,10 +166,11 @@ export async function sessionView(signal, params, id) {
   });
 }
 
-// The transcript as its JSONL file, fetched with the token (a plain link would send none).
-async function download(id) {
+// The transcript as its JSONL file, fetched with the token (a plain link would send none);
+// its secrets redacted unless they are shown.
+async function download(id, revealed) {
   try {
-    const response = await fetch(`/v1/sessions/${id}/export`, { headers: headers() });
+    const response = await fetch(`/v1/sessions/${id}/export${revealed ? "" : "?redact=true"}`, { headers: headers() });
     if (!response.ok) throw new Error(`the daemon answered ${response.status}`);
     const url = URL.createObjectURL(await response.blob());
     el("a", { href: url, download: `${id}.jsonl` }).click();

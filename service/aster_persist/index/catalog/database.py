@@ -25,7 +25,7 @@ from .. import search
 from ..text import Doc, Query, docs_of
 from .files import FileEntry, _continues, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
-from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, _info, _row
+from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, SECRETS, _info, _row
 
 if TYPE_CHECKING:  # the semantic extra's
     from ..semantic import Vectors
@@ -266,9 +266,17 @@ class Catalog:
 
     def get(self, session_id: str) -> SessionInfo | None:
         row = self.db.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?", (session_id,)
+            f"SELECT {', '.join(_COLUMNS)}, {SECRETS} FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
         return _info(row) if row else None
+
+    def secrets_of(self, session_id: str) -> int:
+        """How many secrets the indexed text of a session held."""
+        row = self.db.execute(
+            "SELECT coalesce(sum(secrets), 0) FROM docs WHERE session = ? AND secrets > 0",
+            (session_id,),
+        ).fetchone()
+        return int(row[0])
 
     def page(
         self,
@@ -299,7 +307,7 @@ class Catalog:
             condition, values = listing.after(*after)
             where.append(condition)
             args.extend(values)
-        sql = f"SELECT {', '.join(_COLUMNS)}, {listing.key()} FROM sessions"
+        sql = f"SELECT {', '.join(_COLUMNS)}, {SECRETS}, {listing.key()} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY {listing.order()} LIMIT ?"

@@ -30,16 +30,18 @@ API_SOURCE = "api"  # what a session written through the API (no source tool) is
 @dataclass(frozen=True)
 class Listing:
     """Filters and order of a listing: the tool a session came from (``api`` for one
-    written through the API), a model that wrote in it, its last activity from ``since``
-    and before ``until`` (stored times), whether it had tool errors, only sessions no
-    other started; sorted by ``sort``, the largest or latest first unless not
-    ``descending``."""
+        written through the API), a model that wrote in it, its last activity from ``since``
+        and before ``until`` (stored times), whether it had tool errors, whether its text
+    holds secrets, only sessions no
+        other started; sorted by ``sort``, the largest or latest first unless not
+        ``descending``."""
 
     source_tool: str | None = None
     model: str | None = None
     since: str | None = None
     until: str | None = None
     errors: bool | None = None
+    secrets: bool | None = None
     top_level: bool = False
     sort: str = "updated"
     descending: bool = True
@@ -63,6 +65,9 @@ class Listing:
             args.append(self.until)
         if self.errors is not None:
             where.append(f"{SORTS['tool_errors']} {'>' if self.errors else '='} 0")
+        if self.secrets is not None:
+            held = "EXISTS (SELECT 1 FROM docs WHERE docs.session = sessions.id AND secrets > 0)"
+            where.append(held if self.secrets else f"NOT {held}")
         if self.top_level:
             where.append("parent_source IS NULL")
         return where, args

@@ -14,7 +14,7 @@ import orjson
 from ...storage.summary import SessionInfo, Stats
 from .. import search
 
-SCHEMA_VERSION = 8  # 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 9  # 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 _COLUMNS = (
     "id",
     "slug",
@@ -84,6 +84,11 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITH
 INSERT OR IGNORE INTO meta VALUES ('generation', lower(hex(randomblob(16))));
 PRAGMA user_version = {SCHEMA_VERSION};
 """
+# How many secrets a session's indexed text held (each redacted in the index).
+SECRETS = (
+    "(SELECT coalesce(sum(secrets), 0) FROM docs "
+    "WHERE docs.session = sessions.id AND docs.secrets > 0)"
+)
 _UPSERT = (
     f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -120,9 +125,11 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
     )
 
 
-def _info(row: sqlite3.Row) -> SessionInfo:
-    values = dict(zip(_COLUMNS, row, strict=True))
+def _info(row: sqlite3.Row | tuple[Any, ...]) -> SessionInfo:
+    """A row of ``_COLUMNS``, or of ``_COLUMNS`` and ``SECRETS``."""
+    secrets = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else 0
+    values = dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
     values["bad_lines"] = orjson.loads(values["bad_lines"])
     values.pop("first_record")  # kept in the stats too
     values["stats"] = Stats(**orjson.loads(values["stats"]))
-    return SessionInfo(**values)
+    return SessionInfo(**values, secrets=secrets)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...storage.secrets.redact import prepare
 from ...storage.summary import SessionInfo
 from .database import VECTORS, Catalog, MemoryDoc
 
@@ -42,6 +43,7 @@ class CatalogWorker:
 
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
         self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
+        self.executor.submit(prepare)  # before the first text it indexes, off the loop
         self.locate = locate
         self.memory_doc = memory_doc  # what search indexes of a memory file
         self.catalog.vectors = vectors  # semantic search's, when on

@@ -1,0 +1,184 @@
+"""Redacting: a text as it may be handed on, each secret in it replaced by its kind.
+
+Transcripts keep what was said exactly; what leaves the store for another party (search
+results, MCP, exports, the learner's prompt, logs) goes through ``redact_text`` or
+``redacted``, which find secrets with the same scan as memory (``line_secrets``) and put
+``[redacted: <kind>]`` in place of each (``[redacted: aws-secret-access-key]``).
+
+Transcripts are large and rarely hold a secret, so the scan reads only the places one
+could be: around each word a layer needs (``pass``, ``token``, ``key``…, and the few
+formats not made of one long run), each run of 20 or more letters, digits, ``_`` or ``-``
+(every prefixed format: ``ghp_…``, ``AKIA…``, ``xoxb-…``) and each credential in a URL,
+80 characters before and 320 after, widened to whole words within the line. On every
+line of the secret corpus and the ordinary notes, and on them inside longer text, this
+finds exactly what scanning each whole line finds (a test holds it to that).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from .scan import line_secrets
+
+# What a finding of any layer needs, lowercase: the assignments' and prose's
+# secret-naming words (``pw`` covers ``pwd``; ``key`` covers private keys and PuTTY's),
+# and the words of the formats whose secret is not one long run of token characters (a
+# webhook URL cut by ``/``, a signed URL, credentials in a command). Every format that
+# begins with a prefix (``ghp_``, ``AKIA``, ``xoxb-``, ``sk_live_``, ``eyJ``…) goes on with
+# at least ``_RUN`` letters, digits, ``_`` or ``-`` in a row, which is looked for instead.
+_PREFILTER_WORDS = (
+    "pass", "pw", "secret", "cred", "token", "key", "auth", "bearer",
+    "hooks.slack", "discord", "sig=", "signature=", "-u",
+)  # fmt: skip
+_RUN = 20  # the shortest such run: an AWS access key ID (AKIA and 16 more)
+_TOKEN_CHARS = str.maketrans(
+    {c: "a" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"}
+)
+_URL_CREDENTIALS = re.compile(r"://\S*@")
+_ARTIFACTORY = re.compile(r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}")
+# Around each place a finding could start, the scan reads this much of the line (then
+# on to the nearest space): a key's value is read up to 256 characters after it.
+_BEFORE, _AFTER = 80, 320
+
+
+def _places(line: str) -> list[tuple[int, int]] | None:
+    """Where in ``line`` (a text) a finding could be: each word of a layer, each long run
+    of token characters, each credential in a URL and Artifactory key, as (start, end)."""
+    low = line.lower()
+    if len(low) != len(line):  # a letter whose lower case is longer: every line whole
+        return None
+    found = []
+    for word in _PREFILTER_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            found.append((at, at + len(word)))
+            at = low.find(word, at + 1)
+    runs = line.translate(_TOKEN_CHARS)
+    at = runs.find("a" * _RUN)
+    while at >= 0:
+        end = at + _RUN
+        while end < len(runs) and runs[end] == "a":
+            end += 1
+        found.append((at, end))
+        at = runs.find("a" * _RUN, end)
+    found += [m.span() for m in _URL_CREDENTIALS.finditer(line)]
+    found += [m.span() for m in _ARTIFACTORY.finditer(line)]
+    return found
+
+
+def might_hold(line: str) -> bool:
+    """Whether ``line`` holds anything a secret found in it would need (else no layer of
+    the scan can find one in it)."""
+    return _places(line) != []
+
+
+def _windows(text: str, places: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of ``text`` to scan: around each place, widened to the nearest spaces
+    (so no word is cut) within its line, overlapping ones joined."""
+    spans: list[tuple[int, int]] = []
+    for start, end in sorted(places):
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        left = max(line_start, text.rfind(" ", line_start, max(line_start, start - _BEFORE)) + 1)
+        right = text.find(" ", min(line_end, end + _AFTER), line_end)
+        right = line_end if right < 0 else right
+        if spans and left <= spans[-1][1] and text.find("\n", spans[-1][0], left) < 0:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], right))
+        else:
+            spans.append((left, right))
+    return spans
+
+
+def findings(text: str) -> list[tuple[str, int, int]]:
+    """The secrets of ``text`` as the scan finds them line by line, as (kind, start, end)
+    in ``text``, reading only the windows around the places one could be."""
+    places = _places(text)
+    if places is None:  # read every line whole
+        places = [(m.start(), m.end()) for m in re.finditer(r"[^\n]+", text)]
+        windows = places
+    else:
+        windows = _windows(text, places)
+    out: list[tuple[str, int, int]] = []
+    for left, right in windows:
+        out += [(kind, left + s, left + e) for kind, s, e in line_secrets(text[left:right])]
+    return out
+
+
+def prepare() -> None:
+    """Build what the scan needs (detect-secrets' plugins, a fifth of a second) now,
+    so the first text redacted does not wait for it."""
+    redact_text("password = prepared")
+
+
+def kind_name(kind: str) -> str:
+    """A finding's kind as a redaction names it: ``AWS secret access key`` →
+    ``aws-secret-access-key``."""
+    return re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-")
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """``text`` with each secret replaced by ``[redacted: <kind>]``, and how many."""
+    found = findings(text)
+    if not found:
+        return text, 0
+    parts, pos = [], 0
+    for kind, start, end in found:
+        parts += [text[pos:start], f"[redacted: {kind_name(kind)}]"]
+        pos = end
+    return "".join([*parts, text[pos:]]), len(found)
+
+
+def redacted(value: Any) -> Any:
+    """A JSON value with every string in it redacted (keys too); the same object when
+    nothing in it is a secret."""
+    out, _ = _walk(value)
+    return out
+
+
+def count_secrets(value: Any) -> int:
+    """How many secrets the strings of a JSON value hold."""
+    return _walk(value)[1]
+
+
+def _walk(value: Any) -> tuple[Any, int]:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        total, changed, out = 0, False, {}
+        for key, item in value.items():
+            new_key, k = redact_text(key) if isinstance(key, str) else (key, 0)
+            new_item, n = _walk(item)
+            total += k + n
+            changed = changed or k > 0 or n > 0
+            out[new_key] = new_item
+        return (out if changed else value), total
+    if isinstance(value, list):
+        pairs = [_walk(item) for item in value]
+        total = sum(n for _, n in pairs)
+        return ([item for item, _ in pairs] if total else value), total
+    return value, 0
+
+
+class Redacting(logging.Filter):
+    """A log handler's filter: each secret in a record's message, or in the traceback it
+    carries, is written as ``[redacted: <kind>]`` (a request's body may be quoted in an
+    error)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        shown, found = redact_text(record.getMessage())
+        if found:
+            record.msg, record.args = shown, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))[0]
+        return True
+
+
+def redact_logs(*names: str) -> None:
+    """Put ``Redacting`` on every handler of the root logger and of the loggers named."""
+    for name in ("", *names):
+        for handler in logging.getLogger(name or None).handlers:
+            if not any(isinstance(f, Redacting) for f in handler.filters):
+                handler.addFilter(Redacting())

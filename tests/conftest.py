@@ -144,7 +144,11 @@ class Daemon:
         )
         handle.close()
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:
+                self.kill()  # never left running behind a test that could not use it
+                raise
         return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:

@@ -24,7 +24,7 @@ import pytest
 from ..conftest import Daemon
 from ..proof.scale import record, rounds
 
-ROUNDS = rounds(20, 200)
+ROUNDS = rounds(12, 200)
 CLIENTS = 4
 
 

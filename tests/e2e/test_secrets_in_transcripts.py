@@ -192,7 +192,14 @@ def test_the_fast_reading_finds_what_the_scan_finds_on_every_corpus_line() -> No
         assert findings(line) == whole, line
         if whole:
             assert might_hold(line), line
-        for padded in ("x " * 400 + line + " y" * 400, "x " * 400 + line, f"{line}\n" * 3):
+        long_run = "z" * 2000  # a run longer than a window: its ends are read
+        for padded in (
+            "x " * 400 + line + " y" * 400,
+            "x " * 400 + line,
+            f"{line}\n" * 3,
+            f"{long_run} {line} {long_run}",
+            f"{long_run}{line}{long_run}",  # inside a longer run: no secret
+        ):
             assert findings(padded) == _whole_lines(padded), line  # inside longer text
 
 

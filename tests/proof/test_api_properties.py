@@ -22,7 +22,7 @@ from .scale import PROOF, record, rounds
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "schemathesis.toml"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
-EXAMPLES = rounds(100, 1000)
+EXAMPLES = rounds(40, 1000)
 # make test walks the same cases each run (a red run is one to read, not to retry);
 # make proof draws new ones every time
 SEED = [] if PROOF else ["--generation-deterministic"]

@@ -39,8 +39,10 @@ _TOKEN_CHARS = str.maketrans(
 _URL_CREDENTIALS = re.compile(r"://\S*@")
 _ARTIFACTORY = re.compile(r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}")
 # Around each place a finding could start, the scan reads this much of the line (then
-# on to the nearest space): a key's value is read up to 256 characters after it.
-_BEFORE, _AFTER = 80, 320
+# on to the nearest space, up to ``_WIDEN`` further): a key's value is read up to 256
+# characters after it. Of a run longer than that, its two ends are read: a secret is
+# never in the middle of a longer run of token characters.
+_BEFORE, _AFTER, _WIDEN = 80, 320, 64
 
 
 def _places(line: str) -> list[tuple[int, int]] | None:
@@ -61,7 +63,10 @@ def _places(line: str) -> list[tuple[int, int]] | None:
         end = at + _RUN
         while end < len(runs) and runs[end] == "a":
             end += 1
-        found.append((at, end))
+        if end - at > _AFTER:
+            found += [(at, at + _RUN), (end - _RUN, end)]
+        else:
+            found.append((at, end))
         at = runs.find("a" * _RUN, end)
     found += [m.span() for m in _URL_CREDENTIALS.finditer(line)]
     found += [m.span() for m in _ARTIFACTORY.finditer(line)]
@@ -74,37 +79,61 @@ def might_hold(line: str) -> bool:
     return _places(line) != []
 
 
-def _windows(text: str, places: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of ``text`` to scan: around each place, widened to the nearest spaces
-    (so no word is cut) within its line, overlapping ones joined."""
-    spans: list[tuple[int, int]] = []
+def _windows(text: str, places: list[tuple[int, int]]) -> list[tuple[int, int, bool, bool]]:
+    """The parts of ``text`` to scan: around each place, widened to the nearest space
+    (so no word is cut, unless a word runs on past ``_WIDEN``) within its line, overlapping
+    ones joined; with whether each begins and ends in the middle of a word (cut)."""
+    spans: list[list[Any]] = []
     for start, end in sorted(places):
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", end)
-        line_end = len(text) if line_end < 0 else line_end
-        left = max(line_start, text.rfind(" ", line_start, max(line_start, start - _BEFORE)) + 1)
-        right = text.find(" ", min(line_end, end + _AFTER), line_end)
-        right = line_end if right < 0 else right
-        if spans and left <= spans[-1][1] and text.find("\n", spans[-1][0], left) < 0:
-            spans[-1] = (spans[-1][0], max(spans[-1][1], right))
+        reach = max(0, start - _BEFORE - _WIDEN)
+        floor = text.rfind("\n", reach, start) + 1 or reach
+        space = text.rfind(" ", floor, max(floor, start - _BEFORE) + 1)
+        left = space + 1 if space >= 0 else floor
+        reach = min(len(text), end + _AFTER + _WIDEN)
+        ceiling = text.find("\n", end, reach)
+        ceiling = reach if ceiling < 0 else ceiling
+        space = text.find(" ", min(ceiling, end + _AFTER), ceiling)
+        right = space if space >= 0 else ceiling
+        if spans and left <= spans[-1][1] and "\n" not in text[spans[-1][1] : left]:
+            spans[-1][1] = max(spans[-1][1], right)
         else:
-            spans.append((left, right))
-    return spans
+            spans.append([left, right])
+    return [
+        (left, right, left > 0 and not text[left - 1].isspace(),
+         right < len(text) and not text[right].isspace())
+        for left, right in spans
+    ]  # fmt: skip
 
 
 def findings(text: str) -> list[tuple[str, int, int]]:
     """The secrets of ``text`` as the scan finds them line by line, as (kind, start, end)
-    in ``text``, reading only the windows around the places one could be."""
+    in ``text``, reading only the windows around the places one could be (a window cut in
+    the middle of a long word that finds something at that edge is read again out to the
+    whole word)."""
     places = _places(text)
     if places is None:  # read every line whole
-        places = [(m.start(), m.end()) for m in re.finditer(r"[^\n]+", text)]
-        windows = places
+        windows = [(m.start(), m.end(), False, False) for m in re.finditer(r"[^\n]+", text)]
     else:
         windows = _windows(text, places)
-    out: list[tuple[str, int, int]] = []
-    for left, right in windows:
-        out += [(kind, left + s, left + e) for kind, s, e in line_secrets(text[left:right])]
-    return out
+    out: set[tuple[str, int, int]] = set()
+    for left, right, cut_left, cut_right in windows:
+        spans = line_secrets(text[left:right])
+        if any((cut_left and s == 0) or (cut_right and e == right - left) for _, s, e in spans):
+            # found against a window's cut edge: read again out to the whole words there
+            left = _word_edge(text, left, -1) if cut_left else left
+            right = _word_edge(text, right, 1) if cut_right else right
+            spans = line_secrets(text[left:right])
+        out.update((kind, left + s, left + e) for kind, s, e in spans)
+    return sorted(out, key=lambda found: (found[1], found[2]))
+
+
+def _word_edge(text: str, at: int, way: int) -> int:
+    """Where the word (what is not white space) holding ``at`` begins (``way`` -1) or
+    ends (1)."""
+    if way < 0:
+        return max(text.rfind(c, 0, at) for c in " \t\n") + 1
+    ends = [i for i in (text.find(c, at) for c in " \t\n") if i >= 0]
+    return min(ends) if ends else len(text)
 
 
 def prepare() -> None:

@@ -35,7 +35,7 @@ log = logging.getLogger("aster_persist")
 VECTORS = "vectors.bin"  # semantic search's vectors, kept beside the catalog
 _BATCH = 500  # files (or dirty sessions) per transaction
 _EVENT_KIND = {"tool_call": "message", "tool_result": "message"}  # document kind -> event type
-_CHUNK = 8 << 20  # bytes of a transcript read at once when indexing what was appended
+_CHUNK = 2 << 20  # bytes of a transcript read at once when indexing what was appended
 
 
 def _writable_again(info: SessionInfo) -> SessionInfo:

@@ -40,7 +40,8 @@ test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashbo
 	  command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 	$(MAKE) --no-print-directory $(NPM_PROJECT)/node_modules/.installed
-	$(BIN)/python -m pytest -q --durations=25 -n 4 --dist load
+	$(BIN)/python -m pytest -q --durations=25 -n 4 --dist load -m "not alone"
+	$(BIN)/python -m pytest -q -m alone
 
 proof: $(STAMP)  ## the long fault-injection run (crash loops, power loss, I/O errors, fuzzing)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)

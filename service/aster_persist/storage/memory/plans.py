@@ -37,7 +37,7 @@ STEPS = ("archive", "write", "create")
 
 
 class Plans:
-    """Applies plans to one memory store, and finishes those a crash cut short (writer
+    """Applies plans to one memory store, and undoes those a crash cut short (writer
     thread)."""
 
     def __init__(self, store: MemoryStore) -> None:

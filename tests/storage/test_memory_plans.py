@@ -4,35 +4,21 @@ undone by ``finish``; a secret or a taken name refuses the plan before any chang
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aster_persist.errors import AsterError, InsufficientStorage
-from aster_persist.storage.home import Home
-from aster_persist.storage.journal import Journal
 from aster_persist.storage.memory import MemoryStore
 from aster_persist.storage.memory.plans import Plans
-
-from ..conftest import FakeClock
 
 TOKEN = "ghp_" + "a" * 36
 
 
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    home = Home.open(tmp_path / "home")
-    journal = Journal(home.root / "journal.jsonl", clock=clock, durable=False)
-    journal.open()
-    memory = MemoryStore(home, journal, clock=clock)
-    memory.load()
+@pytest.fixture(autouse=True)
+def three_blocks(store: MemoryStore) -> None:
     for name, body in (("alpha", "Use tabs.\n"), ("beta", "Tabs only.\n"), ("gamma", "Old.\n")):
-        memory.write_block("global", name, body=body, meta={})
-    yield memory
-    journal.close()
-    home.close()
+        store.write_block("global", name, body=body, meta={})
 
 
 def files(store: MemoryStore) -> dict[str, bytes]:

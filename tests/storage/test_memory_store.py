@@ -5,33 +5,18 @@ orders blocks as it says, and a revert puts bytes back exactly."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aster_persist.errors import NameTaken, PreconditionFailed, SecretDetected
 from aster_persist.storage import frontmatter
-from aster_persist.storage.home import Home, project_slug
-from aster_persist.storage.journal import Journal
+from aster_persist.storage.home import project_slug
 from aster_persist.storage.memory import ARCHIVE, CORE, MAX_INDEX_ENTRIES, MemoryStore
 
 from ..conftest import FakeClock
 
 PROJECT = "project:" + project_slug("/srv/acme")
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    home = Home.open(tmp_path / "home")
-    journal = Journal(home.root / "journal.jsonl", clock=clock, durable=False)
-    journal.open()
-    memory = MemoryStore(home, journal, clock=clock)
-    memory.load()
-    yield memory
-    journal.close()
-    home.close()
 
 
 def ops(store: MemoryStore) -> list[str]:

@@ -36,6 +36,7 @@ _RUN = 20  # the shortest such run: an AWS access key ID (AKIA and 16 more)
 _TOKEN_CHARS = str.maketrans(
     {c: "a" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"}
 )
+_RUN_END = re.compile(r"a+")
 _URL_CREDENTIALS = re.compile(r"://\S*@")
 _ARTIFACTORY = re.compile(r"AKC[a-zA-Z0-9]{10}|AP[\dA-F][a-zA-Z0-9]{8}")
 # Around each place a finding could start, the scan reads this much of the line (then
@@ -60,9 +61,7 @@ def _places(line: str) -> list[tuple[int, int]] | None:
     runs = line.translate(_TOKEN_CHARS)
     at = runs.find("a" * _RUN)
     while at >= 0:
-        end = at + _RUN
-        while end < len(runs) and runs[end] == "a":
-            end += 1
+        end = _RUN_END.match(runs, at).end()  # type: ignore[union-attr]
         if end - at > _AFTER:
             found += [(at, at + _RUN), (end - _RUN, end)]
         else:

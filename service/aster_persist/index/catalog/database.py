@@ -112,9 +112,17 @@ class Catalog:
             for session, session_docs in (docs or {}).items():
                 search.insert_docs(self.db, session, session_docs)
 
-    def refresh(self, infos: list[SessionInfo], locate: Callable[[str, str], Path]) -> None:
+    def refresh(
+        self,
+        infos: list[SessionInfo],
+        locate: Callable[[str, str], Path],
+        stop: Callable[[], bool] | None = None,
+    ) -> list[SessionInfo]:
         """Write summaries handed over by the store, indexing the bytes each one covers
-        that the index has not seen (read back from the file: only the new bytes)."""
+        that the index has not seen (read back from the file: only the new bytes).
+
+        ``stop`` is asked after each session whose text was indexed: once it says so,
+        the rest are left as they were and returned (written by a later call)."""
         indexed: dict[str, tuple[int, int]] = {}
         for start in range(0, len(infos), _BATCH):
             ids = [info.id for info in infos[start : start + _BATCH]]
@@ -123,17 +131,22 @@ class Catalog:
                 f"SELECT id, offset, last_seq FROM sessions WHERE id IN ({marks})", ids
             )
             indexed.update({sid: (offset, last) for sid, offset, last in rows})
+        done = len(infos)
         with self._tx():
-            for info in infos:
+            for n, info in enumerate(infos):
                 offset, last_seq = indexed.get(info.id, (0, -1))
                 if info.offset == offset:
                     continue
+                if stop is not None and stop():
+                    done = n
+                    break
                 path = locate(info.slug, info.id)
                 if info.offset < offset or not self._index_range(info, path, offset, last_seq + 1):
                     # shrunk, or the new bytes do not continue what was indexed: read it all
                     search.drop_docs(self.db, info.id)
                     self._index_range(info, path, 0, None)
-            self.db.executemany(_UPSERT, [_row(info) for info in infos])
+            self.db.executemany(_UPSERT, [_row(info) for info in infos[:done]])
+        return infos[done:]
 
     def _index_range(
         self, info: SessionInfo, path: Path, start: int, first_seq: int | None
@@ -338,18 +351,13 @@ class Catalog:
                 out[info.id] = (sid, spawned.get(info.source_key or "") or None)
         return out
 
-    def forked_from(self, record: str, created_at: str | None, events: int) -> str | None:
-        """The session whose first event came from the source record ``record`` and
-        that a new source of ``events`` events, begun at ``created_at``, carries on: the
-        one it forks (Claude Code writes a resumed session to a new file that begins
-        with the records of the old one: the same start, and more after it)."""
-        row = self.db.execute(
-            "SELECT id FROM sessions WHERE first_record = ? "
-            "AND (created_at < ? OR (created_at = ? AND events < ?)) "
-            "ORDER BY created_at, id LIMIT 1",
-            (record, created_at or "9999", created_at or "9999", events),
-        ).fetchone()
-        return str(row[0]) if row else None
+    def begun_with(self, record: str) -> list[tuple[str, str | None, int]]:
+        """The sessions whose first event came from the source record ``record``: id,
+        created_at and events of each (what ``CatalogWorker.forked_from`` weighs)."""
+        rows = self.db.execute(
+            "SELECT id, created_at, events FROM sessions WHERE first_record = ?", (record,)
+        )
+        return [(str(sid), created, int(events)) for sid, created, events in rows]
 
     def children(self, info: SessionInfo) -> list[dict[str, Any]]:
         """The sessions a session started, oldest first, each with the call that did."""

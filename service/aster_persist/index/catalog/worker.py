@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ class CatalogWorker:
         self._dirty: dict[str, SessionInfo] = {}
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()
+        self._marks = 0  # summaries marked so far: a flush between writes sees them come
+        self._pending_since: float | None = None  # when the oldest unwritten one was
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
@@ -66,6 +69,9 @@ class CatalogWorker:
         with self._lock:
             self._dirty[info.id] = info
             self._removed.discard(info.id)
+            self._marks += 1
+            if self._pending_since is None:
+                self._pending_since = time.monotonic()
         self._wake.set()
 
     def forget(self, session_id: str) -> None:
@@ -83,9 +89,11 @@ class CatalogWorker:
     def _tick(self) -> None:
         """Flush once writes pause, so the index stays current without a reader.
 
-        Indexing competes with appends for the processor, so during a burst of writes it
-        waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in one pass; a
-        read flushes first anyway, so nobody ever sees a stale index."""
+        Indexing competes with appends and imports for the processor, so during a burst
+        of writes it waits (up to ``FLUSH_MAX_DELAY``) and then takes the whole burst in
+        one pass; a pass begun in a pause gives way when writes come again (the text of
+        one session at a time), unless what is pending is ``FLUSH_MAX_DELAY`` old. A read
+        flushes first anyway, so nobody ever sees a stale index."""
         while not self._closed:
             self._wake.wait()
             if self._closed:
@@ -98,19 +106,27 @@ class CatalogWorker:
                     break  # no write during the pause
                 self._wake.clear()
             try:
-                self.executor.submit(self.flush)
+                self.executor.submit(self.flush, between_writes=True)
             except RuntimeError:  # shut down
                 return
 
-    def flush(self) -> None:
-        """Write pending summaries and memory; runs on the catalog thread."""
+    def flush(self, *, between_writes: bool = False) -> None:
+        """Write pending summaries and memory; runs on the catalog thread. Between
+        writes (``between_writes``), it stops at the first write that comes meanwhile,
+        and leaves the rest pending for the next pause (unless they are overdue)."""
         with self._lock:
             dirty, self._dirty = self._dirty, {}
             removed, self._removed = self._removed, set()
             memory, self._memory = self._memory, set()
+            marks, since = self._marks, self._pending_since
+            self._pending_since = None
+        stop = None
+        if between_writes and since is not None and time.monotonic() - since < FLUSH_MAX_DELAY:
+            stop = lambda: self._marks != marks  # noqa: E731  (read without the lock)
+        left: list[SessionInfo] = []
         try:
             if dirty:
-                self.catalog.refresh(list(dirty.values()), self.locate)
+                left = self.catalog.refresh(list(dirty.values()), self.locate, stop)
             if removed:
                 self.catalog.remove(removed)
             if memory and self.memory_doc is not None:
@@ -120,11 +136,18 @@ class CatalogWorker:
         except Exception as exc:
             # Derived data: keep what is pending and try again on the next flush.
             log.warning("index write failed (%s); will retry", exc)
+            left = list(dirty.values())
             with self._lock:
-                for sid, info in dirty.items():
-                    self._dirty.setdefault(sid, info)
                 self._removed |= removed - self._dirty.keys()
                 self._memory |= memory
+        if left:  # pending again (a summary marked since is newer, one removed is gone)
+            with self._lock:
+                for info in left:
+                    if info.id not in self._removed:
+                        self._dirty.setdefault(info.id, info)
+                if since is not None:
+                    self._pending_since = min(since, self._pending_since or since)
+            self._wake.set()
 
     def embed_later(self, *, compact: bool = False) -> None:
         """Embed new documents in the background, a batch at a time between the catalog's
@@ -148,6 +171,34 @@ class CatalogWorker:
                 self.embed_later(compact=compact)
         except Exception as exc:  # derived data: the next change tries again
             log.warning("embedding for semantic search failed (%s)", exc)
+
+    def forked_from(self, record: str, created_at: str | None, events: int) -> Future[str | None]:
+        """The session whose first event came from the source record ``record`` and that
+        a new source of ``events`` events, begun at ``created_at``, carries on: the one it
+        forks (Claude Code writes a resumed session to a new file that begins with the
+        records of the old one: the same start, and more after it).
+
+        Pending summaries are weighed as they are, not written first: an import asks this
+        of every new file, and must not wait for the text of the one before to be indexed."""
+        return self.executor.submit(self._forked_from, record, created_at, events)
+
+    def _forked_from(self, record: str, created_at: str | None, events: int) -> str | None:
+        with self._lock:
+            pending = list(self._dirty.values())
+            gone = self._removed | self._dirty.keys()
+        found = [row for row in self.catalog.begun_with(record) if row[0] not in gone]
+        found += [
+            (info.id, info.created_at, info.events)
+            for info in pending
+            if info.source_key and info.stats.first_record == record
+        ]
+        began = created_at or "9999"
+        earlier = [
+            (created or "", sid)
+            for sid, created, count in found
+            if created is not None and (created < began or (created == began and count < events))
+        ]
+        return min(earlier)[1] if earlier else None
 
     def run(self, fn: Callable[[Catalog], Any]) -> Any:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""

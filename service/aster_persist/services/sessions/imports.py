@@ -229,9 +229,7 @@ async def _import_scanned(
         # a source that begins with another's first record (Claude Code writes a resumed
         # session to a new file that begins with the old one's records) forks it
         record, began, events = scanned.first_record, conversation.created_at, scanned.events
-        fork_of = await asyncio.wrap_future(
-            sessions.catalog.submit(lambda c: c.forked_from(record, began, events))
-        )
+        fork_of = await asyncio.wrap_future(sessions.catalog.forked_from(record, began, events))
         if fork_of is not None:
             conversation.source["fork_of"] = fork_of
     pending = importers.lines.batches(form, handle, limit, scanned, modified_at)

@@ -56,6 +56,11 @@ _NOT_SECRET_TOKENS = _wordset(
 )
 
 
+# what every key ``_key_kind`` names a secret by holds, and every sentence ``_PROSE``
+# tells one in, lowercase (a cheap test before the patterns run)
+_KEY_WORDS = ("pass", "pwd", "secret", "cred", "token", "key")
+
+
 def _key_kind(key: str) -> str | None:
     """The kind of assignment ``key`` makes when it names a secret (``DB_PASSWORD``,
     ``apiKey``, ``x-api-key``, ``client_secret``), else None."""
@@ -124,6 +129,9 @@ def _assignment_secret(
 def _assignment_spans(line: str) -> Iterator[Span]:
     """``key = value`` (and ``key: value``, ``"key": "value"``, ``--key value``) where the
     key names a secret and the value is one, not a placeholder, a reference or a type."""
+    low = line.lower()
+    if not any(word in low for word in _KEY_WORDS):
+        return  # no key of a secret's name
     for match in [*_KEY.finditer(line), *_FLAG.finditer(line)]:
         key = match.group("key")
         kind = _key_kind(key)
@@ -164,6 +172,9 @@ _CLAUSE_END = re.compile(
 def _prose_spans(line: str) -> Iterator[Span]:
     """A password told in a sentence; a value made of letters only when it is not an
     English word and ends its clause ("the password is required" is no secret)."""
+    low = line.lower()
+    if not any(word in low for word in _KEY_WORDS):
+        return  # no word a sentence names a secret by
     for match in _PROSE.finditer(line):
         found = _value_at(line, match.end())
         if found is None:

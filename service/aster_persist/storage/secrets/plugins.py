@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .triggers import Triggers
 from .words import _placeholder
 
 # plugin class, its module, the kind it finds, words one of which a line must hold
@@ -68,12 +69,14 @@ def _plugins() -> tuple[_Plugin, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1)
+def _triggers() -> Triggers[_Plugin]:
+    return Triggers([(plugin.triggers, plugin) for plugin in _plugins()])
+
+
 def plugin_spans(line: str) -> Iterator[tuple[str, str, int, int]]:
     """What detect-secrets' plugins find in ``line``: (plugin, kind, start, end)."""
-    low = line.lower()
-    for plugin in _plugins():
-        if not any(trigger in low for trigger in plugin.triggers):
-            continue
+    for plugin in _triggers().called(line.lower()):
         for pattern in plugin.patterns:
             for match in pattern.finditer(line):
                 start, end = match.span()

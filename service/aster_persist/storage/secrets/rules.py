@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
+from .triggers import Triggers
 from .words import _placeholder, _random
 
 Span = tuple[str, int, int]  # kind, start, end (of the line)
@@ -145,12 +146,12 @@ _RULES = [
 ]
 
 
+_TRIGGERS = Triggers([(rule[1], rule) for rule in _RULES])
+
+
 def _rule_spans(line: str) -> Iterator[Span]:
     """The formats with a known shape found in ``line``."""
-    low = line.lower()
-    for kind, triggers, pattern, check in _RULES:
-        if not any(trigger in low for trigger in triggers):
-            continue
+    for kind, _, pattern, check in _TRIGGERS.called(line.lower()):
         for match in pattern.finditer(line):
             value = match.group("v") if "v" in pattern.groupindex else match.group(0)
             if check is None or check(value):

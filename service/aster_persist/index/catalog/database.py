@@ -23,7 +23,7 @@ from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from .. import search
 from ..text import Doc, Query, docs_of
-from .files import FileEntry, _continues, summarize_file
+from .files import GONE, FileEntry, _continues, read_files, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, SECRETS, _info, _row
 
@@ -195,7 +195,8 @@ class Catalog:
         docs: dict[str, list[Doc]] = {}
         replace: list[str] = []
         stats = {"files": len(files), "unchanged": 0, "incremental": 0, "full": 0, "removed": 0}
-        for n, entry in enumerate(files, 1):
+        jobs: list[tuple[FileEntry, SessionInfo | None, bool]] = []  # entry, previous, grown
+        for entry in files:
             seen.add(entry.id)
             row = known.get(entry.id) or ()
             unchanged = row[:3] == (entry.slug, entry.size, entry.mtime_ns)
@@ -216,24 +217,26 @@ class Catalog:
                     and entry.size >= previous.file_size
                 )
                 stats["incremental" if grown else "full"] += 1
-                try:
-                    info, new_docs = summarize_file(entry, previous if grown else None)
-                    if not grown and previous is not None:  # read again from the start
-                        replace.append(entry.id)
-                    changed.append(info)
-                    docs[entry.id] = new_docs
-                except (FileNotFoundError, UnsafePath):
-                    seen.discard(entry.id)
-                except OSError as exc:  # unreadable: listed as damaged, never skipped silently
-                    log.error("cannot read %s: %s", entry.path, exc)
-                    broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
-                    broken.state = "damaged"
-                    changed.append(broken)
+                jobs.append((entry, previous, grown))
+        read = read_files([(entry, previous if grown else None) for entry, previous, grown in jobs])
+        for n, ((entry, previous, grown), found) in enumerate(zip(jobs, read, strict=True), 1):
+            if found == GONE:
+                seen.discard(entry.id)
+            elif isinstance(found, str):  # unreadable: listed as damaged, never skipped silently
+                log.error("cannot read %s: %s", entry.path, found)
+                broken = previous or SessionInfo(id=entry.id, slug=entry.slug)
+                broken.state = "damaged"
+                changed.append(broken)
+            else:
+                if not grown and previous is not None:  # read again from the start
+                    replace.append(entry.id)
+                changed.append(found[0])
+                docs[entry.id] = found[1]
             if len(changed) >= _BATCH:
                 self.upsert(changed, docs, replace)
                 changed, docs, replace = [], {}, []
             if progress is not None and n % 256 == 0:
-                progress(n, len(files))
+                progress(len(files) - len(jobs) + n, len(files))
         self.upsert(changed, docs, replace)
         gone = [i for i in known if i not in seen]
         stats["removed"] = len(gone)

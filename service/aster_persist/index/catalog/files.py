@@ -6,10 +6,16 @@ Reads only; nothing here writes a file or the database.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...errors import UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from ..text import Doc, docs_of
@@ -45,6 +51,53 @@ def summarize_file(
         info.state = "damaged"  # no readable header
     docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
     return info, docs
+
+
+# What reading a file for a catch-up gave: its summary and documents, or why not: GONE
+# (moved, deleted or a link now: left out) or the error that made it unreadable.
+Read = tuple[SessionInfo, list[Doc]] | str
+
+GONE = "gone"
+POOL_BYTES = 32 << 20  # bytes to read past which a catch-up reads on other processes
+_POOL_CHUNK = 16  # files one task of a reading process reads
+_POOL_MAX = 4  # reading processes at most
+
+
+def _read(entry: FileEntry, previous: SessionInfo | None) -> Read:
+    try:
+        return summarize_file(entry, previous)
+    except (FileNotFoundError, UnsafePath):
+        return GONE
+    except OSError as exc:  # unreadable: the caller lists it as damaged
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _read_chunk(jobs: list[tuple[FileEntry, SessionInfo | None]]) -> list[Read]:
+    return [_read(entry, previous) for entry, previous in jobs]
+
+
+def read_files(
+    jobs: list[tuple[FileEntry, SessionInfo | None]], pool_bytes: int | None = None
+) -> Iterator[Read]:
+    """Each file of ``jobs`` summarized (from ``previous``'s offset, when given), in
+    order. Past ``pool_bytes`` to read, the files are read, parsed and scanned for
+    secrets on other processes (one per processor, a few at most) while the caller
+    writes what they gave: a rebuild is bound by that work, not by the database."""
+    size = sum(e.size - (p.offset if p is not None else 0) for e, p in jobs)
+    workers = min(os.cpu_count() or 1, _POOL_MAX)
+    if size <= (POOL_BYTES if pool_bytes is None else pool_bytes) or len(jobs) <= _POOL_CHUNK:
+        yield from (_read(entry, previous) for entry, previous in jobs)
+        return
+    context = multiprocessing.get_context("spawn")  # never a fork of a threaded process
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        chunks = [jobs[i : i + _POOL_CHUNK] for i in range(0, len(jobs), _POOL_CHUNK)]
+        pending: deque[Future[list[Read]]] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_read_chunk, chunk))
+            if len(pending) >= 4 * workers:  # a few ahead, never the whole home in memory
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
 
 
 def _continues(parsed: Any, start: int, first_seq: int) -> bool:

@@ -1,0 +1,88 @@
+"""A catch-up reads many files on other processes and writes exactly what reading them
+in the catalog's own thread writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from aster_persist.index.catalog import files as files_module
+from aster_persist.index.catalog.database import Catalog
+from aster_persist.index.catalog.files import FileEntry
+
+KEY = "AKIA" + "IOSFODNN7EXAMPLE"  # the shape of an AWS access key id
+
+
+def transcripts(folder: Path) -> list[FileEntry]:
+    """Forty sessions, each with a secret; a torn line, a link and a folder among them."""
+    folder.mkdir()
+    entries = []
+    for n in range(40):
+        sid = f"01J{n:023d}"
+        lines = [orjson.dumps({"seq": 0, "type": "session", "id": sid, "v": 1,
+                               "created_at": f"2026-01-01T00:00:{n:02d}Z"})]  # fmt: skip
+        for seq in range(1, 30):
+            text = f"turn {seq} of session {n}: the walrus {'and ' + KEY if seq == 7 else ''}"
+            lines.append(orjson.dumps({"seq": seq, "type": "message", "role": "user",
+                                       "content": text, "ts": "2026-01-01T00:01:00Z"}))  # fmt: skip
+        data = b"\n".join(lines) + b"\n" + (b'{"seq": 30, "type": "mess' if n == 3 else b"")
+        path = folder / f"{sid}.jsonl"
+        if n == 5:
+            path.mkdir()  # not a regular file
+        elif n == 6:
+            (folder / "elsewhere.jsonl").write_bytes(data)
+            os.symlink(folder / "elsewhere.jsonl", path)  # a link: never followed
+        else:
+            path.write_bytes(data)
+        stat = os.lstat(path)
+        entries.append(FileEntry(sid, "-p", path, stat.st_size, stat.st_mtime_ns))
+    return entries
+
+
+def indexed(catalog: Catalog) -> tuple[list[Any], list[Any]]:
+    rows = sorted(
+        (info.id, info.state, info.events, info.offset, info.bad_lines, catalog.secrets_of(info.id))
+        for info in catalog.all()
+    )
+    docs = catalog.db.execute(
+        "SELECT d.session, d.seq, d.kind, d.secrets, t.text FROM docs d "
+        "JOIN doc_text t ON t.rowid = d.rowid ORDER BY d.session, d.seq"
+    ).fetchall()
+    return rows, docs
+
+
+def test_reading_on_other_processes_writes_what_reading_here_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = transcripts(tmp_path / "sessions")
+    (tmp_path / "here").mkdir()
+    here = Catalog(tmp_path / "here")
+    stats_here = here.catch_up(entries)
+    pools: list[int] = []
+
+    class Counted(files_module.ProcessPoolExecutor):  # type: ignore[misc]
+        def __init__(self, workers: int, **options: Any) -> None:
+            pools.append(workers)
+            super().__init__(workers, **options)
+
+    monkeypatch.setattr(files_module, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(files_module, "POOL_BYTES", 0)
+    (tmp_path / "pool").mkdir()
+    pooled = Catalog(tmp_path / "pool")
+    stats_pooled = pooled.catch_up(entries)
+    assert pools, "the files were read on other processes"
+    assert stats_pooled == stats_here
+    rows, docs = indexed(pooled)
+    assert (rows, docs) == indexed(here)
+    found = {sid: (state, events) for sid, state, events, *_ in rows}
+    assert entries[5].id not in found  # not a regular file: never opened
+    assert found[entries[6].id] == ("damaged", 0)  # a link: never followed, never skipped
+    assert found[entries[3].id] == ("ok", 29)  # the torn last line waits for its end
+    assert all(secrets == 1 for sid, *_, secrets in rows if sid != entries[6].id)
+    assert not any(KEY in text for *_, text in docs)  # the index never holds it
+    here.close()
+    pooled.close()

@@ -276,7 +276,7 @@ def test_exit_codes_are_the_same_for_every_command(server: Daemon, tmp_path: Pat
 def test_following_a_folder_answers_in_json_too(server: Daemon, tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
-    home = ("--home", str(tmp_path / "home"))
+    home = ("--home", str(server.home))  # the running daemon's: it reads the list
     added = json.loads(fed(server, "", "follow", "add", str(folder), *home, "--json").stdout)
     assert added == {"following": str(folder), "folders": [str(folder)]}
     removed = json.loads(fed(server, "", "follow", "remove", str(folder), *home, "--json").stdout)

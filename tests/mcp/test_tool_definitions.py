@@ -108,4 +108,29 @@ async def test_arguments_outside_the_definition_are_refused_before_a_tool_runs(
 ) -> None:
     # the stores are not open here: a call that got past the check would fail otherwise
     result = await mcp.call_tool(name, arguments)
-    assert result.is_error and f"\n{named}\n" in result.content[0].text, result.content
+    said = result.content[0].text
+    assert result.is_error and said.startswith(f"{name}: `{named}` "), said
+    # in words that say what to send: no validation dump, no links
+    assert "validation error" not in said and "http" not in said and "\n" not in said
+    assert "It takes: " in said
+
+
+async def test_an_argument_error_says_what_to_send(mcp: Client) -> None:
+    said = (await mcp.call_tool("remember", {"note": "x", "titel": "Freeze"})).content[0].text
+    assert (
+        said == "remember: `titel` is not one of its arguments. "
+        "It takes: note (required), title, repo_root, session_id."
+    )
+    said = (await mcp.call_tool("search_memory", {"query": "deploys", "k": 0})).content[0].text
+    assert said.startswith(
+        "search_memory: `k` should be greater than or equal to 1, not 0. It takes: query (required)"
+    )
+    said = (await mcp.call_tool("recall", {})).content[0].text
+    assert said.startswith("recall: `name` is required. It takes: name (required)")
+
+
+async def test_remember_is_not_announced_as_idempotent(mcp: Client) -> None:
+    """The same note again raises the importance of the block it merges into."""
+    tools = {t.name: t for t in (await mcp.list_tools()).tools}
+    assert tools["remember"].annotations.idempotent_hint is False
+    assert tools["recall"].annotations.idempotent_hint is True

@@ -1,7 +1,10 @@
 """``aster-persist follow``: the folders of other agents' sessions the daemon imports as
 they grow. ``add`` and ``remove`` edit ``<home>/follow.json``, which the running daemon
 reads again when it changes; ``list`` shows them, those of ``ASTER_FOLLOW``, and the
-usual places of Claude Code and Codex that are there and not yet followed."""
+usual places of Claude Code and Codex that are there and not yet followed.
+
+A change is refused (exit 1, naming both homes) when the daemon that answers keeps
+another home than the one the command works out: it would never read that list."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from .common import Json, emit_json, fail, load_settings, table
+from .common import EXIT_REFUSED, Json, Url, emit_json, fail, load_settings, table
 
 follow_app = typer.Typer(help="Follow other agents' session folders.", no_args_is_help=True)
 Folder = Annotated[Path, typer.Argument(help="A folder of session files.")]
@@ -25,6 +28,29 @@ def _home(home: Path | None) -> tuple[Path, list[str]]:
     return resolve_home(settings.home), settings.follow
 
 
+def _same_home(root: Path, url: str | None) -> None:
+    """Refuse when a daemon answers at ``url`` and keeps another home than ``root``."""
+    from .. import client as api
+
+    try:
+        with api.Client(url, timeout=5) as aster:
+            running = str(aster.info()["home"])
+            where = str(aster.http.base_url).rstrip("/")
+    except (api.DaemonUnavailable, api.ApiError):  # none answers (it reads the list at start)
+        return
+    try:
+        same = Path(running).samefile(root)
+    except OSError:  # not on this machine's paths (a container's home)
+        same = Path(running) == root
+    if not same:
+        raise fail(
+            f"the daemon at {where} keeps its data in {running}, not in {root}, and would "
+            f"never read this list: run the command with --home {running} (or stop that "
+            "daemon, or point --url at the daemon of this home)",
+            EXIT_REFUSED,
+        )
+
+
 def _write(root: Path, folders: list[str]) -> None:
     from ..errors import UnsafePath
     from ..live.follow import write_list
@@ -36,7 +62,7 @@ def _write(root: Path, folders: list[str]) -> None:
 
 
 @follow_app.command("add")
-def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
+def add(path: Folder, home: Home = None, url: Url = None, json_out: Json = False) -> None:
     """Follow a folder: its sessions are imported now and as they grow."""
     folder = path.expanduser().absolute()
     if not folder.is_dir():
@@ -44,6 +70,7 @@ def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
     from ..live.follow import listed
 
     root, _configured = _home(home)
+    _same_home(root, url)
     folders = [*listed(root), str(folder)]
     _write(root, folders)
     if json_out:
@@ -52,12 +79,13 @@ def add(path: Folder, home: Home = None, json_out: Json = False) -> None:
 
 
 @follow_app.command("remove")
-def remove(path: Folder, home: Home = None, json_out: Json = False) -> None:
+def remove(path: Folder, home: Home = None, url: Url = None, json_out: Json = False) -> None:
     """Stop following a folder (what was imported of it stays)."""
     folder = str(path.expanduser().absolute())
     from ..live.follow import listed
 
     root, _configured = _home(home)
+    _same_home(root, url)
     folders = listed(root)
     if folder not in folders:
         raise fail(f"{folder} is not followed (ASTER_FOLLOW's folders are set there)", 2)

@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, create_model
+from pydantic import ConfigDict, ValidationError, create_model
 
 from ..api.models import summary_of
 from ..errors import AsterError
@@ -64,6 +64,41 @@ class Arguments(ArgModelBase):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
 
+class CheckedTool(Tool):
+    """A tool whose arguments, when they are not what its definition takes, are refused
+    in words that say what to send (never a validation dump)."""
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(argument_problems(self.name, self.parameters, exc.__cause__)) from None
+
+
+def argument_problems(name: str, schema: dict[str, Any], error: ValidationError) -> str:
+    """What is wrong with a call's arguments, each named, and what the tool takes."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "the arguments"
+        given = item.get("input")
+        if item["type"] == "extra_forbidden":
+            problems.append(f"`{where}` is not one of its arguments")
+        elif item["type"] == "missing":
+            problems.append(f"`{where}` is required")
+        else:
+            said = str(item["msg"]).removeprefix("Input ").removeprefix("Value error, ")
+            problems.append(f"`{where}` {said}, not {given!r}")
+    required = set(schema.get("required", []))
+    takes = ", ".join(
+        f"{param} (required)" if param in required else param for param in schema["properties"]
+    )
+    return f"{name}: {'; '.join(problems)}. It takes: {takes}."
+
+
 def make_tool(spec: ToolSpec, fn: Handler) -> Tool:
     """The MCP tool of a definition: its input schema is that of the model the
     arguments are checked with, made from the definition's parameters, and ``fn``
@@ -73,7 +108,7 @@ def make_tool(spec: ToolSpec, fn: Handler) -> Tool:
     if taken != defined:
         raise TypeError(f"the {spec.name} tool takes {taken}; its definition has {defined}")
     model = create_model(f"{spec.name}Arguments", __base__=Arguments, **spec.fields())
-    return Tool(
+    return CheckedTool(
         fn=fn,
         name=spec.name,
         title=None,

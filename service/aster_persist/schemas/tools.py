@@ -177,7 +177,9 @@ REMEMBER = ToolSpec(
         Param("note", str, "The fact, in a sentence or a short paragraph.", required=True),
         Param("title", str, "A short title; makes a named, recallable block."),
     ),
-    idempotent=True,  # the same note again is merged, never kept twice
+    # not idempotent: the same note again is merged (never kept twice), and each time
+    # it raises the importance of what it was merged into
+    idempotent=False,
 )
 RECALL = ToolSpec(
     "recall",

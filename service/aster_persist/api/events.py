@@ -23,7 +23,7 @@ from typing import Annotated, Any
 
 import anyio
 import orjson
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Query, Request
 from sse_starlette import EventSourceResponse
 
 from ..errors import Invalid
@@ -34,6 +34,7 @@ from ..services.sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import Journal, matches_op
 from ..storage.secrets.redact import might_hold, redact_text, redacted
+from .rules import LastEventId
 from .sessions import ERRORS
 
 router = APIRouter(prefix="/v1", tags=["live"])
@@ -155,7 +156,7 @@ async def events(
     scope: str | None = None,
     op: str | None = None,
     repo_root: str | None = None,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: LastEventId = None,
 ) -> EventSourceResponse:
     """The change feed: journal entries after `Last-Event-ID` (or `after`), then live,
     with `session.appended` notices; filtered by `scope`, `op` (`op=memory` matches every
@@ -217,7 +218,7 @@ async def session_stream(
     request: Request,
     session_id: str,
     after: Annotated[int | None, Query(ge=0)] = None,
-    last_event_id: Annotated[str | None, Header()] = None,
+    last_event_id: LastEventId = None,
     redact: bool = False,
 ) -> EventSourceResponse:
     """A session's events after `Last-Event-ID` (a seq; or `after`), then each new append

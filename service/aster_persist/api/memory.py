@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import StringConstraints, ValidationError
 from starlette.responses import Response
 
@@ -42,7 +42,7 @@ from ..storage.secrets import found_in
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
-from .rules import parse_etag_match
+from .rules import IfMatch, IfNoneMatch, parse_etag_match
 from .sessions import ERRORS, json_response
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
@@ -71,7 +71,7 @@ def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]
 async def get_core(
     request: Request,
     repo_root: str | None = None,
-    if_none_match: Annotated[str | None, Header()] = None,
+    if_none_match: IfNoneMatch = None,
 ) -> Response:
     """`ASTER.md` of the global scope, or of a project with `repo_root`."""
     memory = _memory(request).store
@@ -95,7 +95,7 @@ async def get_core(
 async def put_core(
     request: Request,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Replace `ASTER.md` (raw `text/markdown`, or JSON `{"content": …}`); `If-Match` guards it."""
     memory = _memory(request)
@@ -229,7 +229,7 @@ async def recall(
     track: bool = True,
     archived: bool = False,
     session_id: str | None = None,
-    if_none_match: Annotated[str | None, Header()] = None,
+    if_none_match: IfNoneMatch = None,
 ) -> Response:
     """Recall a block's full text (journaled as a recall unless `track=false`); 304 when
     `If-None-Match` holds its ETag (no recall is journaled then: nothing was read)."""
@@ -269,7 +269,7 @@ async def put_block(
     request: Request,
     name: str,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Replace a block: raw markdown with frontmatter, or JSON like `POST /blocks`."""
     memory = _memory(request)
@@ -318,7 +318,7 @@ async def patch_block(
     name: str,
     body: BlockPatch,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Change metadata keys; every other byte of the file stays as it was."""
     memory = _memory(request)
@@ -340,7 +340,7 @@ async def forget(
     request: Request,
     name: str,
     repo_root: str | None = None,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Forget a block; the journal keeps its content, so it can be reverted. `If-Match`
     guards it (412 when the block changed since)."""

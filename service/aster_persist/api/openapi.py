@@ -40,6 +40,7 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     _memory_tool_calls(components)
     _json_values(components)
     _typed_branches(components)
+    _null_only_in_requests(doc)
     _declared_rules(doc)
     _parameters_never_null(doc)
     _conditional_and_busy_answers(doc)
@@ -172,6 +173,36 @@ def _declared_rules(doc: dict[str, Any]) -> None:
                     _set_pattern(branch["items"], pattern)
                 elif branch.get("type") == "string":
                     branch["pattern"] = pattern
+
+
+def _null_only_in_requests(doc: dict[str, Any]) -> None:
+    """A request field that may only be null (``tool_calls`` on a user, tool or system
+    message) said as "not anything but null": the same values, but a generated
+    TypeScript client (openapi-fetch) takes a property of type ``null`` for a read-only
+    one and refuses a batch typed as ``components["schemas"]["AppendBody"]``."""
+    components = doc["components"]["schemas"]
+    seen: set[str] = set()
+    stack: list[Any] = [
+        operation["requestBody"]
+        for methods in doc["paths"].values()
+        for operation in methods.values()
+        if "requestBody" in operation
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack += node
+        elif isinstance(node, dict):
+            name = str(node.get("$ref", "")).rpartition("/")[2]
+            if name and name not in seen:
+                seen.add(name)
+                stack.append(components[name])
+            stack += [v for k, v in node.items() if k != "examples"]
+    for name in seen:
+        for key, schema in components[name].get("properties", {}).items():
+            if isinstance(schema, dict) and schema.get("type") == "null":
+                told = {k: v for k, v in schema.items() if k in ("title", "description")}
+                components[name]["properties"][key] = {"not": {"not": {"type": "null"}}, **told}
 
 
 def _request_bodies(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -10,7 +10,9 @@ this module gathers their patterns, parses the two forms of ``If-Match``, and ke
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
+from fastapi import Header
 from pydantic import TypeAdapter, ValidationError
 from starlette.convertors import Convertor, register_url_convertor
 
@@ -21,6 +23,13 @@ from ..schemas.memory import NOT_SPACE
 from ..storage.conditions import ANY, SeqCondition, TagCondition
 from ..storage.home import REPO_ROOT_RE, ULID_RE
 from ..storage.memory.names import NAME_RE
+
+# The request headers routes read, named as RFC 9110 and the README write them: a client
+# generated from the document takes each name as it is declared (``If-Match``, never
+# ``if-match``); the server reads them in any case, as HTTP says.
+IfMatch = Annotated[str | None, Header(alias="If-Match")]
+IfNoneMatch = Annotated[str | None, Header(alias="If-None-Match")]
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID")]
 
 # If-Match as RFC 9110 writes it: "*", or entity tags (each maybe weak, W/) separated
 # by commas. A well-formed tag that is not the current version is 412; only a header of

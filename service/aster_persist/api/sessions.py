@@ -7,7 +7,7 @@ import errno
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
 import orjson
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
@@ -36,7 +36,7 @@ from .models import (
     page_of,
     summary_of,
 )
-from .rules import checked_time, parse_seq_match
+from .rules import IfMatch, IfNoneMatch, checked_time, parse_seq_match
 from .session_docs import APPEND_DOC, REPLAYED
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
@@ -207,7 +207,7 @@ async def list_projects(
 async def get_session(
     request: Request,
     session_id: str,
-    if_none_match: Annotated[str | None, Header()] = None,
+    if_none_match: IfNoneMatch = None,
 ) -> Response:
     """One session's summary and header. ETag is its last seq."""
     check_session_id(session_id)
@@ -236,7 +236,7 @@ async def rename_session(
     request: Request,
     session_id: str,
     body: RenameIn,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Rename: appends a `title` event with `source: user`. `If-Match` (the session's ETag,
     its last seq) guards it."""
@@ -257,7 +257,7 @@ async def delete_session(
     request: Request,
     session_id: str,
     purge: bool = False,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Move to the project's trash, or delete for good with `purge=true`. `If-Match` (the
     session's ETag) guards it: 412 when an append came in since."""

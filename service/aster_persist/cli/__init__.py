@@ -23,6 +23,7 @@ One module per command group, registered here in the order ``--help`` lists them
 from __future__ import annotations
 
 import contextlib
+import errno
 import inspect
 import os
 import sys
@@ -153,12 +154,38 @@ class QuietPipe:
         return getattr(self.stream, name)
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # what a full disk or quota says
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the command line on ``argv`` (the process arguments without)."""
+    """Run the command line on ``argv`` (the process arguments without). A mistake in
+    the command (a flag, a value, an argument) is one line and where to read more, a
+    full disk under what is written is one line: never a traceback."""
     stdout = sys.stdout
     if not isinstance(stdout, QuietPipe):
         sys.stdout = QuietPipe(stdout)
     try:
-        app(args=argv, prog_name="aster-persist")
+        code = app(args=argv, prog_name="aster-persist", standalone_mode=False)
+        sys.stdout.flush()  # a full disk under stdout says so now, not at exit
+    except typer.Abort:
+        raise SystemExit(130) from None
+    except typer.TyperException as exc:  # the command line's own refusals (typer's click)
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]  # the help of a group named alone
+        else:
+            said = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            typer.echo(f"aster-persist: {said}", err=True)
+            context = getattr(exc, "ctx", None)  # a usage error's: where to read more
+            if context is not None:
+                typer.echo(f"  (see `{context.command_path} --help`)", err=True)
+        raise SystemExit(getattr(exc, "exit_code", 1)) from None
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        typer.echo(f"aster-persist: cannot write what it made: {exc.strerror}", err=True)
+        with contextlib.suppress(OSError, ValueError):  # what is left unwritten goes nowhere
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        raise SystemExit(1) from None
     finally:
         sys.stdout = stdout
+    raise SystemExit(code if isinstance(code, int) else 0)  # typer.Exit's code, else 0

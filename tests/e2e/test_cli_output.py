@@ -324,3 +324,25 @@ def test_a_pipe_gets_whole_lines_and_a_reader_that_stops_early_is_no_failure(
             timeout=60,
         )
         assert (done.returncode, done.stderr) == (0, ""), (args, done.stderr)
+
+
+def test_a_project_is_named_as_an_argument_or_with_repo_root(
+    server: Daemon, tmp_path: Path
+) -> None:
+    """`sessions list`, `sessions latest` and `memory list` take the project either way
+    (`.` for where you stand); named twice, differently, is bad usage."""
+    root = "/srv/named-either-way"
+    sid = httpx.post(f"{server.url}/v1/sessions", json={"repo_root": root}).json()["id"]
+    httpx.post(
+        f"{server.url}/v1/memory/blocks",
+        params={"repo_root": root},
+        json={"name": "either-way", "content": "Named either way."},
+    )
+    for command in (["sessions", "list"], ["sessions", "latest"], ["memory", "list"]):
+        given = fed(server, "", *command, root, "--json")
+        named = fed(server, "", *command, "--repo-root", root, "--json")
+        assert given.returncode == named.returncode == 0, (command, given.stderr)
+        assert given.stdout == named.stdout, command
+        assert sid in given.stdout or "either-way" in given.stdout, command
+        twice = fed(server, "", *command, root, "--repo-root", "/srv/another")
+        assert twice.returncode == 2 and "name the project once" in twice.stderr, command

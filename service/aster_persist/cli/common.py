@@ -54,6 +54,25 @@ RepoRoot = Annotated[
         callback=project,
     ),
 ]
+# The project as an argument too, wherever a command takes no other: `sessions list .`
+# and `sessions list --repo-root .` are one request.
+ProjectArgument = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[PROJECT]",
+        help="The project, as --repo-root names it (`.` for here).",
+        callback=project,
+        show_default=False,
+    ),
+]
+
+
+def one_project(argument: str | None, option: str | None) -> str | None:
+    """The project named by the argument or by ``--repo-root`` (exit 2 when both name
+    different ones)."""
+    if argument and option and argument != option:
+        raise fail("name the project once: as the argument or with --repo-root", EXIT_USAGE)
+    return argument or option
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -7,13 +7,25 @@ from typing import Annotated, Any
 
 import typer
 
-from .common import Json, RepoRoot, Url, daemon, emit_json, fail, short, table
+from .common import (
+    Json,
+    ProjectArgument,
+    RepoRoot,
+    Url,
+    daemon,
+    emit_json,
+    fail,
+    one_project,
+    short,
+    table,
+)
 
 memory_app = typer.Typer(help="Memory in the running daemon.", no_args_is_help=True)
 
 
 @memory_app.command("list")
 def memory_list(
+    named: ProjectArgument = None,
     repo_root: RepoRoot = None,
     tag: Annotated[str | None, typer.Option(help="Only blocks with this tag.")] = None,
     type: Annotated[str | None, typer.Option(help="semantic or procedural.")] = None,
@@ -21,7 +33,8 @@ def memory_list(
     json_out: Json = False,
     url: Url = None,
 ) -> None:
-    """The memory blocks of a scope."""
+    """The memory blocks of a scope (a project's when it is named)."""
+    repo_root = one_project(named, repo_root)
     with daemon(url) as aster:
         blocks: list[Any] = []
         cursor = None

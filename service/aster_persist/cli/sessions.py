@@ -22,6 +22,7 @@ from ..storage import beneath
 from .common import (
     EXIT_REFUSED,
     Json,
+    ProjectArgument,
     RepoRoot,
     SessionId,
     Url,
@@ -29,6 +30,7 @@ from .common import (
     emit_json,
     fail,
     more,
+    one_project,
     project,
     short,
     table,
@@ -41,12 +43,14 @@ sessions_app = typer.Typer(help="Sessions in the running daemon.", no_args_is_he
 
 @sessions_app.command("list")
 def sessions_list(
+    named: ProjectArgument = None,
     repo_root: RepoRoot = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
     json_out: Json = False,
     url: Url = None,
 ) -> None:
-    """Sessions, most recently active first."""
+    """Sessions, most recently active first (of one project when it is named)."""
+    repo_root = one_project(named, repo_root)
     with daemon(url) as aster:
         items: list[Any] = []
         cursor = None
@@ -179,10 +183,9 @@ def sessions_latest(
     url: Url = None,
 ) -> None:
     """The project's most recently active session."""
-    if repo_root and repo_root_option and repo_root != repo_root_option:
-        raise fail("name the project once: as the argument or with --repo-root", 2)
+    repo_root = one_project(repo_root, repo_root_option)
     with daemon(url) as aster:
-        found = aster.latest_session(repo_root or repo_root_option or str(top_level(Path.cwd())))
+        found = aster.latest_session(repo_root or str(top_level(Path.cwd())))
     if json_out:
         return emit_json(found)
     table(

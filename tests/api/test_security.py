@@ -291,3 +291,22 @@ def test_chunked_oversized_body_on_any_route_is_413(home: Path) -> None:
 
 def test_bracketed_host_with_trailing_text_is_refused(client: TestClient) -> None:
     assert client.get("/healthz", headers={"Host": "[::1]evil.example"}).status_code == 403
+
+
+def test_a_page_reads_the_same_headers_from_every_route(client: TestClient) -> None:
+    """The fast path (append, remember) exposes to a page what every other route does."""
+    origin = {"Origin": "http://127.0.0.1:4627"}
+    made = client.post("/v1/sessions", json={"repo_root": REPO}, headers=origin)
+    appended = client.post(
+        f"/v1/sessions/{made.json()['id']}/events",
+        json={"type": "message", "role": "user", "content": "hi"},
+        headers=origin,
+    )
+    remembered = client.post(
+        "/v1/memory/blocks", json={"name": "n", "content": "Plain words."}, headers=origin
+    )
+    assert made.status_code == appended.status_code == remembered.status_code == 201
+    exposed = made.headers["access-control-expose-headers"]
+    assert {h.strip() for h in exposed.split(",")} >= {"ETag", "Location", "Idempotent-Replayed"}
+    assert appended.headers["access-control-expose-headers"] == exposed
+    assert remembered.headers["access-control-expose-headers"] == exposed

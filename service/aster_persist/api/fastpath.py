@@ -35,11 +35,13 @@ from ..schemas.memory import BlockIn
 from . import body as strict
 from .appends import appended_body, appended_status, handle_append
 from .events import open_feed
+from .front import EXPOSED_HEADERS
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import recalled, saved
 from .problems import problem_headers, problem_response
 
 log = logging.getLogger("aster_persist")
+_EXPOSED = ", ".join(EXPOSED_HEADERS).encode()  # what CORS lets a page read: every route's
 
 _BOOLS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -191,7 +193,7 @@ class FastPath:
         if origin is not None:  # the Guard has already checked it against the allowlist
             extra = [
                 (b"access-control-allow-origin", origin.encode("latin-1")),
-                (b"access-control-expose-headers", b"ETag, Idempotent-Replayed, Warning"),
+                (b"access-control-expose-headers", _EXPOSED),
                 (b"vary", b"Origin"),
             ]
         chunks = []

@@ -112,3 +112,15 @@ def test_session_changes_revert(client: TestClient, home: Path) -> None:
     purged = entries(client, op="session.purged")[0]
     r = client.post(f"/v1/journal/{purged['id']}/revert")
     assert r.status_code == 422 and "gone for good" in r.json()["detail"]
+
+
+def test_the_operations_and_actors_are_served_from_the_store_s_table(client: TestClient) -> None:
+    from aster_persist.storage.journal import ACTORS
+
+    served = client.get("/v1/journal/operations").json()
+    assert [o["op"] for o in served["operations"]] == list(OPS)
+    assert {o["op"]: o["revertible"] for o in served["operations"]} == {
+        op: found.revertible for op, found in OPS.items()
+    }
+    assert all(o["records"] for o in served["operations"])
+    assert served["actors"] == list(ACTORS)

@@ -458,3 +458,25 @@ def test_a_search_hit_opens_the_transcript_at_its_turn(page: Page, daemon: Daemo
     expect(target).to_contain_text("zebra deadline")
     expect(target).to_be_focused()
     expect(target).to_be_in_viewport()
+
+
+def test_the_journal_filters_offer_every_operation_and_actor_the_store_has(
+    page: Page, daemon: Daemon
+) -> None:
+    """Drawn from the API, never from a copy: every op (and each family of them) and
+    every actor; choosing one filters the list."""
+    from aster_persist.schemas.journal import OPS
+    from aster_persist.storage.journal import ACTORS
+
+    post(daemon, "/v1/memory/blocks", {"name": "a-note", "content": "Plain words."})
+    page.goto(f"{daemon.url}/#/journal")
+    ready(page, "/journal")
+    offered = page.locator("#journal-op option").evaluate_all("(os) => os.map((o) => o.value)")
+    families = sorted({op.split(".")[0] for op in OPS})
+    assert offered[0] == "" and set(offered[1:]) == {*OPS, *families}
+    assert {"memory.recall", "session.source_gone", "home.symlink_refused"} <= set(offered)
+    actors = page.locator("#journal-actor option").evaluate_all("(os) => os.map((o) => o.value)")
+    assert actors == ["", *ACTORS]
+    page.select_option("#journal-op", "memory.write")
+    ready(page, "/journal")
+    expect(page.locator("#journal-list li[data-op='memory.write']")).to_have_count(1)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..errors import NotFound
-from ..schemas.journal import JournalPage
+from ..schemas.journal import JournalOperations, JournalPage, operations
 from ..schemas.memory import RevertResult
 from ..storage.journal import ACTORS, Journal
 from .bounds import TimeBound, time_bound
@@ -52,6 +52,18 @@ async def list_journal(
         newest_first=order == "desc",
     )
     return json_response({"items": items, "next_cursor": next_cursor})
+
+
+@router.get(
+    "/journal/operations",
+    operation_id="journal-operations",
+    response_model=JournalOperations,
+    responses=ERRORS,
+)
+async def journal_operations() -> Response:
+    """Every operation an entry may have (whether it can be reverted, what it records)
+    and every actor it may name: what `op` and `actor` filter by."""
+    return json_response(operations(ACTORS))
 
 
 @router.post(

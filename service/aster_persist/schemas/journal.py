@@ -76,3 +76,23 @@ class JournalEntry(BaseModel):
 class JournalPage(BaseModel):
     items: list[JournalEntry]
     next_cursor: str | None
+
+
+class JournalOperation(BaseModel):
+    op: str
+    revertible: bool
+    records: str = Field(description="What an entry of this operation records.")
+
+
+class JournalOperations(BaseModel):
+    """The journal's operations and the actors an entry may name, as the store knows
+    them (the dashboard's filters are drawn from this, never from a copy)."""
+
+    operations: list[JournalOperation]
+    actors: list[str]
+
+
+def operations(actors: tuple[str, ...]) -> dict[str, Any]:
+    """``JournalOperations``: the table above, and the actors given."""
+    table = [{"op": op, "revertible": o.revertible, "records": o.records} for op, o in OPS.items()]
+    return {"operations": table, "actors": list(actors)}

@@ -8,10 +8,13 @@ import { ago, amended, el, main, navigate, q, say, titled, when } from "./dom.js
 import { subscribe } from "./live.js";
 import { diffButton, rootOf } from "./revisions.js";
 
-const OPS = ["memory", "memory.write", "memory.edit", "memory.merge", "memory.delete", "memory.archive", "memory.restore",
-  "memory.revert", "memory.rejected", "memory.held", "memory.consolidation", "memory.plan", "memory.plan_done", "session", "session.created", "session.imported", "session.renamed", "session.deleted",
-  "session.restored", "session.pruned", "session.purged", "session.appended", "session.damaged"];
-const ACTORS = ["api", "dashboard", "cli", "tool", "extractor", "consolidator", "watcher"];
+let known = null; // the journal's operations and actors, asked once
+
+function vocabulary() {
+  known ??= api("/v1/journal/operations").catch((error) => { known = null; throw error; });
+  return known;
+}
+
 const FILTERS = ["op", "scope", "actor", "since", "until"];
 
 function summary(entry) {
@@ -56,6 +59,10 @@ export function journalItem(entry, { links = true } = {}) {
 }
 
 export async function journalView(signal, params) {
+  const { operations, actors } = await vocabulary();
+  const names = operations.map((o) => o.op);
+  const groups = [...new Set(names.map((n) => n.split(".")[0]))]; // op=session: every session.*
+  const ops = groups.flatMap((g) => [g, ...names.filter((n) => n.startsWith(`${g}.`))]);
   const wanted = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || undefined]));
   const heading = titled("Journal");
   const go = (changes) => { navigate(`#/journal?${amended(changes)}`); };
@@ -64,7 +71,7 @@ export async function journalView(signal, params) {
   const scope = el("input", { id: "journal-scope", name: "scope", value: wanted.scope || "", placeholder: "global, project:…" });
   const date = (name, label) => el("label", {}, label, " ", el("input", { type: "date", name, value: wanted[name] || "", onchange: (e) => go({ [name]: e.target.value || undefined }) }));
   const filter = el("form", { class: "toolbar filters", "aria-label": "Filter the journal" },
-    choose("op", "Change", OPS), choose("actor", "By", ACTORS),
+    choose("op", "Change", ops), choose("actor", "By", actors),
     el("label", { for: "journal-scope", text: "Scope" }), scope, date("since", "From"), date("until", "to"),
     el("button", { type: "submit", text: "Filter" }), el("button", { type: "button", class: "plain", text: "Clear", onclick: () => { navigate("#/journal"); } }));
   filter.addEventListener("submit", (event) => { event.preventDefault(); go({ scope: scope.value || undefined }); });

@@ -29,6 +29,7 @@ from .api.fastpath import FastPath
 from .api.front import EXPOSED_HEADERS, AsterApp
 from .api.guard import Guard
 from .api.openapi import openapi_document
+from .api.state import Configured, Running
 from .errors import HomeUnavailable
 from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner
@@ -134,20 +135,16 @@ def create_app(
             home.root / "journal.jsonl", clock=clock, durable=settings.durability != "none"
         )
         journal.open()
-        app.state.journal = journal
         fs.listen(home.root, journal_refusals(journal))
         memory_store = MemoryStore(home, journal, clock=clock)
         store = build_sessions(home, settings, journal, clock, memory_doc=memory_store.index_doc)
-        app.state.sessions = store
         memory = Memory(memory_store, store.committer)
-        app.state.memory = memory
         feed = Feed(
             asyncio.get_running_loop(),
             max_subscribers=settings.max_subscribers,
             queue_size=settings.subscriber_queue,
             heartbeat=settings.heartbeat_seconds,
         )
-        app.state.feed = feed
         store.listeners.append(announce(feed))
         journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))
         etags = await memory.load()
@@ -165,25 +162,31 @@ def create_app(
             consolidate_min_interval=settings.consolidate_min_interval_minutes * 60,
             consolidate_max_blocks=settings.consolidate_max_blocks,
         )
-        app.state.learner = learner
         store.listeners.append(learn_from(learner))
         journal.listeners.append(learner.session_started)
         learner.start()
         mcp.attach(store, memory)
         stop_watching, watching = asyncio.Event(), asyncio.Event()
-        app.state.watching = watching
         watcher = (
             asyncio.get_running_loop().create_task(watch(memory, store, stop_watching, watching))
             if settings.watch
             else None
         )
         following = Following(store, home.root, settings.follow)
-        app.state.following = following
         stop_following = asyncio.Event()
         follower = asyncio.get_running_loop().create_task(following.run(stop_following))
         pruner = None
         if settings.memory_prune_every_hours > 0:
             pruner = asyncio.get_running_loop().create_task(prune_on_schedule(memory, settings))
+        app.state.running = Running(
+            journal=journal,
+            sessions=store,
+            memory=memory,
+            feed=feed,
+            learner=learner,
+            following=following,
+            watching=watching,
+        )
         try:
             yield
         finally:
@@ -214,9 +217,7 @@ def create_app(
         docs_url=None,  # api/docs.py serves it, with its assets
         redoc_url=None,
     )
-    app.state.settings = settings
-    app.state.home = home
-    app.state.token = token
+    app.state.configured = Configured(settings, home, token)
     problems.install(app)
     app.include_router(overview.router)  # before /sessions/{id}: its paths are fixed words
     app.include_router(sessions.router)

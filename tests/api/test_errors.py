@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from aster_persist.api.state import running
+
 from ..conftest import REPO, make_client, new_session, snapshot, user
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
@@ -41,7 +43,7 @@ def test_crash_is_a_problem_without_traceback(home: Path) -> None:
         def boom(*args: object, **kwargs: object) -> None:
             raise RuntimeError("secret internals")
 
-        client.app.state.sessions.listing = boom
+        running(client.app).sessions.listing = boom  # type: ignore[method-assign]
         r = client.get("/v1/sessions")
         body = assert_problem(r, 500, "internal_error")
         assert "secret internals" not in r.text and body["detail"]

@@ -9,6 +9,8 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
+from aster_persist.api.state import running
+
 from ..conftest import CLAUDE_SMALL as CLAUDE
 from ..conftest import FIXTURES
 
@@ -165,7 +167,7 @@ def test_a_source_cut_short_adds_nothing_and_one_rewritten_is_kept_beside(
 
 def test_the_notices_of_an_import_name_its_source(client: TestClient) -> None:
     heard: list[dict] = []
-    sessions = client.app.state.sessions  # type: ignore[attr-defined]
+    sessions = running(client.app).sessions
     sessions.listeners.append(lambda notice: heard.append(notice.wire()))
     whole = CLAUDE.read_bytes()
     start = b"".join(whole.splitlines(keepends=True)[:15])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from aster_persist.api.state import running
 from aster_persist.storage.home import project_slug
 
 from ..conftest import REPO, FakeClock
@@ -138,7 +139,7 @@ def test_hand_written_block_survives_patch_byte_for_byte(client: TestClient, hom
     path = block_path(home, "hand-written")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(ODD)
-    client.app.state.memory.store.load()  # the watcher does this later; a restart does it now
+    running(client.app).memory.store.load()  # the watcher does this later; a restart does it now
     r = client.patch(
         "/v1/memory/blocks/hand-written", json={"pinned": True, "tags": ["build", "codegen"]}
     )

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from aster_persist.api.state import running
+
 from ..conftest import make_client, snapshot, wait_until
 
 MD = {"content-type": "text/markdown"}
@@ -391,9 +393,9 @@ def test_a_revert_that_cannot_be_journaled_puts_a_flagged_file_back_exactly(
         path = home / "memory" / "deploy.md"
         path.write_text(path.read_text() + f"token {TOKEN}\n")
         flagged_bytes = path.read_bytes()
-        (edit,) = client.app.state.memory.store.reconcile([path])  # type: ignore[attr-defined]
+        (edit,) = running(client.app).memory.store.reconcile([path])
         assert edit["detail"]["secrets"]
-        journal = client.app.state.memory.store.journal  # type: ignore[attr-defined]
+        journal = running(client.app).memory.store.journal
         record = journal.record
 
         def failing(op: str, **fields: Any) -> Any:

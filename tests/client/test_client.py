@@ -479,3 +479,10 @@ async def test_learning_endpoints_without_a_model(
     assert "ASTER_LLM_BASE_URL" in off.detail and off.code == "learning_off"
     off = await refused(ConflictError, lambda: aster.consolidate(repo(request)))
     assert off.code == "learning_off"
+
+
+async def test_the_journal_s_operations_are_read_as_a_model(aster: AnyClient) -> None:
+    from aster_persist.schemas.journal import OPS
+
+    found = await run(aster.journal_operations())
+    assert [o.op for o in found.operations] == list(OPS) and "cli" in found.actors

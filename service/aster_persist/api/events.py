@@ -30,12 +30,12 @@ from ..errors import Invalid
 from ..live.feed import APPENDED, JOURNAL, Feed
 from ..live.followers import Subscriber
 from ..live.sse import encode
-from ..services.sessions import Sessions
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
-from ..storage.journal import Journal, matches_op
+from ..storage.journal import matches_op
 from ..storage.secrets.redact import might_hold, redact_text, redacted
 from .rules import LastEventId
 from .sessions import ERRORS
+from .state import running
 
 router = APIRouter(prefix="/v1", tags=["live"])
 
@@ -186,8 +186,8 @@ async def open_feed(
         return True
 
     filtered = scope is not None or op is not None
-    feed: Feed = app.state.feed
-    journal: Journal = app.state.journal
+    feed = running(app).feed
+    journal = running(app).journal
     # Subscribe before reading the journal: nothing can fall between the two.
     subscriber = feed.subscribe(accepts if filtered else None)
 
@@ -230,10 +230,10 @@ async def session_stream(
         if not (last_event_id.isascii() and last_event_id.isdigit() and len(last_event_id) < 19):
             raise Invalid("Last-Event-ID must be a seq (a whole number)")
         start = int(last_event_id)
-    sessions: Sessions = request.app.state.sessions
+    sessions = running(request).sessions
     # a link in the session's place is refused (409) before the stream starts
     await asyncio.to_thread(sessions.tails.check, session_id)
-    feed: Feed = request.app.state.feed
+    feed = running(request).feed
     subscriber = feed.follow(
         session_id,
         start,

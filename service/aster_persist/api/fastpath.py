@@ -39,6 +39,7 @@ from .front import EXPOSED_HEADERS
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import recalled, saved
 from .problems import problem_headers, problem_response
+from .state import running
 
 log = logging.getLogger("aster_persist")
 _EXPOSED = ", ".join(EXPOSED_HEADERS).encode()  # what CORS lets a page read: every route's
@@ -74,7 +75,7 @@ def _query(raw: bytes, allowed: set[str]) -> dict[str, str] | None:
 async def _append(
     owner: Any, match: re.Match[str], query: dict[str, str], headers: dict[str, str], body: bytes
 ) -> Reply | None:
-    result = await handle_append(owner.state.sessions, match.group(1), headers, body)
+    result = await handle_append(running(owner).sessions, match.group(1), headers, body)
     etag = b'"%d"' % result.last_seq
     reply = Reply(appended_status(result), appended_body(result), [(b"etag", etag)])
     if result.replayed:
@@ -96,7 +97,7 @@ async def _remember(
         block = BlockIn.model_validate(data)
     except ValidationError:
         return None
-    saved_block, merged = await owner.state.memory.remember(block, query.get("repo_root"))
+    saved_block, merged = await running(owner).memory.remember(block, query.get("repo_root"))
     reply = orjson.dumps(saved(saved_block, merged))
     return Reply(200 if merged else 201, reply, [(b"etag", saved_block.etag.encode())])
 
@@ -113,7 +114,7 @@ async def _recall(
         or "if-none-match" in headers
     ):
         return None
-    text, block = await owner.state.memory.recall(
+    text, block = await running(owner).memory.recall(
         match.group(1),
         query.get("repo_root"),
         track=track,

@@ -12,9 +12,10 @@ from starlette.responses import Response
 from ..errors import NotFound
 from ..schemas.journal import JournalOperations, JournalPage, operations
 from ..schemas.memory import RevertResult
-from ..storage.journal import ACTORS, Journal
+from ..storage.journal import ACTORS
 from .bounds import TimeBound, time_bound
 from .sessions import ERRORS, json_response
+from .state import running
 
 router = APIRouter(prefix="/v1", tags=["journal"])
 
@@ -37,7 +38,7 @@ async def list_journal(
     newest first and before `cursor`. `op=session` matches every `session.*` operation;
     `since` and `until` (a date, whole days, or an RFC 3339 time) bound when. Each entry
     says whether it can be reverted and, once it was, by which entry (`reverted_by`)."""
-    journal: Journal = request.app.state.journal
+    journal = running(request).journal
     items, next_cursor = await asyncio.to_thread(
         journal.page,
         after=cursor,
@@ -76,11 +77,11 @@ async def revert(request: Request, entry_id: str) -> Response:
     """Undo one journaled change. A memory file goes back to its previous bytes; a deleted
     session comes back from the trash, a restored one goes back, a rename is renamed back.
     The revert is journaled too, so reverting it redoes the change."""
-    memory = request.app.state.memory
+    memory = running(request).memory
     entry = await asyncio.to_thread(memory.store.journal.get, entry_id)
     if entry is None:
         raise NotFound(f"no journal entry {entry_id[:40]}")
     if str(entry.get("op", "")).startswith("session."):
-        return json_response(await request.app.state.sessions.revert(entry))
+        return json_response(await running(request).sessions.revert(entry))
     result = await memory.revert(entry)
     return json_response(result)

@@ -27,12 +27,13 @@ from ..storage.home import check_session_id
 from ..storage.memory import slugify
 from .body import StrictRoute
 from .sessions import ERRORS, json_response
+from .state import running
 
 router = APIRouter(prefix="/v1", tags=["learning"], route_class=StrictRoute)
 
 
 def _learner(request: Request) -> Learner:
-    learner: Learner = request.app.state.learner
+    learner = running(request).learner
     return learner
 
 
@@ -47,7 +48,7 @@ async def extract(request: Request, session_id: str, body: ExtractIn | None = No
     """Queue an extraction of memories from a range of a session's events (by default
     the last turn); `GET /v1/extraction` follows it."""
     check_session_id(session_id)
-    _lines, _raw, info = await request.app.state.sessions.read(session_id)  # 404 first
+    _lines, _raw, info = await running(request).sessions.read(session_id)  # 404 first
     learner = _learner(request)
     if not learner.enabled:
         raise LearningOff(LEARNING_OFF)
@@ -86,7 +87,7 @@ async def consolidate(
     """Propose merges of duplicate blocks, archives of stale or contradicted ones and new
     distilled blocks (a dry run); with `apply=true`, make them (journaled, revertible).
     The model sees at most 40 blocks, each cut short: never a transcript."""
-    scope = await request.app.state.memory.scope_of(repo_root)
+    scope = await running(request).memory.scope_of(repo_root)
     proposal = body.proposal if body is not None else None
     result = await _learner(request).consolidate(scope, apply=apply, proposal=proposal)
     return json_response(result)
@@ -121,7 +122,7 @@ async def review_list(request: Request) -> Response:
     """Extracted items held for review, not stored: their words came from a tool result
     and read as an instruction (a fetched page or a command's output steering the agent).
     `POST /v1/memory/review/{id}` accepts or dismisses one."""
-    entries = await asyncio.to_thread(request.app.state.journal.entries)
+    entries = await asyncio.to_thread(running(request).journal.entries)
     return json_response({"items": _pending(entries)})
 
 
@@ -141,13 +142,13 @@ async def review(request: Request, entry_id: str, body: ReviewIn) -> Response:
 
 
 async def _decide(request: Request, entry_id: str, body: ReviewIn) -> Response:
-    entries = await asyncio.to_thread(request.app.state.journal.entries)
+    entries = await asyncio.to_thread(running(request).journal.entries)
     held = next((h for h in _pending(entries) if h["id"] == entry_id), None)
     if held is None:
         if any(e["id"] == entry_id and e.get("op") == "memory.held" for e in entries):
             raise Conflict(f"held item {entry_id} was reviewed already")
         raise NotFound(f"no held item {entry_id[:40]}")
-    memory = request.app.state.memory
+    memory = running(request).memory
     item = held["item"]
     if body.decision == "dismiss":
         await memory.record(

@@ -44,6 +44,7 @@ from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
 from .rules import IfMatch, IfNoneMatch, parse_etag_match
 from .sessions import ERRORS, json_response
+from .state import running
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
 # a tag to filter by: one tag (a list is the parameter given again), no control characters
@@ -53,7 +54,7 @@ Tag = Annotated[
 
 
 def _memory(request: Request) -> Memory:
-    return request.app.state.memory  # type: ignore[no-any-return]
+    return running(request).memory
 
 
 async def _scope(request: Request, repo_root: str | None) -> str:
@@ -392,7 +393,7 @@ async def context(
     project = None if scope == "global" else scope
     relevant = None
     if query is not None and query.strip():
-        found = await request.app.state.sessions.search_memory(
+        found = await running(request).sessions.search_memory(
             parse_query(query),
             scopes=["global"] if project is None else [project, "global"],
             kinds=("block",),
@@ -425,7 +426,7 @@ async def call_tool(request: Request, body: MemoryToolCall) -> Response:
     if body.name == "search_memory":  # (a read: the one tool not run by the memory service)
         if body.session_id is not None:
             check_session_id(body.session_id)
-        answer = await run_search_tool(request.app.state.sessions, scope, body.arguments)
+        answer = await run_search_tool(running(request).sessions, scope, body.arguments)
     else:
         answer = await memory.tool(scope, body.name, body.arguments, session=body.session_id)
     return json_response({"name": body.name, "content": answer.text, "is_error": answer.failed})

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from .. import __version__
 from ..schemas.ops import Health, Readiness
 from .sessions import json_response
+from .state import configured, running
 
 router = APIRouter(tags=["operations"])
 
@@ -29,18 +30,18 @@ async def healthz() -> Response:
 )
 async def readyz(request: Request) -> Response:
     """Ready: the catalog has caught up with the files and the data home is writable."""
-    state = request.app.state
+    state, given = running(request), configured(request)
     sessions = state.sessions
-    writable = os.access(state.home.root, os.W_OK)
+    writable = os.access(given.home.root, os.W_OK)
     caught_up = sessions.ready.is_set()
     status = "ready" if caught_up and writable else "starting" if writable else "unwritable"
-    if state.home.degraded:
+    if given.home.degraded:
         status = "degraded"
     body = {
         "status": status,
         "index": {"caught_up": caught_up, **sessions.progress},
         "writable": writable,
-        "degraded": state.home.degraded,
+        "degraded": given.home.degraded,
     }
     return json_response(body, 200 if status == "ready" else 503)
 
@@ -48,8 +49,8 @@ async def readyz(request: Request) -> Response:
 @router.get("/v1/info", operation_id="ops-info", response_model=dict[str, Any])
 async def info(request: Request) -> Response:
     """Version, data home, settings in force and counts."""
-    state = request.app.state
-    settings = state.settings
+    state, given = running(request), configured(request)
+    settings = given.settings
     sessions = state.sessions
     count = await sessions.count() if sessions.ready.is_set() else 0
     stats = sessions.stats()
@@ -67,12 +68,12 @@ async def info(request: Request) -> Response:
             "name": "aster-persist",
             "version": __version__,
             "pid": os.getpid(),
-            "home": str(state.home.root),
-            "degraded": state.home.degraded,
+            "home": str(given.home.root),
+            "degraded": given.home.degraded,
             "durability": settings.durability,
-            "auth": "token" if state.token else "off",
-            "token_file": str(state.home.root / "token")
-            if state.token and not settings.token
+            "auth": "token" if given.token else "off",
+            "token_file": str(given.home.root / "token")
+            if given.token and not settings.token
             else None,
             "limits": {
                 "max_body_bytes": settings.max_body_bytes,
@@ -103,7 +104,7 @@ async def metrics(request: Request) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
     from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
 
-    state = request.app.state
+    state, given = running(request), configured(request)
     sessions = state.sessions
     count = await sessions.count() if sessions.ready.is_set() else 0
     stats = sessions.stats()
@@ -135,7 +136,7 @@ async def metrics(request: Request) -> Response:
             yield GaugeMetricFamily(
                 "aster_degraded",
                 "1 when serving from the temporary fallback store.",
-                value=int(bool(state.home.degraded)),
+                value=int(bool(given.home.degraded)),
             )
 
     registry = CollectorRegistry()

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..schemas.sessions import Activity, SessionFacets
-from ..services.sessions import Sessions
 from ..storage.home import normalize_repo_root
 from . import body as strict
 from .sessions import ERRORS, json_response
+from .state import running
 
 router = APIRouter(prefix="/v1", route_class=strict.StrictRoute)
 
@@ -29,7 +29,7 @@ router = APIRouter(prefix="/v1", route_class=strict.StrictRoute)
 async def facets(request: Request) -> Response:
     """The source tools and models of the sessions, each with how many sessions have it,
     most common first: the values `GET /v1/sessions` filters take."""
-    sessions: Sessions = request.app.state.sessions
+    sessions = running(request).sessions
     return json_response(await sessions.in_catalog(lambda c: c.facets()))
 
 
@@ -47,7 +47,7 @@ async def activity(
 ) -> Response:
     """Events per day (UTC, by each event's own time) over the last `days` days, of one
     project (`repo_root`) or of all; days without events are left out."""
-    sessions: Sessions = request.app.state.sessions
+    sessions = running(request).sessions
     root = (
         await asyncio.to_thread(normalize_repo_root, repo_root) if repo_root is not None else None
     )

@@ -20,10 +20,10 @@ from ..index.fusion import RRF_K
 from ..index.text import parse_query
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearchPage
 from ..services.memory import Memory
-from ..services.sessions import Sessions
 from ..storage.home import check_session_id, normalize_repo_root
 from .bounds import TimeBound, time_bound
 from .sessions import ERRORS, json_response
+from .state import running
 
 router = APIRouter(prefix="/v1", tags=["search"])
 
@@ -67,8 +67,8 @@ async def search(
     only; one page). With search by meaning on (`ASTER_SEMANTIC`), a query of plain
     words is ranked by BM25 and by meaning fused, `score` being the fused score, and the
     rest BM25 finds follows with `score` 0."""
-    sessions: Sessions = request.app.state.sessions
-    memory: Memory = request.app.state.memory
+    sessions = running(request).sessions
+    memory: Memory = running(request).memory
     query = parse_query(q)
     query.kinds += [k for k in kinds or [] if k not in query.kinds]
     query.roles += [r for r in role or [] if r not in query.roles]
@@ -134,8 +134,8 @@ async def search_memory(
     (fused with meaning when search by meaning is on) raised by recency (`score =
     relevance * (1 + 0.5 * recency)`, recency halving every 30 days), with their
     relations. Not journaled as a recall."""
-    sessions: Sessions = request.app.state.sessions
-    memory: Memory = request.app.state.memory
+    sessions = running(request).sessions
+    memory: Memory = running(request).memory
     found = await sessions.search_memory(
         parse_query(q), scopes=await _memory_scopes(memory, repo_root), kinds=("block",), k=k
     )

@@ -38,6 +38,7 @@ from .models import (
 )
 from .rules import IfMatch, IfNoneMatch, checked_time, parse_seq_match
 from .session_docs import APPEND_DOC, REPLAYED
+from .state import configured, running
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -55,7 +56,7 @@ else:  # the importers' registry names the formats; the OpenAPI enum follows it
 
 
 def _sessions(request: Request) -> Sessions:
-    sessions: Sessions = request.app.state.sessions
+    sessions = running(request).sessions
     return sessions
 
 
@@ -311,7 +312,7 @@ async def import_sessions(
     if modified_at is not None:
         modified_at = checked_time(modified_at, "modified_at")
     sessions = _sessions(request)
-    limit = request.app.state.settings.max_import_bytes
+    limit = configured(request).settings.max_import_bytes
     with await asyncio.to_thread(sessions.spool) as spool:
         await _spooled(request, spool, limit)
         await asyncio.to_thread(strict.check_file, spool)

@@ -171,10 +171,11 @@ def openapi_text() -> str:
     """The OpenAPI document as checked in at openapi/openapi.json."""
     import tempfile
 
+    from ..api.state import configured
     from ..app import create_app
 
     with tempfile.TemporaryDirectory() as tmp:
         application = create_app(Settings(home=Path(tmp)))
         document = application.openapi()
-        application.state.home.close()
+        configured(application).home.close()
     return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..schemas.journal import JournalPage
+from ..schemas.journal import JournalOperations, JournalPage
 from ..schemas.learning import Consolidation, ExtractionStatus, Queued, Reviewed, ReviewList
 from ..schemas.memory import RevertResult
 from ..schemas.ops import Health, Readiness
@@ -152,6 +152,12 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
             "cursor": cursor,
         }
         return Call("GET", "/v1/journal", read_model(JournalPage), params=params)
+
+    @endpoint
+    def journal_operations() -> Call[JournalOperations]:
+        """``GET /v1/journal/operations``: every operation an entry may have (whether it
+        can be reverted, what it records) and every actor it may name."""
+        return Call("GET", "/v1/journal/operations", read_model(JournalOperations))
 
     @endpoint
     def revert(entry_id: str) -> Call[RevertResult]:

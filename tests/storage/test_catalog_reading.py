@@ -4,6 +4,8 @@ in the catalog's own thread writes."""
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,42 @@ def test_reading_on_other_processes_writes_what_reading_here_writes(
     assert not any(KEY in text for *_, text in docs)  # the index never holds it
     here.close()
     pooled.close()
+
+
+@pytest.mark.parametrize("failure", ["no processes here", "a reader killed midway"])
+def test_when_reading_processes_fail_the_rest_is_read_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    """No semaphores for a pool (some containers), or a reader killed (out of memory):
+    the catch-up reads what is left in its own process and writes the same index."""
+    entries = transcripts(tmp_path / "sessions")
+    (tmp_path / "here").mkdir()
+    here = Catalog(tmp_path / "here")
+    here.catch_up(entries)
+
+    class Failing(files_module.ProcessPoolExecutor):  # type: ignore[misc]
+        submitted = 0
+
+        def __init__(self, workers: int, **options: Any) -> None:
+            if failure == "no processes here":
+                raise OSError(38, "Function not implemented: sem_open")
+            super().__init__(workers, **options)
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            Failing.submitted += 1
+            if Failing.submitted == 2:  # the second chunk's reader dies
+                broken: Future[Any] = Future()
+                broken.set_exception(BrokenProcessPool("a process terminated abruptly"))
+                return broken
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(files_module, "ProcessPoolExecutor", Failing)
+    monkeypatch.setattr(files_module, "POOL_BYTES", 0)
+    (tmp_path / "fallback").mkdir()
+    fallback = Catalog(tmp_path / "fallback")
+    fallback.catch_up(entries)
+    assert indexed(fallback) == indexed(here)
+    if failure == "a reader killed midway":
+        assert Failing.submitted >= 2  # the pool was used, then given up
+    here.close()
+    fallback.close()

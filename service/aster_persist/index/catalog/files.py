@@ -6,11 +6,13 @@ Reads only; nothing here writes a file or the database.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from ...errors import UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from ..text import Doc, docs_of
+
+log = logging.getLogger("aster_persist")
 
 
 @dataclass(frozen=True)
@@ -103,15 +107,27 @@ def read_files(
         yield from (_read(entry, previous) for entry, previous in jobs)
         return
     context = multiprocessing.get_context("spawn")  # never a fork of a threaded process
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_behind) as pool:
-        chunks = [jobs[i : i + _POOL_CHUNK] for i in range(0, len(jobs), _POOL_CHUNK)]
-        pending: deque[Future[list[Any]]] = deque()
-        for chunk in chunks:
-            pending.append(pool.submit(_read_chunk, chunk))
-            if len(pending) >= 4 * workers:  # a few ahead, never the whole home in memory
-                yield from _from_chunk(pending.popleft().result())
-        while pending:
-            yield from _from_chunk(pending.popleft().result())
+    chunks = [jobs[i : i + _POOL_CHUNK] for i in range(0, len(jobs), _POOL_CHUNK)]
+    done = 0  # chunks handed on
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_behind) as pool:
+            pending: deque[Future[list[Any]]] = deque()
+            for chunk in chunks:
+                pending.append(pool.submit(_read_chunk, chunk))
+                if len(pending) >= 4 * workers:  # a few ahead, never the whole home in memory
+                    found = pending.popleft().result()
+                    done += 1
+                    yield from _from_chunk(found)
+            while pending:
+                found = pending.popleft().result()
+                done += 1
+                yield from _from_chunk(found)
+    except (OSError, ImportError, NotImplementedError, BrokenProcessPool) as exc:
+        # no processes here (no working semaphores), or one was killed: the rest is read
+        # in this process, as a small catch-up is
+        log.warning("reading on other processes failed (%s); reading the rest here", exc)
+        for chunk in chunks[done:]:
+            yield from (_read(entry, previous) for entry, previous in chunk)
 
 
 def _continues(parsed: Any, start: int, first_seq: int) -> bool:

@@ -32,7 +32,7 @@ from aster_persist.client import (
 from aster_persist.schemas.journal import JournalEntry
 from aster_persist.schemas.memory import Note, SavedBlock
 
-from ..conftest import Daemon, assistant, call, free_port, tool, user, wait_until
+from ..conftest import Daemon, assistant, call, free_port, serving, tool, user, wait_until
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 T = TypeVar("T")
@@ -48,9 +48,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    daemon = Daemon(tmp_path_factory.mktemp("client") / "home").start()
-    yield daemon
-    daemon.kill()
+    yield from serving(tmp_path_factory, "client")
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -300,8 +298,9 @@ async def test_follow_replays_then_streams_live(
     aster: AnyClient, server: Daemon, request: pytest.FixtureRequest
 ) -> None:
     root = repo(request)
-    start = (await run(aster.journal_page(limit=1000))).items
-    after = start[-1].id if start else None
+    # an entry to follow after, whatever ran first on this daemon (after=None is live only)
+    await run(aster.remember("Zeroth fact.", root, name="zeroth"))
+    after = (await run(aster.journal_page(name="zeroth"))).items[-1].id  # the newest
     await run(aster.remember("First fact.", root, name="first"))
 
     def later() -> None:  # a change made by someone else once the feed is open

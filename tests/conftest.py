@@ -185,6 +185,14 @@ class Daemon:
         return self.proc.returncode
 
 
+def serving(factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[Daemon]:
+    """A daemon on a fresh home for one module's tests (a module fixture yields from
+    it), killed after them."""
+    daemon = Daemon(factory.mktemp(name) / "home", env=env).start()
+    yield daemon
+    daemon.kill()
+
+
 @pytest.fixture
 def daemon(home: Path) -> Iterator[Daemon]:
     d = Daemon(home)

@@ -13,16 +13,14 @@ import pytest
 
 from aster_persist.cli import main
 
-from ..conftest import Daemon, assistant, call, free_port, tool, user
+from ..conftest import Daemon, assistant, call, free_port, serving, tool, user
 
 ROOT = "/srv/cli-project"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    daemon = Daemon(tmp_path_factory.mktemp("cli") / "home").start()
-    yield daemon
-    daemon.kill()
+    yield from serving(tmp_path_factory, "cli")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..conftest import Daemon, user
+from ..conftest import Daemon, serving, user
 
 SCRIPT = str(Path(sys.executable).with_name("aster-persist"))
 ABSENT = "01J0000000000000000000ABCD"
@@ -23,9 +23,7 @@ NOWHERE = "/no/such/dir/x.jsonl"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    daemon = Daemon(tmp_path_factory.mktemp("cli-errors") / "home").start()
-    yield daemon
-    daemon.kill()
+    yield from serving(tmp_path_factory, "cli-errors")
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..conftest import Daemon, assistant, user
+from ..conftest import Daemon, assistant, serving, user
 
 SCRIPT = str(Path(sys.executable).with_name("aster-persist"))
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
@@ -29,9 +29,7 @@ LONG_ROOT = "/srv/" + "a-rather-long-folder-name-" * 3 + "app"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    daemon = Daemon(tmp_path_factory.mktemp("cli-output") / "home").start()
-    yield daemon
-    daemon.kill()
+    yield from serving(tmp_path_factory, "cli-output")
 
 
 def environment(server: Daemon) -> dict[str, str]:

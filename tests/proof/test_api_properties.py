@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..conftest import Daemon
+from ..conftest import Daemon, serving
 from .scale import PROOF, record, rounds
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,10 +31,7 @@ SEED = [] if PROOF else ["--generation-deterministic"]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     # what is checked is the contract, not the disk: appends are synced every 200 ms
-    home = tmp_path_factory.mktemp("properties") / "home"
-    daemon = Daemon(home, env={"ASTER_DURABILITY": "interval"}).start()
-    yield daemon
-    daemon.kill()
+    yield from serving(tmp_path_factory, "properties", ASTER_DURABILITY="interval")
 
 
 def test_every_check_on_every_operation_of_the_live_document(server: Daemon) -> None:

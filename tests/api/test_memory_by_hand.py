@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
-from aster_persist.storage.home import Home, project_slug
-from aster_persist.storage.journal import Journal
-from aster_persist.storage.memory import MemoryStore
-from aster_persist.storage.transcripts import utc_now
+from aster_persist.storage.home import project_slug
 
 from ..conftest import REPO, make_client
 
@@ -94,44 +90,6 @@ def test_files_in_another_encoding_are_replaced_journaled_and_reverted_exactly(
         r = client.post(f"/v1/journal/{entries[-1]['id']}/revert")
         assert r.status_code == 200, r.text
         assert (folder / "ASTER.md").read_bytes() == latin1
-
-
-def test_readers_never_see_the_blocks_change_size_under_them(tmp_path: Path) -> None:
-    home = Home.open(tmp_path / "home")
-    journal = Journal(home.root / "journal.jsonl", clock=utc_now, durable=False)
-    journal.open()
-    memory = MemoryStore(home, journal, clock=utc_now)
-    memory.load()
-    for i in range(20_000):
-        memory._index("global", f"pre-{i}", False, f"body {i}\n".encode())
-    stop = time.monotonic() + 1.5
-    errors: list[BaseException] = []
-
-    def writer() -> None:
-        n = 0
-        while time.monotonic() < stop:
-            memory.write_block("global", f"w-{n}", body=f"text {n}", meta={})
-            memory.forget("global", f"w-{n}")
-            n += 1
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    reads = 0
-    while time.monotonic() < stop:
-        for read in (
-            lambda: memory.list_blocks("global"),
-            lambda: memory.visible(None),
-            memory.index_etags,
-        ):
-            try:
-                read()
-            except RuntimeError as exc:
-                errors.append(exc)
-            reads += 1
-    thread.join()
-    journal.close()
-    assert reads > 10
-    assert errors == []
 
 
 def test_put_with_the_same_body_honours_if_match_and_applies_its_frontmatter(

@@ -33,7 +33,7 @@ def steps(store: MemoryStore) -> list[dict[str, Any]]:
             "name": "alpha",
             "body": "Use tabs, never spaces.\n",
             "meta": {"supersedes": ["beta"]},
-            "etag": store.blocks[("global", "alpha")].etag,
+            "etag": store.block("global", "alpha").etag,
         },
         {"do": "archive", "name": "gamma", "detail": {"reason": "stale"}},
         {"do": "create", "name": "style", "body": "Tabs; 100 columns.\n", "meta": {}},
@@ -94,7 +94,7 @@ def test_a_hand_edit_after_the_crash_is_kept_by_the_undo(store: MemoryStore) -> 
     store.reconcile([edited])
     plans.finish()
     assert "A line added by hand." in edited.read_text()  # kept
-    assert store.blocks[("global", "beta")].archived is False  # the archive undone
+    assert store.block("global", "beta").archived is False  # the archive undone
 
 
 @pytest.mark.parametrize(

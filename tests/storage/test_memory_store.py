@@ -36,7 +36,7 @@ def test_a_block_is_written_indexed_and_journaled(store: MemoryStore) -> None:
     assert doc.body == "The API listens on 5433.\n"
     assert doc.meta["tags"] == ["infra"] and doc.meta["schema"] == "aster.memory.v1"
     assert block.description == "The API listens on 5433." and block.importance == 0.7
-    assert store.blocks[("global", "port")] == block
+    assert store.block("global", "port") == block
     assert store.read_block("global", "port")[1].etag == block.etag
     (entry,) = store.journal.entries()
     assert entry["op"] == "memory.write" and entry["before"] is None
@@ -112,8 +112,8 @@ def test_a_stale_if_match_is_412_with_the_current_etag(store: MemoryStore) -> No
     store.patch_block("global", "port", {"pinned": True})
     with pytest.raises(PreconditionFailed) as caught:
         store.patch_block("global", "port", {"pinned": False}, if_match=block.etag)
-    assert caught.value.current == store.blocks[("global", "port")].etag
-    assert store.blocks[("global", "port")].pinned
+    assert caught.value.current == store.block("global", "port").etag
+    assert store.block("global", "port").pinned
 
 
 def test_a_hand_edit_not_yet_journaled_is_kept_under_a_patch(store: MemoryStore) -> None:
@@ -169,11 +169,11 @@ def test_prune_archives_stale_blocks_and_never_a_protected_one(
         "disputed": "related: conflicts with other",
         "other": "related: conflicts with disputed",
     }
-    assert not store.blocks[("global", "stale")].archived  # a dry run changes nothing
+    assert not store.block("global", "stale").archived  # a dry run changes nothing
 
     done = store.prune("global", max_age_days=90, max_importance=0.5, dry_run=False)
     assert done["archived"] == preview["archived"]
-    assert store.blocks[("global", "stale")].archived
+    assert store.block("global", "stale").archived
     live = {b.name for b in store.list_blocks("global")}
     assert live == {"pinned", "recalled", "important", "other", "disputed", "fresh"}
 
@@ -241,11 +241,11 @@ def test_a_revert_puts_the_bytes_back_and_can_itself_be_reverted(store: MemorySt
     reverted = store.revert(edit)
     assert path.read_bytes() == original
     assert reverted["op"] == "memory.revert" and reverted["detail"] == {"reverted": edit["id"]}
-    assert store.blocks[("global", "port")].importance == 0.5  # the index follows
+    assert store.block("global", "port").importance == 0.5  # the index follows
 
     store.revert(reverted)
     assert path.read_bytes() == patched
-    assert store.blocks[("global", "port")].importance == 0.9
+    assert store.block("global", "port").importance == 0.9
 
 
 def test_a_forgotten_block_comes_back_with_a_revert(store: MemoryStore) -> None:
@@ -253,9 +253,9 @@ def test_a_forgotten_block_comes_back_with_a_revert(store: MemoryStore) -> None:
     path = store.path("global", "port")
     data = path.read_bytes()
     store.forget("global", "port")
-    assert not path.exists() and ("global", "port") not in store.blocks
+    assert not path.exists() and store.block("global", "port") is None
     store.revert(store.journal.entries()[-1])
-    assert path.read_bytes() == data and ("global", "port") in store.blocks
+    assert path.read_bytes() == data and store.block("global", "port") is not None
 
 
 def test_a_note_already_in_core_memory_is_not_added_twice(store: MemoryStore) -> None:
@@ -274,4 +274,4 @@ def test_a_secret_is_refused_before_anything_is_written(store: MemoryStore) -> N
     with pytest.raises(SecretDetected):
         store.patch_block("global", "ci", {"description": token})
     assert not store.path("global", "ci").exists()
-    assert store.blocks == {} and store.journal.entries() == []
+    assert store.count() == 0 and store.journal.entries() == []

@@ -126,7 +126,7 @@ async def metrics(request: Request) -> Response:
             yield GaugeMetricFamily(
                 "aster_memory_blocks",
                 "Memory blocks, archived included.",
-                value=len(state.memory.store.blocks),
+                value=state.memory.store.count(),
             )
             yield GaugeMetricFamily(
                 "aster_ready",

@@ -164,7 +164,7 @@ class Consolidation:
                 }
             )
         for archive in plan["archives"]:
-            block = self.memory.store.blocks.get((scope, archive["name"]))
+            block = self.memory.store.block(scope, archive["name"])
             if block is not None and not block.archived:
                 why = {"reason": archive["reason"], "trigger": trigger}
                 steps.append({"do": "archive", "name": archive["name"], "detail": why})

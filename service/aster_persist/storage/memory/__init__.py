@@ -6,29 +6,28 @@ journaled with the file's previous state, so any change can be reverted byte for
 A block's metadata is kept in memory (``BlockMeta``), so listing and the prompt context
 never read block files per request. Mutations run on the writer thread.
 
-``MemoryStore`` is assembled here from its parts, one module each:
+``MemoryStore`` (store.py) holds three objects, and the rules they share are modules:
 
-  names.py    block names, text folded for duplicate detection, ETags
-  meta.py     BlockMeta and the one mapping of frontmatter to its fields
-  base.py     the shared state, scopes and paths, journal states, what the parts call
-  index.py    loading, indexing, reading, listing, recalls, search documents
-  writes.py   the swap-in write, settle, discard, move, forget, archive, hand edits
-  content.py  core memory and notes, blocks, duplicate merges, frontmatter patches
-  hygiene.py  relations, procedures, prune
-  context.py  the visible blocks and the prompt context
-  revert.py   putting a journaled change back
+  blocks.py     BlockIndex: every block's metadata, duplicates, recalls (no I/O)
+  files.py      MemoryFiles: paths, the swap-in write, moves, hand edits reconciled
+  revert.py     Reverter: putting a journaled change back
+  plans.py      Plans: many changes applied whole or not at all
+  attempts.py   a write tried again after a hand edit; 507, 500, 412, 409
+  names.py      block names, text folded for duplicate detection, ETags
+  meta.py       BlockMeta and the one mapping of frontmatter to its fields
+  context.py    the prompt context, from core memory and the visible blocks
+  documents.py  what the search index holds of a memory file
+  hygiene.py    relations a block may name, what pruning archives or keeps
 """
 
 from __future__ import annotations
 
-from .content import ContentPart, source_of
-from .context import MAX_INDEX_ENTRIES, ContextPart, estimate_tokens
-from .hygiene import HygienePart
-from .index import IndexPart
+from .context import MAX_INDEX_ENTRIES, estimate_tokens
+from .edits import source_of
+from .hygiene import protection
 from .meta import BlockMeta
 from .names import ARCHIVE, CORE, NAME_RE, SCHEMA, check_name, etag_of, normalized, slugify
-from .revert import RevertPart
-from .writes import WritesPart
+from .store import MemoryStore
 
 __all__ = [
     "ARCHIVE",
@@ -42,10 +41,7 @@ __all__ = [
     "estimate_tokens",
     "etag_of",
     "normalized",
+    "protection",
     "slugify",
     "source_of",
 ]
-
-
-class MemoryStore(IndexPart, WritesPart, ContentPart, HygienePart, ContextPart, RevertPart):
-    """Core memory and blocks of every scope: the parts above over one ``StoreBase``."""

@@ -3,7 +3,7 @@ text folded for duplicate detection, ETags, and the name a file is known by.
 
 A block name is 1 to 64 characters of a-z, 0-9 and '-' (``NAME_RE``); a name made from
 a title never holds a secret. ``normalized`` folds text the one way duplicate detection
-compares it; ``etag_of`` is the ETag of a file's bytes; ``_key`` is the name the store
+compares it; ``etag_of`` is the ETag of a file's bytes; ``key_of`` is the name the store
 knows a file by: its folder's real path and its own name (a link at the name itself is
 never followed).
 """
@@ -53,7 +53,7 @@ def etag_of(data: bytes) -> str:
     return '"' + hashlib.sha256(data).hexdigest() + '"'
 
 
-def _key(path: Path) -> str:
+def key_of(path: Path) -> str:
     """The name a memory file is known by: its folder's real path, and its own name
     (a link at the name is never followed)."""
     return os.path.join(os.path.realpath(path.parent), path.name)

@@ -79,7 +79,7 @@ class Plans:
             if name in seen:
                 raise Invalid(f"a plan changes block {name!r} once, not twice")
             seen.add(name)
-            block = self.store.blocks.get((scope, name))
+            block = self.store.block(scope, name)
             if kind == "create":
                 if block is not None:
                     state = "an archived block" if block.archived else "a block"
@@ -104,7 +104,9 @@ class Plans:
         """A step as journaled: what it changes, why, and the version a rewrite replaces."""
         out = dict(step)
         if step["do"] == "write":
-            out["etag"] = self.store.blocks[(scope, step["name"])].etag
+            block = self.store.block(scope, step["name"])
+            assert block is not None  # checked first
+            out["etag"] = block.etag
         return out
 
     def _run(

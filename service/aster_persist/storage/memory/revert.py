@@ -17,12 +17,18 @@ from ...errors import Conflict, Invalid, NameTaken
 from .. import fs
 from ..home import fsync_dir
 from ..secrets import refuse_journaled
-from .base import StoreBase, _disk
+from .attempts import disk
+from .blocks import BlockIndex, block_of
+from .files import MemoryFiles
 from .names import ARCHIVE, CORE
 
 
-class RevertPart(StoreBase):
-    """Reverting a journal entry's change of a memory file."""
+class Reverter:
+    """Puts back the memory file a journal entry changed (writer thread)."""
+
+    def __init__(self, files: MemoryFiles, index: BlockIndex) -> None:
+        self._files = files
+        self._index = index
 
     def revert(self, entry: dict[str, Any], *, actor: str = "api") -> dict[str, Any]:
         """Put the file an entry changed back as it was before; journaled, so revertible."""
@@ -33,35 +39,37 @@ class RevertPart(StoreBase):
             refuse_journaled(before)  # content withheld from the journal, or holding a secret
         paths = {state["path"] for state in (before, after) if isinstance(state, dict)}
         targets = [self._inside(p) for p in sorted(paths)]
-        current = {self._rel(p): self._state(p) for p in targets}
-        held = {self._rel(p): fs.read_or_none(p) for p in targets}  # the state may withhold it
+        current = {self._files.rel(p): self._files.state(p) for p in targets}
+        held = {
+            self._files.rel(p): fs.read_or_none(p) for p in targets
+        }  # the state may withhold it
         now_state = next((s for s in current.values() if s is not None), None)
         if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
             if before is not None and current[before["path"]] is not None:
                 raise NameTaken(
                     f"{before['path']} exists again; move it away to revert this {entry['op']}"
                 )
-            self._unlink(self._inside(after["path"]))
+            self._files.unlink(self._inside(after["path"]))
         if before is None:
             if isinstance(after, dict):
-                self._unlink(self._inside(after["path"]))
+                self._files.unlink(self._inside(after["path"]))
             data = None
         else:
             data = _content_bytes(before)
-            self._write(self._inside(before["path"]), data)
+            self._files.write(self._inside(before["path"]), data)
         for path in targets:
             if fs.is_dir(path.parent):
                 fsync_dir(path.parent)
         restored_path = self._inside(before["path"]) if before else None
-        with _disk(f"could not journal the revert of {entry['id']}"):
+        with disk(f"could not journal the revert of {entry['id']}"):
             try:
-                recorded = self.journal.record(
+                recorded = self._files.journal.record(
                     "memory.revert",
                     scope=entry["scope"],
                     name=entry.get("name"),
                     actor=actor,
                     before=now_state,
-                    after=self._after(restored_path, data)
+                    after=self._files.after(restored_path, data)
                     if restored_path is not None and data is not None
                     else None,
                     detail={"reverted": entry["id"]},
@@ -69,9 +77,9 @@ class RevertPart(StoreBase):
             except BaseException:
                 for rel, old in held.items():  # not journaled: put every file back
                     if old is None:
-                        self._unlink(self._inside(rel))
+                        self._files.unlink(self._inside(rel))
                     else:
-                        self._write(self._inside(rel), old)
+                        self._files.write(self._inside(rel), old)
                 self._reindex(targets)
                 raise
         self._reindex(targets)
@@ -83,24 +91,22 @@ class RevertPart(StoreBase):
         parts = [p for p in str(rel).split("/") if p not in ("", ".")]
         if len(parts) < 2 or parts[0] != "memory" or ".." in parts or not rel.endswith(".md"):
             raise Invalid("the journal entry names a file outside memory")
-        return self.home.root.joinpath(*parts)
+        return self._files.home.root.joinpath(*parts)
 
     def _reindex(self, paths: list[Path]) -> None:
         for path in paths:
             archived = path.parent.name == ARCHIVE
             folder = path.parent.parent if archived else path.parent
-            scope = "global" if folder == self.root else f"project:{folder.name}"
+            scope = "global" if folder == self._files.root else f"project:{folder.name}"
             name = path.name[:-3]
             if path.name == CORE:
                 continue
             data = fs.read_or_none(path)
+            indexed = self._index.get(scope, name)
             if data is not None:
-                self._index(scope, name, archived, data)
-            elif (scope, name) in self.blocks and self.blocks[(scope, name)].archived == archived:
-                gone = self.blocks.pop((scope, name))
-                if self._by_norm.get((scope, gone.norm)) == name:
-                    del self._by_norm[(scope, gone.norm)]
-                self.version += 1
+                self._index.put(block_of(scope, name, archived, data))
+            elif indexed is not None and indexed.archived == archived:
+                self._index.drop(scope, name)
 
 
 def _content_bytes(state: dict[str, Any]) -> bytes:

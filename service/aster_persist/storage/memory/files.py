@@ -1,63 +1,174 @@
-"""The write path: files swapped in whole, moved, forgotten, and hand edits reconciled.
+"""Memory's files: where each scope and block lives, the bytes of every live file as the
+store last wrote or saw them, and every change of a file, journaled.
 
 A replacement is written and synced beside the file, swapped in with one
 ``renameat2(RENAME_EXCHANGE)`` and journaled with the bytes it replaced; a hand edit
-that lands in between is swapped back, journaled (actor watcher) and the write built
-again on it (``_again``: an ``If-Match`` is then stale, 412; 8 edits in a row, 409).
-When the journal line fails the change is undone, so nothing is on disk that is not in
-the journal; a full disk is 507 with the file as it was. Moves (archive, restore,
-forget) link to the new name and unlink the old, never over a file. ``reconcile``
-journals what changed on disk without the store knowing, with the content it
-replaced. Every mutation runs on the writer thread, one at a time.
+that lands in between is swapped back, journaled (actor watcher) and ``Changed`` raised
+for the write to be built again on it. When the journal line fails the change is
+undone, so nothing is on disk that is not in the journal; a full disk is 507 with the
+file as it was. Moves (archive, restore, forget) link to the new name and unlink the
+old, never over a file. ``reconcile`` journals what changed on disk without the store
+knowing, with the content it replaced, and keeps the block index in step. The journal
+keeps a file as text, or base64 when it is not UTF-8, or only its path, hash and
+findings when it holds a secret. Every change runs on the writer thread, one at a time.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import logging
 import os
+import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from ...errors import Conflict, NameTaken, PreconditionFailed, UnsafePath
+from ...errors import InvalidName, NameTaken, UnsafePath
 from .. import fs
-from ..conditions import TagCondition, holds
-from ..home import SLUG_RE, ensure_dir, fsync_dir
+from ..home import (
+    SLUG_RE,
+    Home,
+    check_slug,
+    ensure_dir,
+    fsync_dir,
+    normalize_repo_root,
+    project_slug,
+)
+from ..journal import Journal
 from ..jsonl import TEMP_MARK
-from ..secrets import flagged, refuse_document, refuse_secrets
-from .base import StoreBase, _disk
-from .meta import BlockMeta
-from .names import CORE, NAME_RE, _key
+from ..secrets import flagged, refuse_document, refuse_secrets, withheld
+from .attempts import Changed, disk
+from .blocks import BlockIndex, block_of
+from .names import ARCHIVE, CORE, NAME_RE, check_name, key_of
 
-_T = TypeVar("_T")
 log = logging.getLogger("aster_persist")
 LATE_WRITES_SECONDS = 0.2  # a replaced file is looked at again this long after its swap
 
 
-class WritesPart(StoreBase):
-    """The swap-in write, moves and removals, and the reconciling of hand edits."""
+class MemoryFiles:
+    """The files of every scope, what the store knows of them, and their journaled
+    changes; keeps ``index`` in step with what it finds changed by hand."""
+
+    def __init__(self, home: Home, journal: Journal, index: BlockIndex) -> None:
+        self.home = home
+        self.root = home.root / "memory"
+        self.journal = journal
+        self._index = index
+        # The bytes of every live memory file as this store last wrote or saw them, so a
+        # change on disk that did not come from here (a hand edit) can be told apart and
+        # journaled with the content it replaced.
+        self._known: dict[str, bytes] = {}
+
+    # -- scopes and paths --------------------------------------------------------
+
+    def scope_for(self, repo_root: str | None) -> str:
+        if repo_root is None:
+            return "global"
+        return "project:" + project_slug(normalize_repo_root(repo_root))
+
+    def folder(self, scope: str) -> Path:
+        if scope == "global":
+            return self.root
+        if scope.startswith("project:"):
+            return self.root / "projects" / check_slug(scope[8:])
+        raise InvalidName(f"not a memory scope: {scope[:80]!r}")
+
+    def path(self, scope: str, name: str, *, archived: bool = False) -> Path:
+        folder = self.folder(scope)
+        if archived:
+            folder = folder / ARCHIVE
+        return folder / f"{check_name(name)}.md"
+
+    def rel(self, path: Path) -> str:
+        return str(path.relative_to(self.home.root))
+
+    # -- what the journal keeps of a file -------------------------------------------
+
+    def state(self, path: Path) -> dict[str, Any] | None:
+        data = fs.read_or_none(path)
+        return None if data is None else self.content_state(path, data)
+
+    def content_state(self, path: Path, data: bytes) -> dict[str, Any]:
+        """A file's path and bytes as the journal keeps them: text when they are UTF-8,
+        base64 when they are not (a file saved in another encoding), so a revert can
+        write them back exactly either way. Content that holds a secret is withheld."""
+        hidden = withheld(self.rel(path), data)
+        if hidden is not None:
+            return hidden
+        try:
+            return {"path": self.rel(path), "content": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {"path": self.rel(path), "content_base64": base64.b64encode(data).decode()}
+
+    def after(self, path: Path, data: bytes) -> dict[str, Any]:
+        return {
+            "path": self.rel(path),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "bytes": len(data),
+        }
+
+    # -- what the store knows -------------------------------------------------------
+
+    def known(self, path: Path) -> bytes | None:
+        """The bytes of a live file as the store last wrote or saw them."""
+        return self._known.get(key_of(path))
+
+    def blocks_on_disk(self) -> Iterator[tuple[str, str, bool, bytes]]:
+        """(scope, name, archived, bytes) of every block file, read once at start; the
+        live files, ``ASTER.md`` too, become what the store knows. A link is reported
+        once and left out."""
+        self._known.clear()
+        ensure_dir(self.root)
+        for scope in ["global", *self.project_scopes()]:
+            for archived in (False, True):
+                folder = self.folder(scope) / (ARCHIVE if archived else "")
+                for file_name in _md_names(folder):
+                    name = file_name[:-3]
+                    if file_name != CORE and not NAME_RE.fullmatch(name):
+                        continue
+                    if file_name == CORE and archived:
+                        continue
+                    try:
+                        data = fs.read_bytes(folder / file_name)
+                    except (UnsafePath, FileNotFoundError):
+                        continue
+                    if not archived:
+                        self._known[key_of(folder / file_name)] = data
+                    if file_name != CORE:
+                        yield scope, name, archived, data
+
+    def project_scopes(self) -> list[str]:
+        """The scopes of the project folders under ``memory/projects`` (a link refused)."""
+        projects = self.root / "projects"
+        try:
+            return [
+                f"project:{n}" for n in fs.names(projects, folders=True) if SLUG_RE.fullmatch(n)
+            ]
+        except UnsafePath:
+            return []
 
     # -- the swap-in write -------------------------------------------------------------
 
-    def _settle(self, path: Path) -> None:
+    def settle(self, path: Path) -> None:
         """Journal a hand edit of the live file ``path`` that the watcher has not reached
         yet, so a write never checks an ETag against, or keeps as the content it replaced,
         an outdated picture of the file (writer thread)."""
-        if fs.read_or_none(path) != self._known.get(_key(path)):
+        if fs.read_or_none(path) != self._known.get(key_of(path)):
             self.reconcile([path])
 
-    def _write(self, path: Path, data: bytes) -> None:
-        with _disk(f"could not write {self._rel(path)}"):
+    def write(self, path: Path, data: bytes) -> None:
+        with disk(f"could not write {self.rel(path)}"):
             fs.atomic_write(path, data)  # missing folders are made, each synced
-        self._known[_key(path)] = data
+        self._known[key_of(path)] = data
 
-    def _unlink(self, path: Path) -> None:
+    def unlink(self, path: Path) -> None:
         fs.unlink(path)
-        self._known.pop(_key(path), None)
+        self._known.pop(key_of(path), None)
 
-    def _replace_file(
+    def replace(
         self,
         path: Path,
         data: bytes,
@@ -76,17 +187,17 @@ class WritesPart(StoreBase):
         with one ``renameat2(RENAME_EXCHANGE)``, so the bytes replaced are exactly the
         ones now beside it. When they are not the ones the write was built from (an
         editor saved in between), the swap is undone, the edit is journaled as a hand
-        edit and ``_Changed`` is raised, for the caller to build again on what is there
+        edit and ``Changed`` is raised, for the caller to build again on what is there
         now (or answer 412 to an ``If-Match``). When the journal line cannot be written,
         the swap is undone too: nothing is on disk that is not in the journal, and a
         full disk is 507 with the file as it was. Bytes or a session that hold a secret
         are refused (422) before anything is written."""
-        key = _key(path)
+        key = key_of(path)
         known = self._known.get(key)
         refuse_document(data, name if name == CORE else f"block {name!r}", before=known)
         refuse_secrets({"session_id": session})
-        before = None if known is None else self._content_state(path, known)
-        with _disk(f"could not write {self._rel(path)}"):
+        before = None if known is None else self.content_state(path, known)
+        with disk(f"could not write {self.rel(path)}"):
             tmp = fs.write_temp(path, data)
         replaced = known
         try:
@@ -96,8 +207,8 @@ class WritesPart(StoreBase):
                     self._journal_late(path, replaced, "just before a write replaced it")
                 self._swap_back(tmp, path, data, replaced)
                 self.reconcile([path])
-                raise _Changed
-            with _disk(f"could not journal the change of {self._rel(path)}"):
+                raise Changed
+            with disk(f"could not journal the change of {self.rel(path)}"):
                 try:
                     fsync_dir(path.parent)
                     self.journal.record(
@@ -107,7 +218,7 @@ class WritesPart(StoreBase):
                         actor=actor,
                         session=session,
                         before=before,
-                        after=self._after(path, data),
+                        after=self.after(path, data),
                         detail=detail,
                     )
                 except BaseException:
@@ -149,20 +260,20 @@ class WritesPart(StoreBase):
             if now != data:
                 self._journal_late(path, now, "into the replaced file, after the swap")
         except Exception:
-            log.exception("could not look again at the file %s replaced", self._rel(path))
+            log.exception("could not look again at the file %s replaced", self.rel(path))
         finally:
             os.close(fd)
 
     def _journal_late(self, path: Path, data: bytes, when: str) -> None:
-        scope_name = self.where(path, Path(_key(self.root)))
+        scope_name = self.where(path, Path(key_of(self.root)))
         current = fs.read_or_none(path)
         self.journal.record(
             "memory.edit",
             scope=scope_name[0] if scope_name else "global",
             name=scope_name[1] if scope_name else path.name,
             actor="watcher",
-            before=self._content_state(path, data),
-            after=None if current is None else self._after(path, current),
+            before=self.content_state(path, data),
+            after=None if current is None else self.after(path, current),
             detail={"by": "hand", "saved": when} | flagged(data),
         )
 
@@ -190,66 +301,23 @@ class WritesPart(StoreBase):
         exist), unless the swap never happened."""
         if fs.read_or_none(path) != data:
             return  # never swapped in (or replaced again since): nothing of ours to undo
-        with _disk(f"could not put {self._rel(path)} back"):
+        with disk(f"could not put {self.rel(path)} back"):
             if replaced is None:
                 fs.unlink(path)
             elif not fs.exchange(tmp, path):
                 fs.atomic_write(path, replaced)
 
-    # -- moves and removals ------------------------------------------------------------
+    # -- moves ------------------------------------------------------------------------
 
-    def forget(self, scope: str, name: str, **options: Any) -> None:
-        """Delete a block; the journal keeps its content, so it can be reverted."""
-        _again(self._forget, scope, name, **options)
-
-    def _forget(
-        self,
-        scope: str,
-        name: str,
-        *,
-        actor: str = "api",
-        session: str | None = None,
-        if_match: TagCondition = None,
-    ) -> None:
-        refuse_secrets({"session_id": session})  # the journal keeps it
-        self._settle(self.path(scope, name))
-        _, block = self.read_block(scope, name)
-        _check_etag(f"block {name!r}", if_match, block.etag)
-        path = self.path(scope, name)
-        aside = path.parent / f"{TEMP_MARK}{path.name}.gone"
-        data = self._move_file(path, aside, expected=self._known.get(_key(path)))
-        with _disk(f"could not journal the removal of {self._rel(path)}"):
-            try:
-                self.journal.record(
-                    "memory.delete",
-                    scope=scope,
-                    name=name,
-                    actor=actor,
-                    session=session,
-                    before=self._content_state(path, data),
-                    after=None,
-                )
-            except BaseException:
-                self._move_file(aside, path)
-                raise
-        with contextlib.suppress(OSError):  # journaled: what is left is a temp file
-            fs.unlink(aside)
-            fsync_dir(path.parent)
-        self._known.pop(_key(path), None)
-        gone = self.blocks.pop((scope, name))
-        if self._by_norm.get((scope, gone.norm)) == name:
-            del self._by_norm[(scope, gone.norm)]
-        self.version += 1
-
-    def _move_file(self, source: Path, target: Path, *, expected: bytes | None = None) -> bytes:
+    def move_file(self, source: Path, target: Path, *, expected: bytes | None = None) -> bytes:
         """Give ``source`` the name ``target`` (never over a file there) and return its
         bytes; with ``expected``, bytes that differ (a hand edit since the file was read)
-        are put back, journaled, and ``_Changed`` raised."""
-        with _disk(f"could not move {self._rel(source)}"):
+        are put back, journaled, and ``Changed`` raised."""
+        with disk(f"could not move {self.rel(source)}"):
             try:
                 fs.link(source, target)
             except FileExistsError:
-                raise NameTaken(f"{self._rel(target)} is in the way") from None
+                raise NameTaken(f"{self.rel(target)} is in the way") from None
             try:
                 fs.unlink(source)
                 fsync_dir(target.parent)
@@ -260,36 +328,53 @@ class WritesPart(StoreBase):
                 raise
         data = fs.read_bytes(target)
         if expected is not None and data != expected:
-            self._move_file(target, source)
+            self.move_file(target, source)
             self.reconcile([source])
-            raise _Changed
+            raise Changed
         return data
 
-    def move(self, scope: str, name: str, **options: Any) -> BlockMeta:
-        """Archive a block (it leaves listings and the context) or restore it."""
-        return _again(self._move, scope, name, **options)
+    def remove(self, path: Path, *, scope: str, name: str, actor: str, session: str | None) -> None:
+        """Delete a live file, journaled with its content (so it can be reverted); a hand
+        edit since the store read it is put back, journaled, and ``Changed`` raised."""
+        aside = path.parent / f"{TEMP_MARK}{path.name}.gone"
+        data = self.move_file(path, aside, expected=self.known(path))
+        with disk(f"could not journal the removal of {self.rel(path)}"):
+            try:
+                self.journal.record(
+                    "memory.delete",
+                    scope=scope,
+                    name=name,
+                    actor=actor,
+                    session=session,
+                    before=self.content_state(path, data),
+                    after=None,
+                )
+            except BaseException:
+                self.move_file(aside, path)
+                raise
+        with contextlib.suppress(OSError):  # journaled: what is left is a temp file
+            fs.unlink(aside)
+            fsync_dir(path.parent)
+        self._known.pop(key_of(path), None)
 
-    def _move(
+    def archive(
         self,
         scope: str,
         name: str,
         *,
         archive: bool,
-        actor: str = "api",
-        session: str | None = None,
-        detail: dict[str, Any] | None = None,
-    ) -> BlockMeta:
-        """(``detail``: why, for the journal: a reason and what triggered it.)"""
-        refuse_secrets({"session_id": session, **(detail or {})})  # the journal keeps it
-        self._settle(self.path(scope, name))
-        self.read_block(scope, name, archived=not archive)
+        actor: str,
+        session: str | None,
+        detail: dict[str, Any] | None,
+    ) -> bytes:
+        """Move a block into its scope's archive (or back, ``archive`` False), journaled;
+        returns its bytes. A hand edit of the live file since the store read it is put
+        back, journaled, and ``Changed`` raised."""
         source = self.path(scope, name, archived=not archive)
         target = self.path(scope, name, archived=archive)
         ensure_dir(target.parent)
-        data = self._move_file(
-            source, target, expected=self._known.get(_key(source)) if archive else None
-        )
-        with _disk(f"could not journal the move of {self._rel(source)}"):
+        data = self.move_file(source, target, expected=self.known(source) if archive else None)
+        with disk(f"could not journal the move of {self.rel(source)}"):
             try:
                 fsync_dir(source.parent)
                 self.journal.record(
@@ -298,24 +383,24 @@ class WritesPart(StoreBase):
                     name=name,
                     actor=actor,
                     session=session,
-                    before=self._content_state(source, data),
-                    after=self._after(target, data),
+                    before=self.content_state(source, data),
+                    after=self.after(target, data),
                     detail=detail,
                 )
             except BaseException:
-                self._move_file(target, source)
+                self.move_file(target, source)
                 raise
-        self._known.pop(_key(source), None)
+        self._known.pop(key_of(source), None)
         if not archive:
-            self._known[_key(target)] = data
-        return self._index(scope, name, archive, data)
+            self._known[key_of(target)] = data
+        return data
 
     # -- changes made by hand ---------------------------------------------------------
 
     def where(self, path: Path, root: Path) -> tuple[str, str, str] | None:
         """The (scope, name, real path) of a live memory file, given the real path of the
         memory folder; None for anything else."""
-        real = _key(path)
+        real = key_of(path)
         path = Path(real)
         if path.suffix != ".md" or path.name.startswith(TEMP_MARK):
             return None
@@ -332,7 +417,7 @@ class WritesPart(StoreBase):
 
     def known_files(self, folder: Path) -> list[Path]:
         """The live memory files under ``folder`` as the store last wrote or saw them."""
-        prefix = os.path.join(_key(folder), "")
+        prefix = os.path.join(key_of(folder), "")
         return [Path(key) for key in self._known.copy() if key.startswith(prefix)]
 
     def reconcile(self, paths: list[Path], *, actor: str = "watcher") -> list[dict[str, Any]]:
@@ -340,7 +425,7 @@ class WritesPart(StoreBase):
         added or removed by hand), with the content it replaced, and index it; return
         the entries. The store's own writes match what it knows and are left alone."""
         entries = []
-        root = Path(_key(self.root))
+        root = Path(key_of(self.root))
         for path in sorted(set(paths)):
             found = self.where(path, root)
             if found is None:
@@ -354,7 +439,7 @@ class WritesPart(StoreBase):
                 continue  # reported once; left as it is
             if data == known:
                 continue
-            before = None if known is None else self._content_state(path, known)
+            before = None if known is None else self.content_state(path, known)
             if data is None:
                 op = "memory.delete"
                 self._known.pop(key, None)
@@ -363,12 +448,9 @@ class WritesPart(StoreBase):
                 self._known[key] = data
             if name != CORE:
                 if data is None:
-                    gone = self.blocks.pop((scope, name), None)
-                    if gone is not None and self._by_norm.get((scope, gone.norm)) == name:
-                        del self._by_norm[(scope, gone.norm)]
-                    self.version += 1
+                    self._index.drop(scope, name)
                 else:
-                    self._index(scope, name, False, data)
+                    self._index.put(block_of(scope, name, False, data))
             entries.append(
                 self.journal.record(
                     op,
@@ -376,43 +458,11 @@ class WritesPart(StoreBase):
                     name=name,
                     actor=actor,
                     before=before,
-                    after=None if data is None else self._after(path, data),
+                    after=None if data is None else self.after(path, data),
                     detail={"by": "hand", **flagged(data)},
                 )
             )
         return entries
-
-
-class _Changed(Exception):
-    """The file changed by hand between reading it and replacing it (journaled)."""
-
-
-_ATTEMPTS = 8
-
-
-def _again(write: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """Run ``write`` until no hand edit lands between its read and its replace; each
-    edit that does is journaled first, and the next attempt builds on it (an
-    ``If-Match`` is then stale: 412)."""
-    with _disk("could not change memory"):
-        for _ in range(_ATTEMPTS - 1):
-            try:
-                return write(*args, **kwargs)
-            except _Changed:
-                continue
-        try:
-            return write(*args, **kwargs)
-        except _Changed:
-            raise Conflict(
-                f"the file was edited by hand {_ATTEMPTS} times while this write was made; "
-                "every edit is journaled: try again"
-            ) from None
-
-
-def _check_etag(what: str, if_match: TagCondition, etag: str) -> None:
-    """412 with the current ETag when ``if_match`` is given and is not it."""
-    if not holds(if_match, etag):
-        raise PreconditionFailed(f"{what} changed since you read it", current=etag)
 
 
 def _read_all(fd: int) -> bytes:
@@ -425,3 +475,20 @@ def _read_all(fd: int) -> bytes:
         chunks.append(chunk)
         pos += len(chunk)
     return b"".join(chunks)
+
+
+def _md_names(folder: Path) -> list[str]:
+    """The markdown files of a memory folder; a link among them is reported, not read."""
+    try:
+        entries = fs.listdir(folder)
+    except UnsafePath:
+        return []
+    out = []
+    for name, mode in entries:
+        if not name.endswith(".md") or name.startswith(TEMP_MARK):
+            continue
+        if stat.S_ISLNK(mode):
+            fs.refuse(folder / name)
+        elif stat.S_ISREG(mode):
+            out.append(name)
+    return out

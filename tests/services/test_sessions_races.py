@@ -18,10 +18,10 @@ from aster_persist.app import build_sessions
 from aster_persist.services.memory import Memory
 from aster_persist.services.sessions import Sessions
 from aster_persist.settings import Settings
-from aster_persist.storage import transcripts
 from aster_persist.storage.events import validate_events
 from aster_persist.storage.home import Home
 from aster_persist.storage.journal import Journal
+from aster_persist.storage.transcripts import store as transcripts
 from aster_persist.storage.transcripts import utc_now
 
 
@@ -122,7 +122,7 @@ def test_a_follower_is_never_sent_a_batch_a_crash_cut_short(tmp_path: Path) -> N
         sessions = await opened(tmp_path / "home")
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         await sessions.append(sid, events("a", "b", "c"), learn=False)
-        path = sessions.store._live_path(sid)
+        path = sessions.store.live_path(sid)
         await sessions.close()
         sessions.home.close()
         data = path.read_bytes()

@@ -102,5 +102,5 @@ def test_regression_none_mode_does_not_pin_open_files(tmp_path: Path) -> None:
     for _ in range(40):
         sid = open_session(store)
         store.append(AppendRequest(sid, [EVENT]))
-    assert len(store._writers) <= 8
+    assert store.open_count <= 8
     assert not store.busy(sid)

@@ -8,7 +8,7 @@ folders it touched.
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,39 +17,35 @@ import orjson
 from ...errors import SessionExists, SessionNotFound, UnsafePath
 from .. import fs
 from ..home import check_session_id, ensure_dir, fsync_dir
-from ..summary import SessionInfo
-from .base import _Store
+from .clock import Clock
+from .places import Places
 from .records import Location
+from .writers import Writers
 
 HEADER_READ = 1 << 20  # bytes read to find a trashed session's header line
 
 
-class _Lifecycle(_Store):
-    """The lifecycle part of ``TranscriptStore``."""
+class Trash:
+    """Detaching a session on the event loop, then moving it to the trash, back, or out
+    for good on the writer thread."""
 
-    # -- lifecycle: detach on the event loop, then move files on the writer thread -------
-
-    def busy(self, session_id: str) -> bool:
-        """True while the session has writes waiting for, or in, a sync."""
-        return session_id in self._unsynced or self._inflight[session_id] > 0
-
-    def release(self, session_id: str) -> None:
-        """Close the session's writer (event loop, when not busy); the next append opens
-        the file again and reads what another program added to it."""
-        writer = self._writers.pop(session_id, None)
-        if writer is not None:
-            os.close(writer.fd)
+    def __init__(
+        self, places: Places, writers: Writers, *, clock: Clock, on_remove: Callable[[str], None]
+    ) -> None:
+        self._places = places
+        self._writers = writers
+        self.home = places.home
+        self.clock = clock
+        self._on_remove = on_remove
 
     def detach(self, session_id: str) -> Location:
         """Close the session's writer and hide it from appends (event loop, when not busy)."""
         check_session_id(session_id)
-        where = self.locations.get(session_id)
+        where = self._places.locations.get(session_id)
         if where is None:
             raise SessionNotFound(f"no session {session_id}")
-        writer = self._writers.pop(session_id, None)
-        if writer is not None:
-            os.close(writer.fd)
-        self.locations[session_id] = Location(where.slug, trashed=True)
+        self._writers.release(session_id)
+        self._places.locations[session_id] = Location(where.slug, trashed=True)
         return where
 
     def trash(self, session_id: str, where: Location, reason: str = "deleted") -> None:
@@ -70,9 +66,9 @@ class _Lifecycle(_Store):
                 raise SessionExists(f"a trashed copy of {session_id} is in the way")
             fs.rename(path, target)
         except BaseException:
-            self.locations[session_id] = where  # refused: the session stays where it was
+            self._places.locations[session_id] = where  # refused: the session stays where it was
             raise
-        self.on_remove(session_id)  # it has left the listing, whatever happens next
+        self._on_remove(session_id)  # it has left the listing, whatever happens next
         stamp = orjson.dumps({"trashed_at": self.clock().timestamp(), "reason": reason})
         fs.atomic_write(_marker(target), stamp, sync=False)
         fsync_dir(path.parent)
@@ -81,7 +77,7 @@ class _Lifecycle(_Store):
     def restore(self, session_id: str) -> None:
         """Bring a session back from the trash (writer thread)."""
         check_session_id(session_id)
-        where = self.locations.get(session_id)
+        where = self._places.locations.get(session_id)
         if where is None:
             raise SessionNotFound(f"no session {session_id}")
         if not where.trashed:
@@ -94,13 +90,12 @@ class _Lifecycle(_Store):
         fs.unlink(_marker(source))
         fsync_dir(source.parent)
         fsync_dir(target.parent)
-        self.locations[session_id] = Location(where.slug)
-        self.on_change(self.summarize(session_id))
+        self._places.locations[session_id] = Location(where.slug)
 
     def trashed_header(self, session_id: str) -> dict[str, Any]:
         """The header of a session in the trash ({} when it is not there, or its first
         line is not a header that can be read)."""
-        where = self.locations.get(session_id)
+        where = self._places.locations.get(session_id)
         if where is None or not where.trashed:
             return {}
         try:
@@ -117,7 +112,7 @@ class _Lifecycle(_Store):
         returns whether anything was deleted.
         """
         if only_trashed:
-            now = self.locations.get(session_id)
+            now = self._places.locations.get(session_id)
             if now is None or not now.trashed or not where.trashed:
                 return False
         path = (
@@ -128,23 +123,15 @@ class _Lifecycle(_Store):
         fs.unlink(path)
         fs.unlink(_marker(path))
         fsync_dir(path.parent)
-        self.locations.pop(session_id, None)
-        self._read_only.discard(session_id)
-        self.on_remove(session_id)
+        self._places.locations.pop(session_id, None)
+        self._writers.forget(session_id)
+        self._on_remove(session_id)
         return True
-
-    def summarize(self, session_id: str) -> SessionInfo:
-        _parsed, info = self.read(session_id)
-        stat = fs.lstat(self._live_path(session_id))
-        if stat is None:
-            raise SessionNotFound(f"session {session_id} is gone from disk")
-        info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
-        return info
 
     def trashed_before(self, cutoff: float) -> list[str]:
         """Trashed sessions moved to the trash at or before ``cutoff`` (epoch seconds)."""
         old = []
-        for sid, where in list(self.locations.items()):
+        for sid, where in list(self._places.locations.items()):
             if where.trashed:
                 path = self.home.trash_path(where.slug, sid)
                 try:
@@ -157,12 +144,6 @@ class _Lifecycle(_Store):
                 if when <= cutoff:
                     old.append(sid)
         return sorted(old)
-
-    def close(self) -> None:
-        """Close every writer (event loop, after the last sync)."""
-        while self._writers:
-            _, writer = self._writers.popitem()
-            self._release(writer)
 
 
 def _marker(trashed: Path) -> Path:

@@ -21,7 +21,7 @@ from ..summary import Naming, SessionInfo, Stats
 
 KEYS_KEPT = 10_000
 PLACED_KEPT = 10_000
-_NL = orjson.OPT_APPEND_NEWLINE
+NL = orjson.OPT_APPEND_NEWLINE
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Location:
 
 
 @dataclass
-class _Writer:
+class Writer:
     """An open session file and what appending to it needs to know."""
 
     path: Path
@@ -70,7 +70,7 @@ class _Writer:
 
 
 @dataclass
-class _Lines:
+class Lines:
     """Events made into stored lines, and what a session's summary learns from them."""
 
     chunks: list[bytes]
@@ -81,7 +81,7 @@ class _Lines:
     stats: Stats
 
 
-def _fold(info: SessionInfo, lines: _Lines) -> None:
+def fold(info: SessionInfo, lines: Lines) -> None:
     """Take lines just written into a session's summary (its offsets are the caller's)."""
     count = lines.last + 1 - lines.first
     info.events += count
@@ -121,7 +121,7 @@ def incomplete_batch(parsed: Parsed) -> int | None:
     return None
 
 
-def _storage_error(exc: OSError, what: str) -> AsterError:
+def storage_error(exc: OSError, what: str) -> AsterError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return InsufficientStorage(f"{what}: {exc.strerror}; the file is unchanged")
     return StorageFailed(f"{what}: {exc.strerror or 'I/O error'}; the file is unchanged")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,32 +31,54 @@ from .. import fs
 from ..conditions import holds, named
 from ..jsonl import Parsed, parse, read_bytes, write_new
 from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
-from .base import _Store
-from .clock import format_ts
+from .clock import Clock, format_ts
+from .places import Places
 from .records import (
-    _NL,
     KEYS_KEPT,
+    NL,
     AppendRequest,
     AppendResult,
+    Lines,
     SyncPass,
-    _fold,
-    _Lines,
-    _storage_error,
-    _Writer,
+    Writer,
+    fold,
     incomplete_batch,
+    storage_error,
 )
 
 log = logging.getLogger("aster_persist")
 
 
-class _Writers(_Store):
-    """The writer and sync part of ``TranscriptStore``."""
+class Writers:
+    """The open session files: loaded on the writer thread, appended to on the event
+    loop, synced by passes whose descriptors the syncer thread fsyncs."""
+
+    def __init__(
+        self,
+        places: Places,
+        *,
+        durability: str,
+        clock: Clock,
+        max_event_bytes: int,
+        open_files: int,
+        on_change: Callable[[SessionInfo], None],
+    ) -> None:
+        self._places = places
+        self.durability = durability
+        self.clock = clock
+        self.max_event_bytes = max_event_bytes
+        self.open_files = open_files
+        self._on_change = on_change
+        self._open: OrderedDict[str, Writer] = OrderedDict()
+        self._read_only: set[str] = set()
+        self._unsynced: set[str] = set()  # written since the last sync pass began
+        self._inflight: Counter[str] = Counter()  # in sync passes now running
 
     # -- writers: loaded on the writer thread, used on the event loop -------------------
 
-    def load_writer(self, session_id: str) -> _Writer:
+    def load_writer(self, session_id: str) -> Writer:
         """Open a session for appending: read it, quarantine a torn tail (writer thread)."""
-        path = self._live_path(session_id)
+        path = self._places.live_path(session_id)
         fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         try:
             data = read_bytes(path)
@@ -66,7 +89,7 @@ class _Writers(_Store):
                 parsed.torn = (cut, len(data))
             if parsed.torn is not None:
                 self._quarantine(path, fd, data, parsed)
-            info = SessionInfo(id=session_id, slug=self.locations[session_id].slug)
+            info = SessionInfo(id=session_id, slug=self._places.locations[session_id].slug)
             info.absorb(parsed.lines, parsed.bad)
             if not parsed.lines or parsed.lines[0].get("type") != "session":
                 info.state = "damaged"
@@ -74,7 +97,7 @@ class _Writers(_Store):
             info.lines = parsed.line_count
             stat = os.fstat(fd)
             info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
-            writer = _Writer(path=path, fd=fd, size=parsed.good_end, info=info)
+            writer = Writer(path=path, fd=fd, size=parsed.good_end, info=info)
             writer.acked_size = writer.size
             writer.acked_info = replace(info)
             _load_keys(writer.keys, parsed.lines)
@@ -83,29 +106,29 @@ class _Writers(_Store):
             raise
         return writer
 
-    def install(self, session_id: str, writer: _Writer) -> _Writer:
+    def install(self, session_id: str, writer: Writer) -> Writer:
         """Make a loaded writer the session's one writer (event loop)."""
-        current = self._writers.get(session_id)
-        where = self.locations.get(session_id)
+        current = self._open.get(session_id)
+        where = self._places.locations.get(session_id)
         if current is not None or where is None or where.trashed:
             os.close(writer.fd)  # lost a race with another load, or with a delete
             if current is None:
                 raise SessionNotFound(f"no session {session_id}")
             return current
-        self._writers[session_id] = writer
-        if len(self._writers) > self.open_files:
+        self._open[session_id] = writer
+        if len(self._open) > self.open_files:
             busy = self._unsynced | self._inflight.keys()
-            for old_id in list(self._writers)[: len(self._writers) - self.open_files]:
+            for old_id in list(self._open)[: len(self._open) - self.open_files]:
                 if old_id not in busy:
-                    self._release(self._writers.pop(old_id))
+                    self._close(self._open.pop(old_id))
         return writer
 
-    def _release(self, writer: _Writer) -> None:
+    def _close(self, writer: Writer) -> None:
         """Close a writer, leaving the catalog the file's final size and mtime."""
         try:
             stat = os.fstat(writer.fd)
             if writer.acked_info is not None and writer.acked_size == stat.st_size:
-                self.on_change(
+                self._on_change(
                     replace(
                         writer.acked_info, file_size=stat.st_size, file_mtime_ns=stat.st_mtime_ns
                     )
@@ -116,12 +139,12 @@ class _Writers(_Store):
     @property
     def open_count(self) -> int:
         """How many transcripts are held open for appends."""
-        return len(self._writers)
+        return len(self._open)
 
-    def writer(self, session_id: str) -> _Writer | None:
-        writer = self._writers.get(session_id)
+    def writer(self, session_id: str) -> Writer | None:
+        writer = self._open.get(session_id)
         if writer is not None:
-            self._writers.move_to_end(session_id)
+            self._open.move_to_end(session_id)
         return writer
 
     def _quarantine(self, path: Path, fd: int, data: bytes, parsed: Parsed) -> None:
@@ -139,6 +162,36 @@ class _Writers(_Store):
         os.fsync(fd)
         log.warning("moved a torn tail of %d bytes from %s to %s", end - start, path, aside.name)
 
+    def busy(self, session_id: str) -> bool:
+        """True while the session has writes waiting for, or in, a sync."""
+        return session_id in self._unsynced or self._inflight[session_id] > 0
+
+    def release(self, session_id: str) -> None:
+        """Close the session's writer (event loop, when not busy); the next append opens
+        the file again and reads what another program added to it."""
+        writer = self._open.pop(session_id, None)
+        if writer is not None:
+            os.close(writer.fd)
+
+    def acked_size(self, session_id: str) -> int | None:
+        """How much of an open session's file is acknowledged (None: not open)."""
+        writer = self._open.get(session_id)
+        return writer.acked_size if writer is not None else None
+
+    def read_only(self, session_id: str) -> bool:
+        """Whether a failed sync left the session read-only until restart."""
+        return session_id in self._read_only
+
+    def forget(self, session_id: str) -> None:
+        """A purged session: nothing of it is kept."""
+        self._read_only.discard(session_id)
+
+    def close(self) -> None:
+        """Close every writer (event loop, after the last sync)."""
+        while self._open:
+            _, writer = self._open.popitem()
+            self._close(writer)
+
     # -- appends (event loop) -----------------------------------------------------------
 
     def append(self, request: AppendRequest) -> tuple[AppendResult, int]:
@@ -150,7 +203,7 @@ class _Writers(_Store):
         and ``none`` modes the write is acknowledged at once.
         """
         sid = request.session_id
-        writer = self._writers[sid]
+        writer = self._open[sid]
         key = request.key
         if key is not None and key in writer.keys:
             # A replay waits for the sync that covers the original write, no longer: what
@@ -177,7 +230,7 @@ class _Writers(_Store):
                 f"is at {info.last_seq}",
                 current=f'"{info.last_seq}"',
             )
-        lines = self._lines(
+        lines = self.lines(
             request.events,
             info.last_seq + 1,
             key,
@@ -188,7 +241,7 @@ class _Writers(_Store):
         data = b"".join(lines.chunks)
         self._write_all(writer, data, sid)
         writer.size += len(data)
-        _fold(info, lines)
+        fold(info, lines)
         info.offset = info.file_size = writer.size
         result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
         if key is not None:
@@ -202,14 +255,14 @@ class _Writers(_Store):
             self._acknowledge(writer, writer.size)
         return result, writer.size
 
-    def _remember(self, writer: _Writer, key: str, result: AppendResult) -> None:
+    def _remember(self, writer: Writer, key: str, result: AppendResult) -> None:
         """Know ``key`` as written (the latest ``KEYS_KEPT`` keys are kept)."""
         writer.keys[key] = result
         writer.key_ends[key] = writer.size
         if len(writer.keys) > KEYS_KEPT:
             writer.key_ends.pop(writer.keys.popitem(last=False)[0], None)
 
-    def _lines(
+    def lines(
         self,
         events: list[dict[str, Any]],
         first: int,
@@ -218,7 +271,7 @@ class _Writers(_Store):
         *,
         keys: list[str | None] | None = None,
         runs: list[int] | None = None,
-    ) -> _Lines:
+    ) -> Lines:
         """The stored lines of ``events`` numbered from ``first`` (``seq``, ``ts`` and the
         idempotency key added: ``key``, or each event's of ``keys``), and what a listing
         learns from them, in one pass. The first line of a batch of several events says
@@ -265,7 +318,7 @@ class _Writers(_Store):
                 # The first line of a batch says how long it is, so a batch that a power
                 # loss cut short is recognised and moved aside like a torn line.
                 line["batch_size"] = size
-            chunks.append(dumps(line, option=_NL))
+            chunks.append(dumps(line, option=NL))
             seq += 1
             # what a listing needs, folded in the same pass
             kind = line["type"]
@@ -278,9 +331,9 @@ class _Writers(_Store):
             raise PayloadTooLarge(
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
-        return _Lines(chunks, first, seq - 1, latest, naming, stats)
+        return Lines(chunks, first, seq - 1, latest, naming, stats)
 
-    def _write_all(self, writer: _Writer, data: bytes, sid: str) -> None:
+    def _write_all(self, writer: Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)
         done = 0
         try:
@@ -292,18 +345,18 @@ class _Writers(_Store):
             except OSError:
                 self._read_only.add(sid)
                 writer.info.state = "read_only"
-            raise _storage_error(exc, f"could not append to session {sid}") from exc
+            raise storage_error(exc, f"could not append to session {sid}") from exc
 
-    def _acknowledge(self, writer: _Writer, size: int, info: SessionInfo | None = None) -> None:
+    def _acknowledge(self, writer: Writer, size: int, info: SessionInfo | None = None) -> None:
         """Everything up to ``size`` is durable; ``info`` is the summary at that size."""
         if size > writer.acked_size:
             writer.acked_size = size
             writer.acked_info = info or replace(writer.info, bad_lines=list(writer.info.bad_lines))
-            self.on_change(writer.acked_info)
+            self._on_change(writer.acked_info)
 
     def acked(self, session_id: str, size: int) -> bool | None:
         """True once ``size`` bytes are durable, None when they never will be."""
-        writer = self._writers.get(session_id)
+        writer = self._open.get(session_id)
         if writer is None:
             return None
         if writer.acked_size >= size:
@@ -324,7 +377,7 @@ class _Writers(_Store):
         sync = SyncPass()
         waiting = set()
         for sid in self._unsynced:
-            writer = self._writers.get(sid)
+            writer = self._open.get(sid)
             if writer is None or sid in self._read_only:
                 continue
             if self._inflight[sid] > 0:
@@ -362,7 +415,7 @@ class _Writers(_Store):
         self._inflight.subtract(sync.fds.keys())
         self._inflight = +self._inflight  # drop the zeros
         for sid, size in sync.sizes.items():
-            writer = self._writers.get(sid)
+            writer = self._open.get(sid)
             if writer is None:
                 continue
             if sid not in sync.failed:
@@ -385,7 +438,7 @@ class _Writers(_Store):
                 if writer.acked_info is not None:
                     writer.info = replace(writer.acked_info)
             writer.info.state = "read_only"
-            self.on_change(replace(writer.info))
+            self._on_change(replace(writer.info))
 
 
 def _starts(runs: list[int]) -> dict[int, int]:

@@ -1,13 +1,19 @@
-"""Creating sessions: one new file holding its header, or whole files at once (an import).
+"""``TranscriptStore``: all session files of one data home, over three objects it holds.
 
-A new session's file is durable before it is reported; an import links every file into
-place only once all are written and synced, so each session appears whole or not at all.
-Both run on the writer thread.
+``Places`` knows where every session is; ``Writers`` holds the open files, appends to
+them and keeps the sync bookkeeping; ``Trash`` detaches, trashes, restores and purges.
+The store makes new sessions (one header line, or whole files for an import, each
+appearing whole or not at all) and reads what was acknowledged.
+
+Threads: appends and sync bookkeeping run on the event loop (they only copy to the
+page cache); loading a session, creating, moving and deleting files run on the single
+writer thread; ``sync_fds`` runs on the syncer thread; reads run anywhere.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,20 +22,94 @@ import orjson
 from ulid import ULID
 
 from ... import __version__
-from ...errors import InvalidEvent, SessionExists
+from ...errors import InvalidEvent, SessionExists, SessionNotFound
 from ...schemas.events import RESERVED_HEADER_KEYS
 from .. import fs
 from ..events import FORMAT_VERSION, validate_header
-from ..home import check_session_id, ensure_dir, normalize_repo_root, project_slug
-from ..jsonl import write_new, write_whole
+from ..home import Home, check_session_id, ensure_dir, normalize_repo_root, project_slug
+from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..summary import SessionInfo
-from .base import _Store
-from .clock import format_ts
-from .records import _NL, PLACED_KEPT, Location, _fold, _storage_error, _Writer
+from .clock import Clock, format_ts, utc_now
+from .lifecycle import Trash
+from .places import Places
+from .records import NL, Location, Writer, fold, incomplete_batch, storage_error
+from .writers import Writers
 
 
-class _Creation(_Store):
-    """The creation part of ``TranscriptStore``."""
+class TranscriptStore:
+    """All session files of one data home."""
+
+    def __init__(
+        self,
+        home: Home,
+        *,
+        durability: str = "fsync",
+        clock: Clock = utc_now,
+        max_event_bytes: int = 4 * 1024 * 1024,
+        open_files: int = 256,
+        on_change: Callable[[SessionInfo], None] | None = None,
+        on_remove: Callable[[str], None] | None = None,
+    ) -> None:
+        self.home = home
+        self.durability = durability
+        self.clock = clock
+        self.on_change = on_change or (lambda info: None)
+        self._places = Places(home)
+        self._writers = Writers(
+            self._places,
+            durability=durability,
+            clock=clock,
+            max_event_bytes=max_event_bytes,
+            open_files=open_files,
+            on_change=self.on_change,
+        )
+        self._trash = Trash(
+            self._places, self._writers, clock=clock, on_remove=on_remove or (lambda sid: None)
+        )
+        # what the objects it holds answer for it
+        self.locations = self._places.locations  # each session's folder, live or trashed
+        self.placed = self._places.placed  # files lately written whole: (size, mtime)
+        self.scan = self._places.scan
+        self.live_path = self._places.live_path  # a live session's file (404 otherwise)
+        self.load_writer = self._writers.load_writer
+        self.install = self._writers.install
+        self.writer = self._writers.writer
+        self.append = self._writers.append
+        self.acked = self._writers.acked
+        self.busy = self._writers.busy
+        self.release = self._writers.release
+        self.pending_sync = self._writers.pending_sync
+        self.begin_sync = self._writers.begin_sync
+        self.sync_fds = self._writers.sync_fds
+        self.end_sync = self._writers.end_sync
+        self.close = self._writers.close
+        self.detach = self._trash.detach
+        self.trash = self._trash.trash
+        self.trashed_header = self._trash.trashed_header
+        self.purge = self._trash.purge
+        self.trashed_before = self._trash.trashed_before
+
+    @property
+    def open_count(self) -> int:
+        """How many transcripts are held open for appends."""
+        return self._writers.open_count
+
+    @property
+    def max_event_bytes(self) -> int:
+        return self._writers.max_event_bytes
+
+    def restore(self, session_id: str) -> None:
+        """Bring a session back from the trash (writer thread)."""
+        self._trash.restore(session_id)
+        self.on_change(self.summarize(session_id))
+
+    def summarize(self, session_id: str) -> SessionInfo:
+        _parsed, info = self.read(session_id)
+        stat = fs.lstat(self._places.live_path(session_id))
+        if stat is None:
+            raise SessionNotFound(f"session {session_id} is gone from disk")
+        info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+        return info
 
     # -- creation ----------------------------------------------------------------
 
@@ -80,12 +160,12 @@ class _Creation(_Store):
             header.setdefault(key, value)
         validate_header(header)
         try:
-            data = orjson.dumps(header, option=_NL)
+            data = orjson.dumps(header, option=NL)
         except orjson.JSONEncodeError as exc:
             raise InvalidEvent(f"header: {exc}") from None
         return header, data, slug
 
-    def create(self, **fields: Any) -> tuple[dict[str, Any], _Writer]:
+    def create(self, **fields: Any) -> tuple[dict[str, Any], Writer]:
         """Write a new session file holding only its header, durable before return.
         Returns the header and the session's writer, ready to ``install`` (writer thread),
         so the first append need not read back the file just written."""
@@ -100,7 +180,7 @@ class _Creation(_Store):
         except FileExistsError:
             raise SessionExists(f"session {sid} exists") from None
         except OSError as exc:
-            raise _storage_error(exc, f"could not create session {sid}") from exc
+            raise storage_error(exc, f"could not create session {sid}") from exc
         self.locations[sid] = Location(slug)
         info = SessionInfo(id=sid, slug=slug)
         info.absorb([header], [])
@@ -109,7 +189,7 @@ class _Creation(_Store):
         fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         info.file_mtime_ns = os.fstat(fd).st_mtime_ns
         self.on_change(replace(info))
-        writer = _Writer(path=path, fd=fd, size=len(data), info=info)
+        writer = Writer(path=path, fd=fd, size=len(data), info=info)
         writer.acked_size = writer.size
         writer.acked_info = replace(info)
         return header, writer
@@ -159,9 +239,9 @@ class _Creation(_Store):
             info.lines = 1
             chunks = [head]
             for events, key in runs:
-                lines = self._lines(events, info.last_seq + 1, key, info.naming)
+                lines = self._writers.lines(events, info.last_seq + 1, key, info.naming)
                 chunks.extend(lines.chunks)
-                _fold(info, lines)
+                fold(info, lines)
             data = b"".join(chunks)
             info.offset = info.file_size = len(data)
             path = self.home.project_dir(slug) / f"{header['id']}.jsonl"
@@ -188,10 +268,9 @@ class _Creation(_Store):
                 self.locations.pop(header["id"], None)
                 self.placed.pop(header["id"], None)
             if isinstance(exc, OSError):
-                raise _storage_error(exc, "could not write the imported sessions") from exc
+                raise storage_error(exc, "could not write the imported sessions") from exc
             raise
-        while len(self.placed) > PLACED_KEPT:
-            self.placed.popitem(last=False)
+        self._places.trim()
         out: list[tuple[dict[str, Any], SessionInfo] | None] = []
         placed = iter(zip(todo, done, strict=True))
         for item in built:
@@ -207,3 +286,55 @@ class _Creation(_Store):
             self.on_change(replace(info))
             out.append((header, info))
         return out
+
+    # -- reads (any thread) ---------------------------------------------------------------
+
+    def read(self, session_id: str) -> tuple[Parsed, SessionInfo]:
+        """The readable lines of a session (what was acknowledged), and its summary."""
+        path = self._places.live_path(session_id)
+        slug = path.parent.name  # not looked up again: a purge may drop it while we read
+        end = self._writers.acked_size(session_id)
+        try:
+            data = read_bytes(path, 0, end)
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None
+        parsed = parse(data)
+        cut = incomplete_batch(parsed)
+        if cut is not None:
+            parsed = parse(data[:cut])
+        info = SessionInfo(id=session_id, slug=slug)
+        info.absorb(parsed.lines, parsed.bad)
+        if not parsed.lines or parsed.lines[0].get("type") != "session":
+            info.state = "damaged"
+        if self._writers.read_only(session_id):
+            info.state = "read_only"
+        info.offset = parsed.good_end
+        info.lines = parsed.line_count
+        info.file_size = len(data)
+        return parsed, info
+
+    def read_tail(
+        self, session_id: str, offset: int, until: int | None = None
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The acknowledged lines from byte ``offset`` on (to ``until``, if given), and the
+        offset after them."""
+        path = self._places.live_path(session_id)
+        end = self._writers.acked_size(session_id)
+        if until is not None:
+            end = until if end is None else min(end, until)
+        try:
+            data = read_bytes(path, offset, end)
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None
+        parsed = parse(data, base=offset)
+        cut = incomplete_batch(parsed)
+        if cut is not None:  # a batch a crash cut short is not there (as ``read`` says)
+            parsed = parse(data[: cut - offset], base=offset)
+        return parsed.lines, parsed.good_end if parsed.line_count else offset
+
+    def export_bytes(self, session_id: str) -> bytes:
+        path = self._places.live_path(session_id)
+        try:
+            return read_bytes(path, 0, self._writers.acked_size(session_id))
+        except FileNotFoundError:
+            raise SessionNotFound(f"no session {session_id}") from None

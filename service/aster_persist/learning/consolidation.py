@@ -20,7 +20,6 @@ from .validation import item_meta, redact, validate_proposal
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
-    from .transcripts import Transcripts
 
 CONSOLIDATE_BODY_CHARS = 400
 PLAN = ("merges", "archives", "new", "rejected")  # what a pass proposes, and refused
@@ -38,13 +37,15 @@ def summary(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 class Consolidation:
-    """The `Learner`'s consolidation of a scope (a mixin: the state is the Learner's)."""
+    """A scope's blocks shown to the model and its proposal applied as one plan."""
 
-    sessions: Transcripts
-    memory: Memory
-    model: ModelClient | None
-    max_items: int
-    max_blocks: int
+    def __init__(
+        self, memory: Memory, model: ModelClient | None, *, max_items: int, max_blocks: int
+    ) -> None:
+        self.memory = memory
+        self.model = model
+        self.max_items = max_items
+        self.max_blocks = max_blocks
 
     async def boundary_pass(self, job: dict[str, Any]) -> None:
         """A pass a session boundary made due (``job``: its scope and trigger), applied;

@@ -34,14 +34,24 @@ RELATED = 5  # existing memories shown to the model
 
 
 class Extraction:
-    """The `Learner`'s extraction and apply steps (a mixin: the state is the Learner's)."""
+    """Asks the model what a turn teaches, and applies its validated answer; counts the
+    items accepted and rejected."""
 
-    sessions: Transcripts
-    memory: Memory
-    model: ModelClient | None
-    max_items: int
-    max_input_chars: int
-    counts: dict[str, int]
+    def __init__(
+        self,
+        sessions: Transcripts,
+        memory: Memory,
+        model: ModelClient | None,
+        *,
+        max_items: int,
+        max_input_chars: int,
+    ) -> None:
+        self.sessions = sessions
+        self.memory = memory
+        self.model = model
+        self.max_items = max_items
+        self.max_input_chars = max_input_chars
+        self.counts = {"accepted": 0, "rejected": 0}
 
     async def extract(self, job: dict[str, Any]) -> dict[str, Any]:
         """Ask the model about one turn; its validated answer, with what was shown."""

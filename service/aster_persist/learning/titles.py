@@ -7,7 +7,6 @@ a secret in it, or none at all, is an error of the job, never appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..storage.secrets import scan_text
@@ -20,18 +19,19 @@ if TYPE_CHECKING:
 
 
 class Titles:
-    """The `Learner`'s title step (a mixin: the state is the Learner's)."""
+    """Names an untitled session from its first turn."""
 
-    sessions: Transcripts
-    model: ModelClient | None
-    _error: Callable[[dict[str, Any], str], None]
+    def __init__(self, sessions: Transcripts, model: ModelClient) -> None:
+        self.sessions = sessions
+        self.model = model
 
-    async def _title(self, job: dict[str, Any]) -> None:
-        assert self.model is not None
+    async def title(self, job: dict[str, Any]) -> str | None:
+        """Title the job's session, unless someone named it meanwhile; what went wrong,
+        or None."""
         session = str(job["session"])
         lines, _raw, info = await self.sessions.read(session)
         if info.title_source in ("event", "header"):
-            return  # someone named it meanwhile: never overwritten
+            return None  # someone named it meanwhile: never overwritten
         turn, _first, _last = turn_of(lines, None, int(job["to_seq"]))
         text = render_turn(turn, 2000)
         try:
@@ -42,13 +42,12 @@ class Titles:
                 max_tokens=60,
             )
         except ModelError as exc:
-            self._error(job, str(exc))
-            return
+            return str(exc)
         title = " ".join(str(answer.get("title") or "").split())[:120]
         if not title or scan_text(title):
-            self._error(job, "the model gave no usable title")
-            return
+            return "the model gave no usable title"
         _lines, _raw, info = await self.sessions.read(session)
         if info.title_source in ("event", "header"):
-            return
+            return None
         await self.sessions.append(session, [{"type": "title", "title": title, "source": "model"}])
+        return None

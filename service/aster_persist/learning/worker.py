@@ -1,7 +1,7 @@
 """The `Learner`: the worker of learning from sessions, which extracts memories from
 completed turns, titles untitled sessions, and consolidates a scope's blocks (SPEC §7).
-The steps are in `extraction`, `titles` and `consolidation`; this module holds the queue
-draining and each job's lifecycle.
+Each step is an object of its own (`Extraction`, `Titles`, `Consolidation`); this module
+holds the queue draining and each job's lifecycle.
 
 An append that completes a turn (an assistant message with text and no tool calls)
 queues a job in the durable `JobQueue` before it returns (a small file, not synced on
@@ -55,8 +55,9 @@ log = logging.getLogger("aster_persist.learning.learner")
 MAX_RETRY_DELAY = 60.0  # seconds between tries of a job while the model is unreachable
 
 
-class Learner(Extraction, Titles, Consolidation):
-    """The extraction queue's worker, and the model-backed memory operations."""
+class Learner:
+    """The extraction queue's worker, over its steps: ``Extraction``, ``Titles`` and
+    ``Consolidation``."""
 
     def __init__(
         self,
@@ -86,9 +87,17 @@ class Learner(Extraction, Titles, Consolidation):
         self.turn_ends: dict[str, int] = {}  # where each session's last queued turn ended
         self.turn_seqs: dict[str, int] = {}  # ... and at which seq
         self.retry_delay = 0.0  # grows while the model is unreachable
-        self.counts = {"done": 0, "failed": 0, "accepted": 0, "rejected": 0}
+        self.counts = {"done": 0, "failed": 0}
         self.errors: deque[dict[str, Any]] = deque(maxlen=10)
-        self.max_blocks = consolidate_max_blocks
+        self.extractor = Extraction(
+            sessions, memory, model, max_items=max_items, max_input_chars=max_input_chars
+        )
+        self.titles = Titles(sessions, model) if model is not None else None
+        self.consolidation = Consolidation(
+            memory, model, max_items=max_items, max_blocks=consolidate_max_blocks
+        )
+        self.consolidate = self.consolidation.consolidate  # asked for through the API too
+        self.apply = self.extractor.apply  # an answer saved before a crash, applied again
         self.boundaries = (
             Boundaries(self.put, idle=consolidate_idle, min_interval=consolidate_min_interval)
             if model is not None and consolidate_idle > 0
@@ -181,17 +190,20 @@ class Learner(Extraction, Titles, Consolidation):
 
     async def _process(self, job: dict[str, Any]) -> None:
         if job.get("kind") == "title":
-            await self._title(job)
+            assert self.titles is not None  # jobs are queued only with a model
+            failed = await self.titles.title(job)
+            if failed is not None:
+                self._error(job, failed)
         elif job.get("kind") == "consolidate":
-            await self.boundary_pass(job)
+            await self.consolidation.boundary_pass(job)
         elif job.get("kind") == "extract":
             fresh = "result" not in job  # else saved before a crash: applied, perhaps in part
             if fresh:
                 try:
-                    job["result"] = await self.extract(job)
+                    job["result"] = await self.extractor.extract(job)
                 except ModelError as exc:
                     if not exc.transient:  # an answer, but not one to use: said so too
-                        await self.refused_reply(job, str(exc))
+                        await self.extractor.refused_reply(job, str(exc))
                         self._fail(job, str(exc))
                         return
                     # Not reachable now: the job stays first in the queue (never dropped)
@@ -245,6 +257,7 @@ class Learner(Extraction, Titles, Consolidation):
             "queued": len(self.queue),
             "in_progress": self.current is not None,
             **self.counts,
+            **self.extractor.counts,
             "last_errors": list(self.errors),
             "model_latency_ms": {
                 "last": round(recent[-1] * 1000, 1) if recent else None,

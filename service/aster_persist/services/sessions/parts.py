@@ -1,18 +1,23 @@
-"""The parts a sessions service is made of, and what every one of its operations does
-with them: journal a change, name a session's scope, announce a durable append."""
+"""The parts a sessions service is made of, and the operations every user of them
+shares: journal a change, name a session's scope, append durably and announce it, the
+latest idempotency keys, delete (to the trash, or for good).
+
+``Sessions`` and the import pipeline (``Importer``) each hold the one ``Parts``."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Container
 from typing import Any
 
 from ...index.catalog import CatalogWorker
 from ...storage.blobs import BlobStore
 from ...storage.commit import GroupCommitter
+from ...storage.conditions import SeqCondition
 from ...storage.home import Home
 from ...storage.journal import Journal
-from ...storage.transcripts import TranscriptStore
+from ...storage.transcripts import AppendRequest, AppendResult, TranscriptStore
 from . import tails
 from .aliases import Aliases
 from .notices import Appended, Listener
@@ -44,11 +49,8 @@ class Parts:
         self.journal = journal
         self.listeners: list[Listener] = []
         self.tails = tails.TailReads(home, store, blobs)
-        self.ready = asyncio.Event()
+        self.ready = asyncio.Event()  # set once the catalog has caught up at start
         self.aliases = Aliases(store, catalog)  # checked and taken on the writer thread
-        self.progress = {"done": 0, "total": 0}
-        self.catch_up_stats: dict[str, Any] = {}
-        self._catch_up: asyncio.Task[None] | None = None
 
     async def record(
         self,
@@ -88,3 +90,83 @@ class Parts:
                 listener(notice)
             except Exception:
                 log.exception("a listener of appends failed on %s", notice.session_id)
+
+    async def append(
+        self,
+        session_id: str,
+        events: list[dict[str, Any]],
+        *,
+        key: str | None = None,
+        if_match: SeqCondition = None,
+        learn: bool = True,
+        keys: list[str | None] | None = None,
+        runs: list[int] | None = None,
+        source: str | None = None,
+    ) -> AppendResult:
+        """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
+        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
+        An import gives each event its own key (``keys``), the appends they were
+        (``runs``, an export's) and names its ``source``."""
+        if self.blobs.needed(events):  # large contents go to blobs first, synced
+            events = await asyncio.to_thread(self.blobs.extract, events)
+        request = AppendRequest(session_id, events, key, if_match, keys=keys, runs=runs)
+        result = await self.committer.append(request)
+        if not result.replayed and self.listeners:
+            self.announce(
+                Appended(
+                    session_id,
+                    self.scope_of(session_id),
+                    result.first_seq,
+                    result.last_seq,
+                    events=events,
+                    learn=learn,
+                    source=source,
+                )
+            )
+        return result
+
+    async def recent_keys(self, session_id: str) -> Container[str]:
+        """The idempotency keys of the session's latest appends (``KEYS_KEPT`` of them)."""
+        await self.committer.open(session_id)
+        writer = self.store.writer(session_id)
+        return writer.keys if writer is not None else ()
+
+    async def delete(
+        self,
+        session_id: str,
+        *,
+        purge: bool = False,
+        reason: str = "deleted",
+        op: str = "",
+        only_trashed: bool = False,
+        detail: dict[str, Any] | None = None,
+        if_match: SeqCondition = None,
+    ) -> None:
+        """Move to the trash, or delete for good; appends waiting for a sync finish first.
+        With ``if_match``, only while the session's last seq is that (else 412)."""
+        if only_trashed:
+            where = self.store.locations.get(session_id)
+            if where is None or not where.trashed:
+                return
+        else:
+            where = await self.committer.detach(session_id, if_match=if_match)
+        if purge:
+            deleted = await self.committer.call(
+                self.store.purge, session_id, where, only_trashed=only_trashed
+            )
+            if not deleted:
+                return
+            await self.record(
+                op or "session.purged",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
+            )
+        else:
+            await self.committer.call(self.store.trash, session_id, where, reason)
+            await self.record(
+                op or "session.deleted",
+                session_id,
+                {"reason": reason, **(detail or {})},
+                slug=where.slug,
+            )

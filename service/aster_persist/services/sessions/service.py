@@ -10,11 +10,10 @@ change feed, the learner) as an ``Appended`` notice.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -23,18 +22,21 @@ import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
+from ...index.catalog import NEWEST, Catalog, CatalogWorker, FileEntry, Listing
 from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...storage import fs
+from ...storage.blobs import BlobStore
+from ...storage.commit import GroupCommitter
 from ...storage.conditions import SeqCondition
-from ...storage.home import normalize_repo_root, project_slug
+from ...storage.home import Home, normalize_repo_root, project_slug
+from ...storage.journal import Journal
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
-from ...storage.transcripts import AppendRequest, AppendResult
-from . import creation, imports, outside, prune
-from .notices import Appended
+from ...storage.transcripts import AppendResult, TranscriptStore
+from . import creation, outside, prune
+from .imports import Importer
 from .parts import Parts
 
 T = TypeVar("T")
@@ -52,9 +54,44 @@ class Page:
     parents: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
-class Sessions(Parts):
-    """Every session of the data home, for the routers, MCP, the watcher and the learner;
-    built from the ``Parts`` that ``app.py`` builds."""
+class Sessions:
+    """Every session of the data home, for the routers, MCP, the watcher and the learner,
+    over the ``Parts`` it is built from (by ``app.py``) and the import pipeline."""
+
+    def __init__(
+        self,
+        home: Home,
+        *,
+        store: TranscriptStore,
+        committer: GroupCommitter,
+        catalog: CatalogWorker,
+        blobs: BlobStore,
+        journal: Journal | None = None,
+    ) -> None:
+        self.parts = Parts(
+            home, store=store, committer=committer, catalog=catalog, blobs=blobs, journal=journal
+        )
+        self.importer = Importer(self.parts)
+        self.progress = {"done": 0, "total": 0}
+        self.catch_up_stats: dict[str, Any] = {}
+        self._catch_up: asyncio.Task[None] | None = None
+        # what the parts are and answer, for its users
+        self.home, self.store, self.committer = home, store, committer
+        self.catalog, self.blobs, self.journal = catalog, blobs, journal
+        self.listeners = self.parts.listeners  # told of every durable append
+        self.tails, self.aliases, self.ready = (
+            self.parts.tails,
+            self.parts.aliases,
+            self.parts.ready,
+        )
+        self.append = self.parts.append
+        self.recent_keys = self.parts.recent_keys
+        self.delete = self.parts.delete
+        self.record = self.parts.record
+        self.scope_of = self.parts.scope_of
+        self.announce = self.parts.announce
+        self.import_file = self.importer.import_file
+        self.import_stream = self.importer.import_stream
 
     async def start(self, memory_etags: dict[tuple[str, str], str] | None = None) -> None:
         """Find every session, then catch the catalog up in the background (and the
@@ -65,7 +102,7 @@ class Sessions(Parts):
             log.warning("removed %d temporary files left by an interrupted rewrite", removed)
         found = await self.committer.call(self.store.scan)
         self.committer.start()
-        aside = await outside.journal_unrecorded(self, found)
+        aside = await outside.journal_unrecorded(self.parts, found)
         files = [
             FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
             for sid, slug, path, stat in found
@@ -118,7 +155,7 @@ class Sessions(Parts):
         try:
             header = await self._create(fields)
         except SessionExists:
-            same = await creation.same_create(self, fields)
+            same = await creation.same_create(self.parts, fields)
             if same is None:
                 raise
             header, replayed = same, True
@@ -137,46 +174,6 @@ class Sessions(Parts):
         header, writer = await self.committer.call(self.aliases.create, fields)
         self.store.install(header["id"], writer)
         return header
-
-    async def append(
-        self,
-        session_id: str,
-        events: list[dict[str, Any]],
-        *,
-        key: str | None = None,
-        if_match: SeqCondition = None,
-        learn: bool = True,
-        keys: list[str | None] | None = None,
-        runs: list[int] | None = None,
-        source: str | None = None,
-    ) -> AppendResult:
-        """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
-        old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
-        An import gives each event its own key (``keys``), the appends they were
-        (``runs``, an export's) and names its ``source``."""
-        if self.blobs.needed(events):  # large contents go to blobs first, synced
-            events = await asyncio.to_thread(self.blobs.extract, events)
-        request = AppendRequest(session_id, events, key, if_match, keys=keys, runs=runs)
-        result = await self.committer.append(request)
-        if not result.replayed and self.listeners:
-            self.announce(
-                Appended(
-                    session_id,
-                    self.scope_of(session_id),
-                    result.first_seq,
-                    result.last_seq,
-                    events=events,
-                    learn=learn,
-                    source=source,
-                )
-            )
-        return result
-
-    async def recent_keys(self, session_id: str) -> Container[str]:
-        """The idempotency keys of the session's latest appends (``KEYS_KEPT`` of them)."""
-        await self.committer.open(session_id)
-        writer = self.store.writer(session_id)
-        return writer.keys if writer is not None else ()
 
     def open_summary(self, session_id: str) -> tuple[int, SessionInfo] | None:
         """For a session held open for appends: the bytes acknowledged so far and its
@@ -228,46 +225,6 @@ class Sessions(Parts):
             raise Invalid(f"a {op} entry cannot be reverted: a purged session is gone for good")
         return {"reverted": entry["id"], "session": sid}
 
-    async def delete(
-        self,
-        session_id: str,
-        *,
-        purge: bool = False,
-        reason: str = "deleted",
-        op: str = "",
-        only_trashed: bool = False,
-        detail: dict[str, Any] | None = None,
-        if_match: SeqCondition = None,
-    ) -> None:
-        """Move to the trash, or delete for good; appends waiting for a sync finish first.
-        With ``if_match``, only while the session's last seq is that (else 412)."""
-        if only_trashed:
-            where = self.store.locations.get(session_id)
-            if where is None or not where.trashed:
-                return
-        else:
-            where = await self.committer.detach(session_id, if_match=if_match)
-        if purge:
-            deleted = await self.committer.call(
-                self.store.purge, session_id, where, only_trashed=only_trashed
-            )
-            if not deleted:
-                return
-            await self.record(
-                op or "session.purged",
-                session_id,
-                {"reason": reason, **(detail or {})},
-                slug=where.slug,
-            )
-        else:
-            await self.committer.call(self.store.trash, session_id, where, reason)
-            await self.record(
-                op or "session.deleted",
-                session_id,
-                {"reason": reason, **(detail or {})},
-                slug=where.slug,
-            )
-
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
         """Back from the trash; refused while another live session holds its alias."""
         await self.ready.wait()
@@ -305,47 +262,6 @@ class Sessions(Parts):
 
         return await asyncio.to_thread(export)
 
-    async def import_file(
-        self,
-        data: bytes,
-        *,
-        format: str = "auto",
-        repo_root: str | None = None,
-        modified_at: str | None = None,
-    ) -> dict[str, Any]:
-        """Sessions from a file's bytes in memory, as ``import_stream`` takes a file."""
-        with io.BytesIO(data) as handle:
-            return await self.import_stream(
-                handle, format=format, repo_root=repo_root, modified_at=modified_at
-            )
-
-    async def import_stream(
-        self,
-        handle: BinaryIO,
-        *,
-        limit: int | None = None,
-        format: str = "auto",
-        repo_root: str | None = None,
-        modified_at: str | None = None,
-    ) -> dict[str, Any]:
-        """Sessions from an open file of any size (its first ``limit`` bytes), read a
-        record at a time where its format allows."""
-        return await imports.import_stream(
-            self,
-            handle,
-            limit=limit,
-            append=self.append,
-            recent_keys=self.recent_keys,
-            remove=self._remove_unfinished,
-            format=format,
-            repo_root=repo_root,
-            modified_at=modified_at,
-        )
-
-    async def _remove_unfinished(self, session_id: str) -> None:
-        """A new session whose import failed part way: deleted, and journaled so."""
-        await self.delete(session_id, purge=True, reason="its import failed part way")
-
     def spool(self) -> BinaryIO:
         """A file with no name in the data home (gone when closed, or at a crash) to
         hold an import's bytes as they arrive."""
@@ -355,7 +271,7 @@ class Sessions(Parts):
 
     async def reconcile(self, paths: list[Path]) -> None:
         """Take in transcripts another program appended to (or added)."""
-        await outside.reconcile(self, paths)
+        await outside.reconcile(self.parts, paths)
 
     async def prune(
         self,
@@ -368,7 +284,7 @@ class Sessions(Parts):
     ) -> dict[str, Any]:
         """Trash old sessions (by activity, or beyond the newest N per project); purge old trash."""
         trashed, purge = await prune.choose(
-            self,
+            self.parts,
             older_than_days=older_than_days,
             keep_latest=keep_latest,
             purge_trash_older_than_days=purge_trash_older_than_days,

@@ -26,10 +26,10 @@ from .api import memory as memory_api
 from .api import ops, overview, page, problems, reading, sessions
 from .api import search as search_api
 from .api.fastpath import FastPath
-from .api.front import EXPOSED_HEADERS, AsterApp
+from .api.front import AsterApp
 from .api.guard import Guard
 from .api.openapi import openapi_document
-from .api.state import Configured, Running
+from .api.plumbing import EXPOSED_HEADERS, Configured, Running
 from .errors import HomeUnavailable
 from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner

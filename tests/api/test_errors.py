@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from aster_persist.api.state import running
+from aster_persist.api.plumbing import running
 
 from ..conftest import REPO, make_client, new_session, snapshot, user
 

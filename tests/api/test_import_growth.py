@@ -9,7 +9,7 @@ import orjson
 import pytest
 from fastapi.testclient import TestClient
 
-from aster_persist.api.state import running
+from aster_persist.api.plumbing import running
 
 from ..conftest import CLAUDE_SMALL as CLAUDE
 from ..conftest import FIXTURES

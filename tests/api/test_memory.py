@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from aster_persist.api.state import running
+from aster_persist.api.plumbing import running
 from aster_persist.storage.home import project_slug
 
 from ..conftest import REPO, FakeClock

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from aster_persist.api.state import running
+from aster_persist.api.plumbing import running
 
 from ..conftest import make_client, snapshot, wait_until
 

@@ -72,7 +72,7 @@ PLUGIN_SAMPLES = {
 
 
 def test_every_plugin_relied_on_has_a_sample() -> None:
-    assert set(PLUGIN_SAMPLES) == {name for name, *_ in secrets._PLUGINS}
+    assert set(PLUGIN_SAMPLES) == {name for name, *_ in secrets.PLUGINS}
 
 
 @pytest.mark.parametrize("plugin", sorted(PLUGIN_SAMPLES))
@@ -96,14 +96,14 @@ ONLY_PLUGINS = [
 @pytest.mark.parametrize("plugin", ONLY_PLUGINS)
 def test_the_plugins_find_what_the_rules_do_not(plugin: str) -> None:
     line = cut(PLUGIN_SAMPLES[plugin])
-    layers = (secrets._rule_spans, secrets._assignment_spans, secrets._prose_spans)
+    layers = (secrets.rule_spans, secrets.assignment_spans, secrets.prose_spans)
     assert not [span for layer in layers for span in layer(line)]
     assert scan_text(line)
 
 
 def test_a_key_header_pasted_without_its_dashes_is_found_by_the_plugin() -> None:
     line = "BEGIN RSA PRIVATE " + "KEY (pasted without the dashes)"
-    assert not list(secrets._rule_spans(line))
+    assert not list(secrets.rule_spans(line))
     assert [f.kind for f in scan_text(line)] == ["private key"]
 
 
@@ -146,8 +146,8 @@ def test_scans_agree_on_many_threads_while_detect_secrets_settings_change() -> N
     churner.start()
     try:
         for _ in range(3):
-            secrets._scan_short_line.cache_clear()
-            secrets._scan_small_document.cache_clear()
+            secrets.scan_short_line.cache_clear()
+            secrets.scan_small_document.cache_clear()
             with ThreadPoolExecutor(8) as pool:
                 assert list(pool.map(scan_text, notes)) == expected
     finally:
@@ -251,5 +251,5 @@ HOSTILE = [
 def test_a_scan_stays_linear_on_hostile_lines(line: str) -> None:
     """About 100 000 characters each: a quadratic pattern would take minutes."""
     start = time.perf_counter()
-    secrets._scan_line(line)
+    secrets.scan_line(line)
     assert time.perf_counter() - start < 10

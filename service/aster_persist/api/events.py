@@ -33,9 +33,8 @@ from ..live.sse import encode
 from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
 from ..storage.journal import matches_op
 from ..storage.secrets.redact import might_hold, redact_text, redacted
+from .plumbing import ERRORS, running
 from .rules import LastEventId
-from .sessions import ERRORS
-from .state import running
 
 router = APIRouter(prefix="/v1", tags=["live"])
 

@@ -35,11 +35,9 @@ from ..schemas.memory import BlockIn
 from . import body as strict
 from .appends import appended_body, appended_status, handle_append
 from .events import open_feed
-from .front import EXPOSED_HEADERS
 from .guard import ASGIApp, Message, Receive, Scope, Send
 from .memory import recalled, saved
-from .problems import problem_headers, problem_response
-from .state import running
+from .plumbing import EXPOSED_HEADERS, problem_headers, problem_response, running
 
 log = logging.getLogger("aster_persist")
 _EXPOSED = ", ".join(EXPOSED_HEADERS).encode()  # what CORS lets a page read: every route's

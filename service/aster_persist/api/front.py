@@ -8,8 +8,6 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-EXPOSED_HEADERS = ["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"]
-
 
 class AsterApp(FastAPI):
     """FastAPI with a front door outside all of the framework's own layers.

@@ -14,8 +14,7 @@ from ..schemas.journal import JournalOperations, JournalPage, operations
 from ..schemas.memory import RevertResult
 from ..storage.journal import ACTORS
 from .bounds import TimeBound, time_bound
-from .sessions import ERRORS, json_response
-from .state import running
+from .plumbing import ERRORS, json_response, running
 
 router = APIRouter(prefix="/v1", tags=["journal"])
 

@@ -26,8 +26,7 @@ from ..schemas.learning import (
 from ..storage.home import check_session_id
 from ..storage.memory import slugify
 from .body import StrictRoute
-from .sessions import ERRORS, json_response
-from .state import running
+from .plumbing import ERRORS, json_response, running
 
 router = APIRouter(prefix="/v1", tags=["learning"], route_class=StrictRoute)
 

@@ -42,9 +42,8 @@ from ..storage.secrets import found_in
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
+from .plumbing import ERRORS, json_response, running
 from .rules import IfMatch, IfNoneMatch, parse_etag_match
-from .sessions import ERRORS, json_response
-from .state import running
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
 # a tag to filter by: one tag (a list is the parameter given again), no control characters

@@ -10,8 +10,7 @@ from starlette.responses import Response
 
 from .. import __version__
 from ..schemas.ops import Health, Readiness
-from .sessions import json_response
-from .state import configured, running
+from .plumbing import configured, json_response, running
 
 router = APIRouter(tags=["operations"])
 

@@ -13,8 +13,7 @@ from starlette.responses import Response
 from ..schemas.sessions import Activity, SessionFacets
 from ..storage.home import normalize_repo_root
 from . import body as strict
-from .sessions import ERRORS, json_response
-from .state import running
+from .plumbing import ERRORS, json_response, running
 
 router = APIRouter(prefix="/v1", route_class=strict.StrictRoute)
 

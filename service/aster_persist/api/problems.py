@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
-import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from ..errors import PROBLEM_MEDIA_TYPE, AsterError, problem_body
+from ..errors import AsterError, problem_body
+from .plumbing import problem_headers, problem_response
 
 log = logging.getLogger("aster_persist")
 
@@ -23,26 +22,6 @@ _HTTP_CODES = {
     406: ("not_acceptable", "Not acceptable"),
     415: ("unsupported_media_type", "Unsupported media type"),
 }
-
-
-def problem_headers(exc: AsterError) -> dict[str, str]:
-    """The headers a refusal carries: the current ETag of what it named, and when to
-    try again."""
-    headers = {}
-    if exc.current is not None:
-        headers["ETag"] = exc.current
-    if exc.retry_after is not None:
-        headers["Retry-After"] = str(exc.retry_after)
-    return headers
-
-
-def problem_response(body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        orjson.dumps(body),
-        status_code=body["status"],
-        media_type=PROBLEM_MEDIA_TYPE,
-        headers=headers,
-    )
 
 
 async def _aster_error(request: Request, exc: Exception) -> Response:

@@ -17,8 +17,8 @@ from ..storage.home import check_session_id
 from ..storage.secrets.redact import redacted
 from . import body as strict
 from .models import ChatMessages, EventPage
+from .plumbing import ERRORS, NDJSON, etag, json_response, running
 from .session_docs import NDJSON_DOC
-from .sessions import ERRORS, NDJSON, _sessions, etag, json_response
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
 
@@ -54,7 +54,7 @@ async def read_events(
                 f"cursor must match {cursors.SEQ.pattern}: the seq of the last event read"
             )
         after = int(cursor)
-    lines, raw_lines, info = await _sessions(request).read(session_id, inline=inline)
+    lines, raw_lines, info = await running(request).sessions.read(session_id, inline=inline)
     picked: list[int] = []
     more = False
     for i, line in enumerate(lines):
@@ -110,7 +110,7 @@ async def chat_messages(
     """The session as a chat-completions `messages` list: `history` or `context` view;
     `redact=true` replaces each secret in it by `[redacted: <kind>]`."""
     check_session_id(session_id)
-    lines, _raw, info = await _sessions(request).read(session_id)
+    lines, _raw, info = await running(request).sessions.read(session_id)
     messages = to_chat_messages(lines) if view == "history" else to_context_messages(lines)
     messages = redacted(messages) if redact else messages
     return json_response(
@@ -145,7 +145,7 @@ async def export_session(
     array. With `redact=true`, each secret in it (a key, a token, a password) is replaced
     by `[redacted: <kind>]`, as the CLI exports unless asked for `--raw`."""
     check_session_id(session_id)
-    sessions = _sessions(request)
+    sessions = running(request).sessions
     disposition = {"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'}
     if format == "openai":
         lines, _raw, _info = await sessions.read(session_id)

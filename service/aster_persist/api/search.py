@@ -22,8 +22,7 @@ from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearc
 from ..services.memory import Memory
 from ..storage.home import check_session_id, normalize_repo_root
 from .bounds import TimeBound, time_bound
-from .sessions import ERRORS, json_response
-from .state import running
+from .plumbing import ERRORS, json_response, running
 
 router = APIRouter(prefix="/v1", tags=["search"])
 

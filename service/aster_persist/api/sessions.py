@@ -6,7 +6,6 @@ import asyncio
 import errno
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Literal
 
-import orjson
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
@@ -24,7 +23,6 @@ from .models import (
     LIST_LIMIT,
     AppendOut,
     ImportOut,
-    Problem,
     ProjectList,
     PruneIn,
     PruneOut,
@@ -36,16 +34,11 @@ from .models import (
     page_of,
     summary_of,
 )
+from .plumbing import ERRORS, configured, etag, json_response, running
 from .rules import IfMatch, IfNoneMatch, checked_time, parse_seq_match
 from .session_docs import APPEND_DOC, REPLAYED
-from .state import configured, running
 
 router = APIRouter(prefix="/v1", tags=["sessions"], route_class=strict.StrictRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}}
-    for code in (400, 404, 409, 412, 413, 422, 500, 507)
-}
-NDJSON = "application/x-ndjson"
 SortKey = Literal[
     "updated", "created", "events", "turns", "tool_calls", "tool_errors", "tokens", "duration"
 ]
@@ -53,21 +46,6 @@ if TYPE_CHECKING:
     ImportFormat = str
 else:  # the importers' registry names the formats; the OpenAPI enum follows it
     ImportFormat = Literal[CHOICES]
-
-
-def _sessions(request: Request) -> Sessions:
-    sessions = running(request).sessions
-    return sessions
-
-
-def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        orjson.dumps(data), status_code=status, media_type="application/json", headers=headers
-    )
-
-
-def etag(seq: int) -> str:
-    return f'"{seq}"'
 
 
 def _summary(info: Any, parent: tuple[str, str | None] | None = None) -> dict[str, Any]:
@@ -99,7 +77,7 @@ async def create_session(request: Request, body: SessionIn) -> Response:
     extra = {k: v for k, v in fields.items() if k not in SessionIn.model_fields}
     if body.alias is not None:
         extra["alias"] = body.alias
-    header = await _sessions(request).create(
+    header = await running(request).sessions.create(
         repo_root=body.repo_root,
         session_id=body.id,
         cwd=body.cwd,
@@ -154,7 +132,7 @@ async def list_sessions(
         sort=sort,
         descending=order == "desc",
     )
-    page = await _sessions(request).listing(
+    page = await running(request).sessions.listing(
         repo_root=repo_root,
         state=state,
         limit=limit,
@@ -175,7 +153,7 @@ async def list_sessions(
 )
 async def latest_session(request: Request, repo_root: str) -> Response:
     """The session of a repository with the most recent activity (`--continue`)."""
-    sessions = _sessions(request)
+    sessions = running(request).sessions
     return json_response(await _linked(sessions, await sessions.latest(repo_root)))
 
 
@@ -192,7 +170,7 @@ async def list_projects(
     cursor: str | None = None,
 ) -> Response:
     """Projects with their session counts and last activity, most recently active first."""
-    projects = await _sessions(request).projects()
+    projects = await running(request).sessions.projects()
     items, next_cursor = page_of(
         projects, lambda p: (str(p["last_activity"] or ""), str(p["slug"])), limit, cursor
     )
@@ -212,13 +190,13 @@ async def get_session(
 ) -> Response:
     """One session's summary and header. ETag is its last seq."""
     check_session_id(session_id)
-    lines, _raw, info = await _sessions(request).read(session_id, inline=False)
-    info.secrets = await _sessions(request).in_catalog(lambda c: c.secrets_of(session_id))
+    lines, _raw, info = await running(request).sessions.read(session_id, inline=False)
+    info.secrets = await running(request).sessions.in_catalog(lambda c: c.secrets_of(session_id))
     tag = etag(info.last_seq)
     if if_none_match is not None and tag in [t.strip() for t in if_none_match.split(",")]:
         return Response(status_code=304, headers={"ETag": tag})
     header = lines[0] if lines and lines[0].get("type") == "session" else {}
-    parent, children = await _sessions(request).links(info)
+    parent, children = await running(request).sessions.links(info)
     body = _summary(info, parent) | {
         "header": header,
         "bad_lines": info.bad_lines,
@@ -242,7 +220,7 @@ async def rename_session(
     """Rename: appends a `title` event with `source: user`. `If-Match` (the session's ETag,
     its last seq) guards it."""
     check_session_id(session_id)
-    sessions = _sessions(request)
+    sessions = running(request).sessions
     await sessions.rename(session_id, body.title, if_match=parse_seq_match(if_match))
     _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(await _linked(sessions, info), headers={"ETag": etag(info.last_seq)})
@@ -263,7 +241,9 @@ async def delete_session(
     """Move to the project's trash, or delete for good with `purge=true`. `If-Match` (the
     session's ETag) guards it: 412 when an append came in since."""
     check_session_id(session_id)
-    await _sessions(request).delete(session_id, purge=purge, if_match=parse_seq_match(if_match))
+    await running(request).sessions.delete(
+        session_id, purge=purge, if_match=parse_seq_match(if_match)
+    )
     return Response(status_code=204)
 
 
@@ -276,7 +256,7 @@ async def delete_session(
 async def restore_session(request: Request, session_id: str) -> Response:
     """Bring a session back from the trash."""
     check_session_id(session_id)
-    sessions = _sessions(request)
+    sessions = running(request).sessions
     await sessions.restore(session_id)
     _lines, _raw, info = await sessions.read(session_id, inline=False)
     return json_response(await _linked(sessions, info))
@@ -311,7 +291,7 @@ async def import_sessions(
         await asyncio.to_thread(normalize_repo_root, repo_root)
     if modified_at is not None:
         modified_at = checked_time(modified_at, "modified_at")
-    sessions = _sessions(request)
+    sessions = running(request).sessions
     limit = configured(request).settings.max_import_bytes
     with await asyncio.to_thread(sessions.spool) as spool:
         await _spooled(request, spool, limit)
@@ -366,7 +346,7 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
         raise Invalid(
             "say what to prune: older_than_days, keep_latest or purge_trash_older_than_days"
         )
-    result = await _sessions(request).prune(
+    result = await running(request).sessions.prune(
         older_than_days=body.older_than_days,
         keep_latest=body.keep_latest,
         dry_run=body.dry_run,
@@ -391,7 +371,7 @@ async def append_events(request: Request, session_id: str) -> Response:
     code behind the documented route.
     """
     result = await handle_append(
-        _sessions(request), session_id, request.headers, await request.body()
+        running(request).sessions, session_id, request.headers, await request.body()
     )
     return Response(
         appended_body(result),

@@ -171,7 +171,7 @@ def openapi_text() -> str:
     """The OpenAPI document as checked in at openapi/openapi.json."""
     import tempfile
 
-    from ..api.state import configured
+    from ..api.plumbing import configured
     from ..app import create_app
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,9 +23,9 @@ from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from .. import search
 from ..text import Doc, Query, docs_of
-from .files import GONE, FileEntry, _continues, read_files, summarize_file
+from .files import GONE, FileEntry, continues, read_files, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
-from .schema import _COLUMNS, _SCHEMA, _UPSERT, SCHEMA_VERSION, SECRETS, _info, _row
+from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, row_of
 
 if TYPE_CHECKING:  # the semantic extra's
     from ..semantic import Vectors
@@ -63,7 +63,7 @@ class Catalog:
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version not in (0, SCHEMA_VERSION):
                     raise sqlite3.DatabaseError(f"schema version {version}")
-                db.executescript(_SCHEMA)
+                db.executescript(SCHEMA)
                 db.execute("SELECT count(*) FROM sessions").fetchone()
                 fd = fs.open_file(self.path, os.O_RDONLY)
                 try:
@@ -104,11 +104,11 @@ class Catalog:
     ) -> None:
         """Write summaries and their sessions' new search documents in one transaction;
         sessions in ``replace`` lose their old documents first."""
-        rows = [_row(info) for info in infos]
+        rows = [row_of(info) for info in infos]
         with self._tx():
             for session in replace:
                 search.drop_docs(self.db, session)
-            self.db.executemany(_UPSERT, rows)
+            self.db.executemany(UPSERT, rows)
             for session, session_docs in (docs or {}).items():
                 search.insert_docs(self.db, session, session_docs)
 
@@ -145,7 +145,7 @@ class Catalog:
                     # shrunk, or the new bytes do not continue what was indexed: read it all
                     search.drop_docs(self.db, info.id)
                     self._index_range(info, path, 0, None)
-            self.db.executemany(_UPSERT, [_row(info) for info in infos[:done]])
+            self.db.executemany(UPSERT, [row_of(info) for info in infos[:done]])
         return infos[done:]
 
     def _index_range(
@@ -161,7 +161,7 @@ class Catalog:
             except (FileNotFoundError, UnsafePath):
                 return True  # moved, deleted or a link now (refused): left as indexed
             parsed = parse(data, base=pos)
-            if first_seq is not None and pos == start and not _continues(parsed, pos, first_seq):
+            if first_seq is not None and pos == start and not continues(parsed, pos, first_seq):
                 return False
             docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
             search.insert_docs(self.db, info.id, docs)
@@ -278,13 +278,13 @@ class Catalog:
         return len(changed) + len(gone)
 
     def all(self) -> list[SessionInfo]:
-        return [_info(r) for r in self.db.execute(f"SELECT {', '.join(_COLUMNS)} FROM sessions")]
+        return [info_of(r) for r in self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM sessions")]
 
     def get(self, session_id: str) -> SessionInfo | None:
         row = self.db.execute(
-            f"SELECT {', '.join(_COLUMNS)}, {SECRETS} FROM sessions WHERE id = ?", (session_id,)
+            f"SELECT {', '.join(COLUMNS)}, {SECRETS} FROM sessions WHERE id = ?", (session_id,)
         ).fetchone()
-        return _info(row) if row else None
+        return info_of(row) if row else None
 
     def secrets_of(self, session_id: str) -> int:
         """How many secrets the indexed text of a session held."""
@@ -323,12 +323,12 @@ class Catalog:
             condition, values = listing.after(*after)
             where.append(condition)
             args.extend(values)
-        sql = f"SELECT {', '.join(_COLUMNS)}, {SECRETS}, {listing.key()} FROM sessions"
+        sql = f"SELECT {', '.join(COLUMNS)}, {SECRETS}, {listing.key()} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY {listing.order()} LIMIT ?"
         args.append(limit)
-        return [(_info(r[:-1]), r[-1]) for r in self.db.execute(sql, args)]
+        return [(info_of(r[:-1]), r[-1]) for r in self.db.execute(sql, args)]
 
     def by_alias(self, alias: str) -> SessionInfo | None:
         """The live session with this alias (the newest, should two ever have it)."""
@@ -367,7 +367,7 @@ class Catalog:
         if not info.source_key:
             return []
         rows = self.db.execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE parent_source = ? "
+            f"SELECT {', '.join(COLUMNS)} FROM sessions WHERE parent_source = ? "
             "ORDER BY created_at, id",
             (info.source_key,),
         )
@@ -377,7 +377,7 @@ class Catalog:
                 "title": child.title,
                 "tool_call_id": info.stats.spawned.get(child.source_key or "") or None,
             }
-            for child in map(_info, rows)
+            for child in map(info_of, rows)
         ]
 
     def projects(self) -> list[dict[str, Any]]:

@@ -130,7 +130,7 @@ def read_files(
             yield from (_read(entry, previous) for entry, previous in chunk)
 
 
-def _continues(parsed: Any, start: int, first_seq: int) -> bool:
+def continues(parsed: Any, start: int, first_seq: int) -> bool:
     """Whether bytes read from ``start`` begin with the whole line of seq ``first_seq``."""
     if parsed.bad and parsed.bad[0] == 1:
         return False  # the range starts inside a line, or with a broken one

@@ -15,7 +15,7 @@ from ...storage.summary import SessionInfo, Stats
 from .. import search
 
 SCHEMA_VERSION = 9  # 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
-_COLUMNS = (
+COLUMNS = (
     "id",
     "slug",
     "repo_root",
@@ -42,7 +42,7 @@ _COLUMNS = (
     "first_record",
     "stats",
 )
-_SCHEMA = f"""
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     slug TEXT NOT NULL,
@@ -89,13 +89,13 @@ SECRETS = (
     "(SELECT coalesce(sum(secrets), 0) FROM docs "
     "WHERE docs.session = sessions.id AND docs.secrets > 0)"
 )
-_UPSERT = (
-    f"INSERT OR REPLACE INTO sessions ({', '.join(_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
+UPSERT = (
+    f"INSERT OR REPLACE INTO sessions ({', '.join(COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in COLUMNS)})"
 )
 
 
-def _row(info: SessionInfo) -> tuple[Any, ...]:
+def row_of(info: SessionInfo) -> tuple[Any, ...]:
     return (
         info.id,
         info.slug,
@@ -125,10 +125,10 @@ def _row(info: SessionInfo) -> tuple[Any, ...]:
     )
 
 
-def _info(row: sqlite3.Row | tuple[Any, ...]) -> SessionInfo:
-    """A row of ``_COLUMNS``, or of ``_COLUMNS`` and ``SECRETS``."""
-    secrets = row[len(_COLUMNS)] if len(row) > len(_COLUMNS) else 0
-    values = dict(zip(_COLUMNS, row[: len(_COLUMNS)], strict=True))
+def info_of(row: sqlite3.Row | tuple[Any, ...]) -> SessionInfo:
+    """A row of ``COLUMNS``, or of ``COLUMNS`` and ``SECRETS``."""
+    secrets = row[len(COLUMNS)] if len(row) > len(COLUMNS) else 0
+    values = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
     values["bad_lines"] = orjson.loads(values["bad_lines"])
     values.pop("first_record")  # kept in the stats too
     values["stats"] = Stats(**orjson.loads(values["stats"]))

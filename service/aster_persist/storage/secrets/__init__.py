@@ -37,9 +37,9 @@ own tests.
 from __future__ import annotations
 
 from .assignments import MAX_VALUE
-from .assignments import _assignment_spans as _assignment_spans
-from .assignments import _prose_spans as _prose_spans
-from .plugins import _PLUGINS as _PLUGINS
+from .assignments import assignment_spans as assignment_spans
+from .assignments import prose_spans as prose_spans
+from .plugins import PLUGINS as PLUGINS
 from .plugins import plugin_spans
 from .refuse import (
     flagged,
@@ -52,7 +52,7 @@ from .refuse import (
     withheld_core,
 )
 from .rules import Check, Rule, Span
-from .rules import _rule_spans as _rule_spans
+from .rules import rule_spans as rule_spans
 from .scan import (
     LEFT_BY_HAND,
     MAX_REPORTED,
@@ -62,9 +62,9 @@ from .scan import (
     scan_document,
     scan_text,
 )
-from .scan import _scan_line as _scan_line
-from .scan import _scan_short_line as _scan_short_line
-from .scan import _scan_small_document as _scan_small_document
+from .scan import scan_line as scan_line
+from .scan import scan_short_line as scan_short_line
+from .scan import scan_small_document as scan_small_document
 
 __all__ = [
     "LEFT_BY_HAND",

@@ -15,16 +15,16 @@ from collections.abc import Iterator
 
 from .rules import Span
 from .words import (
-    _PLACEHOLDER_WORDS,
-    _PUNCT_END,
-    _STOP_WORDS,
-    _UUID,
-    _english,
-    _not_a_secret,
-    _placeholder,
-    _random,
-    _words_only,
-    _wordset,
+    PLACEHOLDER_WORDS,
+    PUNCT_END,
+    STOP_WORDS,
+    UUID,
+    english_like,
+    not_a_secret,
+    placeholder_like,
+    random_like,
+    words_only,
+    wordset,
 )
 
 _KEY = re.compile(
@@ -39,18 +39,18 @@ _VALUE = re.compile(
 MAX_VALUE = 256  # a value read after a key is cut here (so a scan stays linear)
 _REST_EMPTY = re.compile(r"[\s.,:;!?)\"'`*]*(?:$|#|//|--)")
 _JOINED = re.compile(r"\s*\+")  # "sk-" + …: a piece of a string being put together
-_PASSWORD_WORDS = _wordset("password passwd passphrase passcode pwd")
-_KEY_QUALIFIERS = _wordset(
+_PASSWORD_WORDS = wordset("password passwd passphrase passcode pwd")
+_KEY_QUALIFIERS = wordset(
     "api access secret private account signing master encryption auth app shared client "
     "service admin subscription license webhook hmac consumer deploy jwt encrypt crypto "
     "aes"
 )
-_NOT_SECRET_KEYS = _wordset(
+_NOT_SECRET_KEYS = wordset(
     "sort primary partition foreign cache routing idempotency object dedup dedupe lookup "
     "hash row map dict group message public pub host file bucket s3 cursor index unique "
     "composite natural surrogate shard tenant user customer order event trace"
 )
-_NOT_SECRET_TOKENS = _wordset(
+_NOT_SECRET_TOKENS = wordset(
     "page next continuation cancellation max min num total eos bos pad unk mask sep cls "
     "start end stop special sync resume pagination cursor"
 )
@@ -93,7 +93,7 @@ def _value_at(line: str, pos: int) -> tuple[str, bool, int] | None:
     if match is None:
         return None
     if match.group("bare") is not None:
-        value = match.group("bare").rstrip(_PUNCT_END)
+        value = match.group("bare").rstrip(PUNCT_END)
         return value, False, match.start() + len(value)
     close = match.group("esc") + match.group("q")
     end = line.find(close, match.end(), match.end() + MAX_VALUE)
@@ -112,21 +112,21 @@ def _assignment_secret(
 ) -> bool:
     """Whether the value of a secret-named key is a secret (not a reference to one).
     Letters only make a password (``correcthorsebattery``), never a key or a token."""
-    if len(value) < 4 or value.lower() in _PLACEHOLDER_WORDS or value.endswith(("-", "_")):
+    if len(value) < 4 or value.lower() in PLACEHOLDER_WORDS or value.endswith(("-", "_")):
         return False
-    if _words_only(value) and not password:
-        return len(value) >= 16 and value != value.lower() and not _not_a_secret(value)
+    if words_only(value) and not password:
+        return len(value) >= 16 and value != value.lower() and not not_a_secret(value)
     if quoted:
-        words = _words_only(value) and (len(value) < 6 or _english(value))
-        return not any(c.isspace() for c in value) and not _placeholder(value) and not words
-    if _not_a_secret(value):
+        words = words_only(value) and (len(value) < 6 or english_like(value))
+        return not any(c.isspace() for c in value) and not placeholder_like(value) and not words
+    if not_a_secret(value):
         return False
-    if not _words_only(value):
+    if not words_only(value):
         return True  # digits or symbols: a password, a token
-    return config and last and len(value) >= 6 and not _english(value)
+    return config and last and len(value) >= 6 and not english_like(value)
 
 
-def _assignment_spans(line: str) -> Iterator[Span]:
+def assignment_spans(line: str) -> Iterator[Span]:
     """``key = value`` (and ``key: value``, ``"key": "value"``, ``--key value``) where the
     key names a secret and the value is one, not a placeholder, a reference or a type."""
     low = line.lower()
@@ -140,7 +140,7 @@ def _assignment_spans(line: str) -> Iterator[Span]:
             continue
         value, quoted, end = found
         if kind == "key assignment":
-            if not _random(value) or len(value) < 16 or _UUID.match(value):
+            if not random_like(value) or len(value) < 16 or UUID.match(value):
                 continue
             kind = "secret assignment"
         if quoted and _JOINED.match(line, end):
@@ -169,7 +169,7 @@ _CLAUSE_END = re.compile(
 )
 
 
-def _prose_spans(line: str) -> Iterator[Span]:
+def prose_spans(line: str) -> Iterator[Span]:
     """A password told in a sentence; a value made of letters only when it is not an
     English word and ends its clause ("the password is required" is no secret)."""
     low = line.lower()
@@ -180,10 +180,10 @@ def _prose_spans(line: str) -> Iterator[Span]:
         if found is None:
             continue
         value, quoted, end = found
-        if len(value) < 4 or _not_a_secret(value) or value.lower() in _STOP_WORDS:
+        if len(value) < 4 or not_a_secret(value) or value.lower() in STOP_WORDS:
             continue
-        if _words_only(value):
-            words_secret = not _english(value) and len(value) >= 6
+        if words_only(value):
+            words_secret = not english_like(value) and len(value) >= 6
             if not (words_secret and (quoted or _CLAUSE_END.match(line, end))):
                 continue
         elif quoted and any(c.isspace() for c in value):

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .triggers import Triggers
-from .words import _placeholder
+from .words import placeholder_like
 
 # plugin class, its module, the kind it finds, words one of which a line must hold
-_PLUGINS: list[tuple[str, str, str, tuple[str, ...]]] = [
+PLUGINS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("AWSKeyDetector", "aws", "AWS access key ID", ("a3t", "akia", "asia", "abia", "acca", "aws")),
     ("ArtifactoryDetector", "artifactory", "Artifactory token", ("akc", "ap")),
     ("AzureStorageKeyDetector", "azure_storage_key", "Azure storage key", ("accountkey=",)),
@@ -62,7 +62,7 @@ def _plugins() -> tuple[_Plugin, ...]:
     from importlib import import_module
 
     out = []
-    for name, module, kind, triggers in _PLUGINS:
+    for name, module, kind, triggers in PLUGINS:
         plugin = getattr(import_module(f"detect_secrets.plugins.{module}"), name)()
         patterns = tuple(plugin.denylist)
         out.append(_Plugin(name, kind, triggers, patterns, plugin.analyze_string))
@@ -81,7 +81,7 @@ def plugin_spans(line: str) -> Iterator[tuple[str, str, int, int]]:
             for match in pattern.finditer(line):
                 start, end = match.span()
                 secret = next((g for g in match.groups() if g), match.group(0))
-                if _embedded(line, start, end) or _placeholder(secret, strict=True):
+                if _embedded(line, start, end) or placeholder_like(secret, strict=True):
                     continue
                 if any(True for _ in plugin.confirm(match.group(0))):
                     yield plugin.name, plugin.kind, start, end

@@ -14,14 +14,22 @@ import hashlib
 from typing import Any
 
 from ...errors import SecretDetected
-from .scan import LEFT_BY_HAND, MAX_REPORTED, Finding, _strings, found_in, scan_document, scan_text
+from .scan import (
+    LEFT_BY_HAND,
+    MAX_REPORTED,
+    Finding,
+    found_in,
+    scan_document,
+    scan_text,
+    strings_of,
+)
 
 
 def refuse_secrets(fields: dict[str, Any]) -> None:
     """Raise SecretDetected (422) when any field holds a secret; says where, never what."""
     findings: list[Finding] = []
     for name, value in fields.items():
-        for text in _strings(value):
+        for text in strings_of(value):
             findings.extend(scan_text(text, name))
     _refuse(findings)
 

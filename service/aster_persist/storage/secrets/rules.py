@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from .triggers import Triggers
-from .words import _placeholder, _random
+from .words import placeholder_like, random_like
 
 Span = tuple[str, int, int]  # kind, start, end (of the line)
 
@@ -40,7 +40,7 @@ _RULES = [
         ("secret",),
         r"(?i)(?:aws[\w.-]{0,20}?secret|secret_?access_?key)[\w\"'.-]{0,20}?\s*[=:]\s*"
         r"[\"']?(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
-        lambda v: _random(v, cases=True),
+        lambda v: random_like(v, cases=True),
     ),
     _rule(
         "GitHub token",
@@ -78,7 +78,7 @@ _RULES = [
         "OpenAI API key",
         ("sk-",),
         r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?(?P<v>[A-Za-z0-9_-]{32,})",
-        lambda v: _random(v, cases=True),
+        lambda v: random_like(v, cases=True),
     ),
     _rule("Google API key", ("aiza",), r"\bAIza[0-9A-Za-z_-]{35}"),
     _rule(
@@ -93,7 +93,7 @@ _RULES = [
         "npm token",
         ("_authtoken",),
         r":_authToken\s*=\s*(?P<v>\S{8,})",
-        lambda v: not _placeholder(v),
+        lambda v: not placeholder_like(v),
     ),
     _rule(
         "Azure storage key",
@@ -127,29 +127,31 @@ _RULES = [
         ("@",),
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/@?#\[\]\"'`]{0,256}"
         r":(?P<v>[^\s/@?#\[\]\"'`]{1,256})@",
-        lambda v: not _placeholder(v, strict=True),
+        lambda v: not placeholder_like(v, strict=True),
     ),
     _rule(
         "credentials in a command",
         ("-u", "--user"),
         r"(?<!\S)(?:-u|--user)\s+[\"']?[^\s:\"'$]+:(?P<v>[^\s\"']+)",
-        lambda v: not _placeholder(v, strict=True),
+        lambda v: not placeholder_like(v, strict=True),
     ),
     _rule(
         "authorization header",
         ("authorization",),
         r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|bot|apikey|digest)\s+"
         r"(?P<v>[A-Za-z0-9._~+/-]{12,}=*)",
-        _random,
+        random_like,
     ),
-    _rule("bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", _random),
+    _rule(
+        "bearer token", ("bearer",), r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)", random_like
+    ),
 ]
 
 
 _TRIGGERS = Triggers([(rule[1], rule) for rule in _RULES])
 
 
-def _rule_spans(line: str) -> Iterator[Span]:
+def rule_spans(line: str) -> Iterator[Span]:
     """The formats with a known shape found in ``line``."""
     for kind, _, pattern, check in _TRIGGERS.called(line.lower()):
         for match in pattern.finditer(line):

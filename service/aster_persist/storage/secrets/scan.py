@@ -20,9 +20,9 @@ from typing import Any
 
 from ...errors import Invalid
 from .. import frontmatter
-from .assignments import _assignment_spans, _prose_spans
+from .assignments import assignment_spans, prose_spans
 from .plugins import plugin_spans
-from .rules import Span, _rule_spans
+from .rules import Span, rule_spans
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,15 @@ class Finding:
         }
 
 
-def _scan_line(line: str) -> tuple[Span, ...]:
+def scan_line(line: str) -> tuple[Span, ...]:
     """The spans of every layer, in order; a span that overlaps one found before it (by
     this or an earlier layer) is the same secret and left out."""
     starts: list[int] = []
     found: list[Span] = []
     layers: list[Iterator[Span]] = [
-        _rule_spans(line),
-        _assignment_spans(line),
-        _prose_spans(line),
+        rule_spans(line),
+        assignment_spans(line),
+        prose_spans(line),
         ((kind, start, end) for _, kind, start, end in plugin_spans(line)),
     ]
     for layer in layers:
@@ -63,13 +63,13 @@ def _scan_line(line: str) -> tuple[Span, ...]:
     return tuple(found)
 
 
-_scan_short_line = lru_cache(maxsize=8192)(_scan_line)
+scan_short_line = lru_cache(maxsize=8192)(scan_line)
 
 
 def line_secrets(line: str) -> tuple[Span, ...]:
     """Every secret in one line, as (kind, start, end), in order; short lines cached (the
     frontmatter lines every block shares are scanned once)."""
-    return _scan_short_line(line) if len(line) <= 500 else _scan_line(line)
+    return scan_short_line(line) if len(line) <= 500 else scan_line(line)
 
 
 def scan_text(text: str, field: str = "content") -> list[Finding]:
@@ -98,13 +98,13 @@ def _scan_document(text: str) -> tuple[Finding, ...]:
             meta = {}
     for key, value in meta.items():
         first = fields.index(key) + 1 if key in fields else 1
-        for finding in (f for s in _strings(value) for f in scan_text(s, key)):
+        for finding in (f for s in strings_of(value) for f in scan_text(s, key)):
             if not any(f.field == key and f.kind == finding.kind for f in found):
                 found.append(Finding(finding.kind, key, first, 1))
     return tuple(found)
 
 
-_scan_small_document = lru_cache(maxsize=512)(_scan_document)
+scan_small_document = lru_cache(maxsize=512)(_scan_document)
 
 
 def scan_document(text: str) -> list[Finding]:
@@ -112,7 +112,7 @@ def scan_document(text: str) -> list[Finding]:
     the body) with its line and column in the file. Files up to 64 KB are cached by
     content: a write, its index entry and its journal state scan the bytes once."""
     if len(text) <= 65536:
-        return list(_scan_small_document(text))
+        return list(scan_small_document(text))
     return list(_scan_document(text))
 
 
@@ -142,11 +142,11 @@ def found_in(data: bytes | str) -> list[dict[str, Any]]:
     return [f.public() for f in scan_document(text)[:MAX_REPORTED]]
 
 
-def _strings(value: Any) -> list[str]:
+def strings_of(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)] + [str(k) for k in value]
+        return [s for v in value.values() for s in strings_of(v)] + [str(k) for k in value]
     if isinstance(value, list | tuple):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in strings_of(v)]
     return []

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 
 
-def _wordset(words: str) -> frozenset[str]:
+def wordset(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_PLACEHOLDER_WORDS = _wordset(
+PLACEHOLDER_WORDS = wordset(
     "none null nil true false undefined empty blank required optional unset notset "
     "changeme change_me change-me example sample dummy fake placeholder redacted hidden "
     "masked omitted todo tbd xxx env default value secret secrets password passwd token "
@@ -23,7 +23,7 @@ _PLACEHOLDER_WORDS = _wordset(
     "buffer char number object array list dict map hash any unknown never void text "
     "varchar blob uuid secretstr secretbytes nullable stdin prompt"
 )
-_STOP_WORDS = _wordset(
+STOP_WORDS = wordset(
     "a an the this that these those it its is are was were be been being has have had do "
     "does did will would can could should may might must shall not no yes also only just "
     "still already now then here there where when what which who how why all any each "
@@ -51,7 +51,7 @@ _TYPE_OR_CODE = re.compile(
     r"|[a-z]+(?:[A-Z][a-z]+)+"  # camelCase (made of words: a token mixes in digits)
     r"|[A-Z][a-z]+(?:[A-Z][a-z]+)+)$"  # PascalCase
 )
-_UUID = re.compile(r"^[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$", re.IGNORECASE)
+UUID = re.compile(r"^[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$", re.IGNORECASE)
 _PASSPHRASE = re.compile(r"^[a-z]+(?:-[a-z]+){3,}$")  # correct-horse-battery-staple
 _PATH = re.compile(
     r"^(?:[/~]|\.{1,2}/|[\w.-]+(?:/[\w.-]+)+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|ya?ml"
@@ -63,10 +63,10 @@ _FILLER = re.compile(
     r"(?i)^(?:your|my|some|insert|enter|replace|put|paste|example|sample|dummy|fake|test"
     r"|placeholder|redacted)[_-]"
 )
-_PUNCT_END = ".,:;!?)"
+PUNCT_END = ".,:;!?)"
 
 
-def _placeholder(value: str, *, strict: bool = False) -> bool:
+def placeholder_like(value: str, *, strict: bool = False) -> bool:
     """A value standing for a secret rather than being one: ``$VAR``, ``${…}``,
     ``<your-token>``, ``{{ … }}``, ``****``, ``xxxx``; unless ``strict``, also words
     such as ``none`` or ``changeme`` and names like ``YOUR_TOKEN``."""
@@ -77,13 +77,13 @@ def _placeholder(value: str, *, strict: bool = False) -> bool:
     if strict:
         return False
     low = value.lower()
-    return value[0] in "%[(@&#!" or low in _PLACEHOLDER_WORDS or bool(_FILLER.match(value))
+    return value[0] in "%[(@&#!" or low in PLACEHOLDER_WORDS or bool(_FILLER.match(value))
 
 
-def _not_a_secret(value: str) -> bool:
+def not_a_secret(value: str) -> bool:
     """A placeholder, a reference (a variable, a path, a URI, a call) or a type name."""
     return (
-        _placeholder(value)
+        placeholder_like(value)
         or "(" in value
         or "[" in value
         or bool(_TYPE_OR_CODE.match(value))
@@ -92,21 +92,21 @@ def _not_a_secret(value: str) -> bool:
     )
 
 
-def _words_only(value: str) -> bool:
+def words_only(value: str) -> bool:
     """Letters, perhaps joined by ``-``: a word or words rather than a password."""
     return bool(re.fullmatch(r"[A-Za-z]+(?:-[A-Za-z]+)*", value))
 
 
-def _english(value: str) -> bool:
+def english_like(value: str) -> bool:
     """An English word (or words joined by ``-``), not a password made of letters; four
     or more lowercase words joined by ``-`` are a passphrase."""
     low = value.lower()
     if _PASSPHRASE.match(value):
         return False
-    return low in _STOP_WORDS or bool(_ENGLISH_ENDINGS.search(low)) or "-" in value
+    return low in STOP_WORDS or bool(_ENGLISH_ENDINGS.search(low)) or "-" in value
 
 
-def _random(value: str, *, cases: bool = False) -> bool:
+def random_like(value: str, *, cases: bool = False) -> bool:
     """Letters and digits mixed, as in a generated token (both cases too with ``cases``)."""
     digit = any(c.isdigit() for c in value)
     if cases:

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from aster_persist.storage.events import validate_events_json
-from aster_persist.storage.transcripts import format_ts, utc_now
+from aster_persist.schemas.clock import format_ts, utc_now
+from aster_persist.schemas.validation import validate_events_json
 
 FOLDER = os.environ.get("FLOOR_DIR") or tempfile.mkdtemp(prefix="aster-floor-")
 _NL = orjson.OPT_APPEND_NEWLINE

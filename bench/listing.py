@@ -82,7 +82,7 @@ def make_store(home: Path, sessions: int, events: int) -> None:
     base = int(time.time() * 1000) - sessions * 1000
     for i in range(sessions):
         root = f"/srv/project-{i % 50}"
-        from aster_persist.storage.home import project_slug
+        from aster_persist.schemas.names import project_slug
 
         folder = home / "sessions" / project_slug(root)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)

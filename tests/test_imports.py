@@ -44,12 +44,17 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
-def imported_by(path: Path, package: str) -> list[str]:
+def imported_by(path: Path, package: str, *, type_checking: bool = True) -> list[str]:
     """Every module a file imports (``package`` is the package it is in), at its top,
-    under ``if TYPE_CHECKING`` or inside a function: ``from a import b`` names ``a.b``
-    when that is a module, else ``a``."""
+    under ``if TYPE_CHECKING`` (unless ``type_checking`` is False) or inside a function:
+    ``from a import b`` names ``a.b`` when that is a module, else ``a``."""
     names: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    if not type_checking:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+                node.body = [ast.Pass()]
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -22,7 +22,7 @@ def test_no_module_is_over_500_lines() -> None:
 @pytest.mark.parametrize(
     "package",
     [
-        *("storage/memory", "storage/secrets", "storage/transcripts", "index/catalog"),
+        *("storage/memory", "secrets", "storage/transcripts", "index/catalog"),
         *("services/sessions", "services", "live", "mcp", "learning", "importers"),
         *("client", "cli", "schemas"),
     ],

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -39,6 +39,7 @@ from .live.feed import APPENDED, JOURNAL, Feed
 from .live.follow import Following
 from .live.watcher import watch
 from .mcp.lazy import LazyMcp
+from .schemas.clock import Clock, utc_now
 from .services.memory import Memory
 from .services.sessions import Appended, Listener, Sessions
 from .settings import Settings
@@ -49,7 +50,7 @@ from .storage.home import Home
 from .storage.journal import Journal
 from .storage.memory import MemoryStore
 from .storage.token import load_token
-from .storage.transcripts import Clock, TranscriptStore, utc_now
+from .storage.transcripts import TranscriptStore
 
 log = logging.getLogger("aster_persist")
 
@@ -58,7 +59,7 @@ async def prune_on_schedule(memory: Memory, settings: Settings) -> None:
     """Archive stale, unimportant memory in every scope, every so often (off by default)."""
     while True:
         await asyncio.sleep(settings.memory_prune_every_hours * 3600)
-        for scope in memory.store.scopes():
+        for scope in memory.scopes():
             try:
                 result = await memory.prune(
                     scope,
@@ -137,8 +138,9 @@ def create_app(
         journal.open()
         fs.listen(home.root, journal_refusals(journal))
         memory_store = MemoryStore(home, journal, clock=clock)
-        store = build_sessions(home, settings, journal, clock, memory_doc=memory_store.index_doc)
-        memory = Memory(memory_store, store.committer)
+        built = build_sessions(home, settings, journal, clock, memory_doc=memory_store.index_doc)
+        store = built.sessions
+        memory = Memory(memory_store, built.committer)
         feed = Feed(
             asyncio.get_running_loop(),
             max_subscribers=settings.max_subscribers,
@@ -148,7 +150,7 @@ def create_app(
         store.listeners.append(announce(feed))
         journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))
         etags = await memory.load()
-        journal.listeners.append(lambda entry: reindex_memory(store.catalog, entry))
+        journal.listeners.append(lambda entry: reindex_memory(built.catalog, entry))
         await store.start(etags)
         learner = Learner(
             store,
@@ -166,6 +168,7 @@ def create_app(
         journal.listeners.append(learner.session_started)
         learner.start()
         mcp.attach(store, memory)
+        journal.listeners.append(mcp.changed)
         stop_watching, watching = asyncio.Event(), asyncio.Event()
         watcher = (
             asyncio.get_running_loop().create_task(watch(memory, store, stop_watching, watching))
@@ -290,6 +293,17 @@ def learn_from(learner: Learner) -> Listener:
     return appended
 
 
+class Built(NamedTuple):
+    """The sessions service, and the parts of it that the rest of the daemon is wired to
+    (the writer thread memory shares, the catalog memory's changes are indexed by)."""
+
+    sessions: Sessions
+    store: TranscriptStore
+    committer: GroupCommitter
+    catalog: CatalogWorker
+    journal: Journal | None
+
+
 def build_sessions(
     home: Home,
     settings: Settings,
@@ -297,7 +311,7 @@ def build_sessions(
     clock: Clock = utc_now,
     *,
     memory_doc: MemoryDoc | None = None,
-) -> Sessions:
+) -> Built:
     """The sessions service and its parts: the catalog worker (its own thread), the
     transcript store that tells it of every change, the committer that is the store's
     single writer thread, and the blob store."""
@@ -316,11 +330,13 @@ def build_sessions(
         on_change=catalog.mark,
         on_remove=catalog.forget,
     )
-    return Sessions(
+    committer = GroupCommitter(store, sync_interval=settings.sync_interval_ms / 1000)
+    sessions = Sessions(
         home,
         store=store,
-        committer=GroupCommitter(store, sync_interval=settings.sync_interval_ms / 1000),
+        committer=committer,
         catalog=catalog,
         blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
         journal=journal,
     )
+    return Built(sessions, store, committer, catalog, journal)

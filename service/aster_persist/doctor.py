@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UnsafePath
+from .schemas.clock import Clock, format_ts, utc_now
 from .storage.blobs import BlobStore
 from .storage.home import Home, ensure_dir, fsync_dir
 from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
-from .storage.transcripts import Clock, format_ts, incomplete_batch, utc_now
+from .storage.transcripts import incomplete_batch
 
 Progress = Callable[[int, int], None]
 

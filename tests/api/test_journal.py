@@ -8,7 +8,7 @@ import orjson
 from fastapi.testclient import TestClient
 
 from aster_persist.schemas.journal import OPS
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import REPO, FakeClock, make_client, new_session, user
 
@@ -115,7 +115,7 @@ def test_session_changes_revert(client: TestClient, home: Path) -> None:
 
 
 def test_the_operations_and_actors_are_served_from_the_store_s_table(client: TestClient) -> None:
-    from aster_persist.storage.journal import ACTORS
+    from aster_persist.schemas.journal import ACTORS
 
     served = client.get("/v1/journal/operations").json()
     assert [o["op"] for o in served["operations"]] == list(OPS)

@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from aster_persist.api.plumbing import running
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import REPO, FakeClock
 
@@ -139,7 +139,8 @@ def test_hand_written_block_survives_patch_byte_for_byte(client: TestClient, hom
     path = block_path(home, "hand-written")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(ODD)
-    running(client.app).memory.store.load()  # the watcher does this later; a restart does it now
+    assert client.portal is not None  # the watcher does this later; here it is done now
+    client.portal.call(running(client.app).memory.reconcile, [path])
     r = client.patch(
         "/v1/memory/blocks/hand-written", json={"pinned": True, "tags": ["build", "codegen"]}
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import REPO, make_client
 

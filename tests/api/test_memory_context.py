@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from aster_persist.storage.home import project_slug
-from aster_persist.storage.secrets import scan_text
+from aster_persist.schemas.names import project_slug
+from aster_persist.secrets import scan_text
 
 from ..conftest import REPO, FakeClock
 

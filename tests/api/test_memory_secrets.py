@@ -393,9 +393,10 @@ def test_a_revert_that_cannot_be_journaled_puts_a_flagged_file_back_exactly(
         path = home / "memory" / "deploy.md"
         path.write_text(path.read_text() + f"token {TOKEN}\n")
         flagged_bytes = path.read_bytes()
-        (edit,) = running(client.app).memory.store.reconcile([path])
+        assert client.portal is not None
+        (edit,) = client.portal.call(running(client.app).memory.reconcile, [path])
         assert edit["detail"]["secrets"]
-        journal = running(client.app).memory.store.journal
+        journal = running(client.app).journal
         record = journal.record
 
         def failing(op: str, **fields: Any) -> Any:

@@ -112,9 +112,8 @@ def test_the_document_says_what_the_server_enforces() -> None:
     busy answers, the bearer token and the default server."""
     import json
 
+    from aster_persist.schemas.names import NAME_RE, ULID_RE
     from aster_persist.schemas.tools import MEMORY_TOOLS
-    from aster_persist.storage.home import ULID_RE
-    from aster_persist.storage.memory.names import NAME_RE
 
     doc = json.loads(openapi_text())
     paths = doc["paths"]
@@ -157,7 +156,7 @@ def test_every_name_cursor_and_if_match_carries_the_pattern_the_server_checks() 
 
     from aster_persist.api import rules
     from aster_persist.schemas import cursors
-    from aster_persist.storage.home import REPO_ROOT_RE, ULID_RE
+    from aster_persist.schemas.names import REPO_ROOT_RE, ULID_RE
 
     doc = json.loads(openapi_text())
     seen: dict[str, set[str]] = {}

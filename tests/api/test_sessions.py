@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 from fastapi.testclient import TestClient
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import REPO, FakeClock, assistant, call, make_client, new_session, tool, user
 

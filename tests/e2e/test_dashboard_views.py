@@ -465,8 +465,7 @@ def test_the_journal_filters_offer_every_operation_and_actor_the_store_has(
 ) -> None:
     """Drawn from the API, never from a copy: every op (and each family of them) and
     every actor; choosing one filters the list."""
-    from aster_persist.schemas.journal import OPS
-    from aster_persist.storage.journal import ACTORS
+    from aster_persist.schemas.journal import ACTORS, OPS
 
     post(daemon, "/v1/memory/blocks", {"name": "a-note", "content": "Plain words."})
     page.goto(f"{daemon.url}/#/journal")

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp_types import ListRootsResult, Root
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import Daemon
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from aster_persist.storage import frontmatter
+from aster_persist.schemas import frontmatter
 
 from ..conftest import Daemon
 from ..proof.scale import record, rounds

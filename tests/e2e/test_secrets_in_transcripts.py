@@ -20,8 +20,8 @@ import httpx
 import pytest
 from mcp import Client
 
-from aster_persist.storage.secrets.redact import Redacting, findings, might_hold, redact_text
-from aster_persist.storage.secrets.scan import line_secrets
+from aster_persist.secrets.redact import Redacting, findings, might_hold, redact_text
+from aster_persist.secrets.scan import line_secrets
 
 from ..conftest import Daemon, assistant, call, tool, user, wait_until
 from ..model_server import Reply, ScriptedModel

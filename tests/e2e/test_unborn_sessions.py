@@ -11,7 +11,7 @@ import httpx
 import pytest
 from ulid import ULID
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import Daemon, user
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import REPO, Daemon, new_session, user
 from .test_live import Reader

@@ -23,7 +23,7 @@ from langgraph.store.base import InvalidNamespaceError, PutOp
 
 from aster_persist.client import Client
 from aster_persist.integrations.langgraph import AsterStore, AsterStoreError, block_name
-from aster_persist.storage import frontmatter
+from aster_persist.schemas import frontmatter
 
 from ..conftest import Daemon, free_port
 

@@ -17,8 +17,8 @@ from aster_persist.importers import FORMATS
 from aster_persist.importers import read as read_import
 from aster_persist.index.search import SCHEMA
 from aster_persist.index.text import parse_query
-from aster_persist.storage import frontmatter
-from aster_persist.storage.events import validate_events
+from aster_persist.schemas import frontmatter
+from aster_persist.schemas.validation import validate_events
 from aster_persist.storage.jsonl import parse
 
 from .scale import record, rounds

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from aster_persist.storage.home import project_slug
+from aster_persist.schemas.names import project_slug
 
 from ..conftest import Daemon, assistant, call, tool
 from .scale import record

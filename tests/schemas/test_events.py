@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import get_type_hints
 
 from aster_persist.schemas import events
-from aster_persist.storage.events import validate_events
+from aster_persist.schemas.validation import validate_events
 
 
 def test_every_event_kind_ends_with_the_server_fields() -> None:

@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 
 from aster_persist.app import build_sessions
+from aster_persist.schemas.clock import utc_now
+from aster_persist.schemas.validation import validate_events
 from aster_persist.settings import Settings
-from aster_persist.storage.events import validate_events
 from aster_persist.storage.home import Home
 from aster_persist.storage.journal import Journal
-from aster_persist.storage.transcripts import utc_now
 
 EVENT = validate_events([{"type": "message", "role": "user", "content": "x"}])
 
@@ -22,7 +22,7 @@ def test_deleting_a_session_does_not_wait_for_other_sessions_to_go_quiet(
         home = Home.open(tmp_path / "home")
         journal = Journal(home.root / "journal.jsonl", clock=utc_now)
         journal.open()
-        sessions = build_sessions(home, Settings(), journal)
+        sessions = build_sessions(home, Settings(), journal).sessions
         await sessions.start()
         await sessions.ready.wait()
         busy = (await sessions.create(repo_root="/srv/x"))["id"]

@@ -23,7 +23,8 @@ def listening(sessions: Sessions) -> list[Appended]:
 
 def test_an_append_is_announced_once_with_its_events_and_a_retry_is_not(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         heard = listening(sessions)
         sid = (await sessions.create(repo_root="/srv/app"))["id"]
         batch = events("one", "two")
@@ -48,7 +49,8 @@ def test_an_append_is_announced_once_with_its_events_and_a_retry_is_not(tmp_path
 
 def test_an_import_is_announced_without_learning(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         heard = listening(sessions)
         exported = [
             {"type": "session", "id": "01J0000000000000000000000A", "v": 1,
@@ -71,11 +73,12 @@ def test_an_import_is_announced_without_learning(tmp_path: Path) -> None:
 
 def test_what_another_program_appended_is_announced_with_its_kinds(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/app"))["id"]
         await sessions.append(sid, events("mine"), learn=False)
         heard = listening(sessions)
-        where = sessions.store.locations[sid]
+        where = built.store.locations[sid]
         path = sessions.home.session_path(where.slug, sid)
         line: dict[str, Any] = {
             "type": "summary",
@@ -97,7 +100,8 @@ def test_what_another_program_appended_is_announced_with_its_kinds(tmp_path: Pat
 
 def test_a_listener_that_fails_costs_the_append_and_the_others_nothing(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
 
         def broken(notice: Appended) -> None:
             raise RuntimeError("a listener's own bug")

@@ -14,29 +14,28 @@ from typing import Any
 
 import pytest
 
-from aster_persist.app import build_sessions
+from aster_persist.app import Built, build_sessions
+from aster_persist.schemas.clock import utc_now
+from aster_persist.schemas.validation import validate_events
 from aster_persist.services.memory import Memory
-from aster_persist.services.sessions import Sessions
 from aster_persist.settings import Settings
-from aster_persist.storage.events import validate_events
 from aster_persist.storage.home import Home
 from aster_persist.storage.journal import Journal
 from aster_persist.storage.transcripts import store as transcripts
-from aster_persist.storage.transcripts import utc_now
 
 
 def events(*texts: str) -> list[dict[str, Any]]:
     return validate_events([{"type": "message", "role": "user", "content": t} for t in texts])
 
 
-async def opened(root: Path, **options: Any) -> Sessions:
+async def opened(root: Path, **options: Any) -> Built:
     home = Home.open(root)
     journal = Journal(home.root / "journal.jsonl", clock=utc_now)
     journal.open()
-    sessions = build_sessions(home, Settings.model_construct(**options), journal)
-    await sessions.start()
-    await sessions.ready.wait()
-    return sessions
+    built = build_sessions(home, Settings.model_construct(**options), journal)
+    await built.sessions.start()
+    await built.sessions.ready.wait()
+    return built
 
 
 def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -47,17 +46,18 @@ def test_a_read_that_a_purge_overtakes_is_not_found_or_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         await sessions.append(sid, events("a"), learn=False)
         real = transcripts.parse
 
         def parse_while_purged(data: bytes, **kw: Any) -> Any:
-            sessions.store.locations.pop(sid, None)  # the purge lands mid-read
+            built.store.locations.pop(sid, None)  # the purge lands mid-read
             return real(data, **kw)
 
         monkeypatch.setattr(transcripts, "parse", parse_while_purged)
-        parsed, info = sessions.store.read(sid)
+        parsed, info = built.store.read(sid)
         assert [line["seq"] for line in parsed.lines] == [0, 1]
         assert info.id == sid
         monkeypatch.undo()
@@ -68,7 +68,8 @@ def test_a_read_that_a_purge_overtakes_is_not_found_or_whole(
 
 def test_a_prune_skips_what_someone_else_deleted_meanwhile(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         ids = [(await sessions.create(repo_root="/srv/x"))["id"] for _ in range(3)]
         real = sessions.delete
         first = True
@@ -86,8 +87,7 @@ def test_a_prune_skips_what_someone_else_deleted_meanwhile(tmp_path: Path) -> No
         )
         assert len(result["trashed"]) == 2
         assert all(
-            sid not in sessions.store.locations or sessions.store.locations[sid].trashed
-            for sid in ids
+            sid not in built.store.locations or built.store.locations[sid].trashed for sid in ids
         )
         await sessions.close()
 
@@ -98,7 +98,8 @@ def test_a_session_read_only_after_a_failed_sync_stays_so_in_the_listing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home", open_files=1)
+        built = await opened(tmp_path / "home", open_files=1)
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         await sessions.append(sid, events("a"), learn=False)
 
@@ -119,19 +120,21 @@ def test_a_session_read_only_after_a_failed_sync_stays_so_in_the_listing(
 
 def test_a_follower_is_never_sent_a_batch_a_crash_cut_short(tmp_path: Path) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         await sessions.append(sid, events("a", "b", "c"), learn=False)
-        path = sessions.store.live_path(sid)
+        path = built.store.live_path(sid)
         await sessions.close()
         sessions.home.close()
         data = path.read_bytes()
         path.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1])  # "c" never landed
-        sessions = await opened(tmp_path / "home")
-        lines, offset = sessions.store.read_tail(sid, 0)
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
+        lines, offset = built.store.read_tail(sid, 0)
         assert [line["seq"] for line in lines] == [0]
         await sessions.append(sid, events("new"), learn=False)
-        lines, _ = sessions.store.read_tail(sid, offset)
+        lines, _ = built.store.read_tail(sid, offset)
         assert [(line["seq"], line["content"]) for line in lines] == [(1, "new")]
         await sessions.close()
 
@@ -142,7 +145,8 @@ def test_a_retried_append_that_was_acknowledged_replays_whatever_came_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         original = await sessions.append(sid, events("once"), key="K1", learn=False)
 
@@ -172,10 +176,11 @@ def test_an_append_cancelled_while_its_file_opens_leaves_nothing_open_or_broken(
     tmp_path: Path,
 ) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
-        sessions.store.release(sid)  # as the open-files limit, or a restart, leaves it
-        real = sessions.store.load_writer
+        built.store.release(sid)  # as the open-files limit, or a restart, leaves it
+        real = built.store.load_writer
         opening = threading.Event()
 
         def slow_load(session_id: str) -> Any:
@@ -183,7 +188,7 @@ def test_an_append_cancelled_while_its_file_opens_leaves_nothing_open_or_broken(
             time.sleep(0.2)
             return real(session_id)
 
-        sessions.store.load_writer = slow_load  # type: ignore[method-assign]
+        built.store.load_writer = slow_load  # type: ignore[method-assign]
         before = len(os.listdir("/proc/self/fd"))
         first = asyncio.create_task(sessions.append(sid, events("a"), learn=False))
         await asyncio.to_thread(opening.wait)
@@ -193,7 +198,7 @@ def test_an_append_cancelled_while_its_file_opens_leaves_nothing_open_or_broken(
         with pytest.raises(asyncio.CancelledError):
             await first
         assert (await second).last_seq == 1
-        assert sessions.store.writer(sid) is not None
+        assert built.store.writer(sid) is not None
         assert len(os.listdir("/proc/self/fd")) == before + 1  # the one installed writer
         await sessions.close()
 
@@ -204,7 +209,8 @@ def test_a_sync_that_cannot_start_for_want_of_descriptors_starts_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         ids = [(await sessions.create(repo_root="/srv/x"))["id"] for _ in range(3)]
         real = os.dup
         failures = 3
@@ -235,7 +241,8 @@ def test_the_same_file_imported_twice_at_once_is_imported_once(tmp_path: Path) -
     data = next(fixture.glob("*.json")).read_bytes()
 
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         first, second = await asyncio.gather(
             sessions.import_file(data, repo_root="/srv/x"),
             sessions.import_file(data, repo_root="/srv/x"),
@@ -243,7 +250,7 @@ def test_the_same_file_imported_twice_at_once_is_imported_once(tmp_path: Path) -
         total = len(first["sessions"])
         assert first["imported"] + second["imported"] == total
         assert first["already_imported"] + second["already_imported"] == total
-        live = [sid for sid, where in sessions.store.locations.items() if not where.trashed]
+        live = [sid for sid, where in built.store.locations.items() if not where.trashed]
         assert len(live) == total
         await sessions.close()
 
@@ -269,17 +276,18 @@ def test_an_extraction_applied_again_after_a_crash_writes_nothing_twice(tmp_path
     }
 
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
-        journal = sessions.journal
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
+        journal = built.journal
         assert journal is not None
         memory = MemoryStore(sessions.home, journal, clock=utc_now)
         memory.load()
-        sessions.catalog.memory_doc = memory.index_doc
-        service = Memory(memory, sessions.committer)
+        built.catalog.memory_doc = memory.index_doc
+        service = Memory(memory, built.committer)
         learner = Learner(sessions, service, JobQueue(sessions.home.root / "queue"), None)
         sid = (await sessions.create(repo_root="/srv/x"))["id"]
         # an item merged into a block that was there, one written, one rejected
-        await sessions.committer.call(
+        await built.committer.call(
             memory.write_block,
             memory.scope_for("/srv/x"),
             "known",
@@ -318,7 +326,8 @@ def test_a_large_source_imported_twice_at_once_is_written_once(tmp_path: Path) -
     data = source.read_bytes()
 
     async def test() -> None:
-        sessions = await opened(tmp_path / "home")
+        built = await opened(tmp_path / "home")
+        sessions = built.sessions
         first, second = await asyncio.gather(sessions.import_file(data), sessions.import_file(data))
         assert sorted([first["imported"], second["imported"]]) == [0, 1]
         [made] = first["sessions"] if first["imported"] else second["sessions"]

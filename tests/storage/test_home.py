@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from aster_persist.errors import HomeUnavailable, InvalidName
 from aster_persist.paths import resolve_home
-from aster_persist.storage.home import Home, normalize_repo_root, project_slug
+from aster_persist.schemas.names import project_slug
+from aster_persist.storage.home import Home, normalize_repo_root
 
 
 def test_resolution_order(tmp_path: Path) -> None:

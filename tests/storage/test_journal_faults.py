@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from aster_persist.schemas.clock import utc_now
 from aster_persist.storage.journal import Journal
-from aster_persist.storage.transcripts import utc_now
 
 
 @pytest.mark.parametrize("failure", ["fdatasync", "short write then ENOSPC"])

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from aster_persist.errors import NameTaken, PreconditionFailed, SecretDetected
-from aster_persist.storage import frontmatter
-from aster_persist.storage.home import project_slug
-from aster_persist.storage.memory import ARCHIVE, CORE, MAX_INDEX_ENTRIES, MemoryStore
+from aster_persist.schemas import frontmatter
+from aster_persist.schemas.memory import MAX_INDEX_ENTRIES
+from aster_persist.schemas.names import project_slug
+from aster_persist.storage.memory import ARCHIVE, CORE, MemoryStore
 
 from ..conftest import FakeClock
 

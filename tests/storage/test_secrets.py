@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from ulid import ULID
 
+from aster_persist import secrets
 from aster_persist.errors import SecretDetected
-from aster_persist.storage import secrets
-from aster_persist.storage.secrets import (
+from aster_persist.secrets import (
     plugin_spans,
     refuse_document,
     refuse_journaled,

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import Invalid
+from ..schemas.names import check_session_id
 from ..schemas.sessions import EventsIn
-from ..storage.events import validate_events
-from ..storage.home import check_session_id
-from ..storage.transcripts import AppendResult
+from ..schemas.validation import validate_events
 from . import body as strict
 from .rules import parse_seq_match
 
 if TYPE_CHECKING:
     from ..services.sessions import Sessions
+    from ..storage.transcripts import AppendResult
 
 MAX_KEY = 200
 

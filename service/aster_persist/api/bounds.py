@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import Query
 
 from ..errors import Invalid
-from ..storage.transcripts import format_ts
+from ..schemas.clock import format_ts
 
 FIRST = "0001-01-01T00:00:00.000Z"
 LAST = "9999-12-31T23:59:59.999Z"

@@ -30,9 +30,9 @@ from ..errors import Invalid
 from ..live.feed import APPENDED, JOURNAL, Feed
 from ..live.followers import Subscriber
 from ..live.sse import encode
-from ..storage.home import ULID_RE, check_session_id, normalize_repo_root, project_slug
-from ..storage.journal import matches_op
-from ..storage.secrets.redact import might_hold, redact_text, redacted
+from ..schemas.journal import matches_op
+from ..schemas.names import ULID_RE, check_session_id, project_slug
+from ..secrets.redact import might_hold, redact_text, redacted
 from .plumbing import ERRORS, running
 from .rules import LastEventId
 
@@ -172,7 +172,7 @@ async def open_feed(
     if start is not None and not ULID_RE.fullmatch(start):
         raise Invalid("Last-Event-ID must be a journal entry id (a ULID)")
     if repo_root is not None:
-        wanted = "project:" + project_slug(await asyncio.to_thread(normalize_repo_root, repo_root))
+        wanted = "project:" + project_slug(await running(app).sessions.repo_root(repo_root))
         if scope is not None and scope != wanted:
             raise Invalid("scope and repo_root name different projects")
         scope = wanted

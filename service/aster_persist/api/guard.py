@@ -30,7 +30,7 @@ import orjson
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from ..errors import PROBLEM_MEDIA_TYPE, problem_body
-from ..storage.journal import CLIENT_ACTORS, REQUEST_ACTOR
+from ..schemas.journal import CLIENT_ACTORS, REQUEST_ACTOR
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

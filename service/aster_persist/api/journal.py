@@ -10,9 +10,8 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..errors import NotFound
-from ..schemas.journal import JournalOperations, JournalPage, operations
+from ..schemas.journal import ACTORS, JournalOperations, JournalPage, operations
 from ..schemas.memory import RevertResult
-from ..storage.journal import ACTORS
 from .bounds import TimeBound, time_bound
 from .plumbing import ERRORS, json_response, running
 
@@ -77,7 +76,7 @@ async def revert(request: Request, entry_id: str) -> Response:
     session comes back from the trash, a restored one goes back, a rename is renamed back.
     The revert is journaled too, so reverting it redoes the change."""
     memory = running(request).memory
-    entry = await asyncio.to_thread(memory.store.journal.get, entry_id)
+    entry = await asyncio.to_thread(running(request).journal.get, entry_id)
     if entry is None:
         raise NotFound(f"no journal entry {entry_id[:40]}")
     if str(entry.get("op", "")).startswith("session."):

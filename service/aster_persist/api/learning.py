@@ -23,8 +23,7 @@ from ..schemas.learning import (
     ReviewIn,
     ReviewList,
 )
-from ..storage.home import check_session_id
-from ..storage.memory import slugify
+from ..schemas.names import check_session_id
 from .body import StrictRoute
 from .plumbing import ERRORS, json_response, running
 
@@ -160,7 +159,7 @@ async def _decide(request: Request, entry_id: str, body: ReviewIn) -> Response:
     meta = {**item_meta(item), "schema": SCHEMA_NAME}
     if held["session"]:
         meta["source_session"] = held["session"]
-    base = slugify(str(item.get("title") or "reviewed"))[:56]
+    base = memory.name_for(str(item.get("title") or "reviewed"))[:56]
     for attempt in range(1, 6):  # as extraction does: the next free name
         try:
             block, _merged = await memory.write_block(

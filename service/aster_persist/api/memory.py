@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from pydantic import StringConstraints, ValidationError
@@ -11,7 +10,9 @@ from starlette.responses import Response
 
 from ..errors import Invalid
 from ..index.text import parse_query
+from ..schemas import frontmatter
 from ..schemas.memory import (
+    MAX_INDEX_ENTRIES,
     Block,
     BlockFields,
     BlockIn,
@@ -33,17 +34,18 @@ from ..schemas.memory import (
     ToolList,
     ToolResult,
 )
+from ..schemas.names import check_name, check_session_id
+from ..secrets import found_in
 from ..services.memory import Memory
 from ..services.tools import TOOLS, run_search_tool
-from ..storage import frontmatter
-from ..storage.home import check_session_id
-from ..storage.memory import MAX_INDEX_ENTRIES, BlockMeta, MemoryStore, check_name
-from ..storage.secrets import found_in
 from . import body as strict
 from .memory_docs import BLOCK_BODY, CORE_BODY, MARKDOWN, MERGED
 from .models import LIST_LIMIT, page_of
 from .plumbing import ERRORS, json_response, running
 from .rules import IfMatch, IfNoneMatch, parse_etag_match
+
+if TYPE_CHECKING:
+    from ..storage.memory import BlockMeta
 
 router = APIRouter(prefix="/v1", tags=["memory"], route_class=strict.StrictRoute)
 # a tag to filter by: one tag (a list is the parameter given again), no control characters
@@ -60,7 +62,7 @@ async def _scope(request: Request, repo_root: str | None) -> str:
     return await _memory(request).scope_of(repo_root)
 
 
-def _block(meta: BlockMeta, memory: MemoryStore | None = None) -> dict[str, Any]:
+def _block(meta: BlockMeta, memory: Memory | None = None) -> dict[str, Any]:
     out = meta.public()
     if memory is not None:
         out |= memory.usage(meta)
@@ -74,9 +76,8 @@ async def get_core(
     if_none_match: IfNoneMatch = None,
 ) -> Response:
     """`ASTER.md` of the global scope, or of a project with `repo_root`."""
-    memory = _memory(request).store
     scope = await _scope(request, repo_root)
-    text, etag = memory.read_core(scope)
+    text, etag = await _memory(request).core(scope)
     if if_none_match == etag:
         return Response(status_code=304, headers={"ETag": etag})
     if MARKDOWN in request.headers.get("accept", ""):
@@ -139,8 +140,8 @@ async def list_blocks(
     blocks with all of the tags (`match=any`: any of them), of the project and of global
     memory, as recall by similarity searches both (a project's block shadows a global
     one of its name)."""
-    memory = _memory(request).store
-    blocks = memory.list_blocks(
+    memory = _memory(request)
+    blocks = memory.blocks(
         await _scope(request, repo_root),
         tags=tag,
         match=match,
@@ -160,9 +161,8 @@ async def recent(
 ) -> Response:
     """`memoryRecent`: the `n` most recently updated blocks, of the project and of global
     memory (a project's block shadowing a global one of its name)."""
-    memory = _memory(request).store
     scope = await _scope(request, repo_root)
-    blocks = memory.list_blocks(scope, with_global=True)[:n]
+    blocks = _memory(request).blocks(scope, with_global=True)[:n]
     return json_response({"items": [_block(b) for b in blocks]})
 
 
@@ -236,7 +236,7 @@ async def recall(
     memory = _memory(request)
     if if_none_match is not None:
         scope = await _scope(request, repo_root)
-        _, block = memory.store.read_block(scope, name, archived=archived)
+        _, block = await memory.read(scope, name, archived=archived)
         if block.etag in [tag.strip() for tag in if_none_match.split(",")]:
             return Response(status_code=304, headers={"ETag": block.etag})
     text, block = await memory.recall(
@@ -387,7 +387,6 @@ async def context(
     index of recallable blocks (60 lines at most), with counts and a token estimate.
     Most recently updated first; with `query`, the blocks most relevant to it first
     (BM25 relevance raised by recency), then the rest by recency."""
-    memory = _memory(request).store
     scope = await _scope(request, repo_root)
     project = None if scope == "global" else scope
     relevant = None
@@ -399,7 +398,7 @@ async def context(
             k=MAX_INDEX_ENTRIES,
         )
         relevant = [hit["name"] for hit in found]
-    result = await asyncio.to_thread(memory.render_context, project, relevant)
+    result = await _memory(request).context(project, relevant)
     return json_response(result)
 
 

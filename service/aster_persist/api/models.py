@@ -7,7 +7,7 @@ session's own ``x_…`` fields, kept in its header as verbatim as an event's."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import Invalid
 from ..schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
@@ -33,8 +33,10 @@ from ..schemas.sessions import (
     SessionPage,
     SessionSummary,
 )
-from ..storage.secrets.redact import redact_text
-from ..storage.summary import SessionInfo
+from ..secrets.redact import redact_text
+
+if TYPE_CHECKING:
+    from ..storage.summary import SessionInfo
 
 T = TypeVar("T")
 

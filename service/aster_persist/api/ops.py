@@ -125,7 +125,7 @@ async def metrics(request: Request) -> Response:
             yield GaugeMetricFamily(
                 "aster_memory_blocks",
                 "Memory blocks, archived included.",
-                value=state.memory.store.count(),
+                value=state.memory.count(),
             )
             yield GaugeMetricFamily(
                 "aster_ready",

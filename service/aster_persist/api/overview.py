@@ -3,7 +3,6 @@ and how busy a project was day by day; both read the catalog only."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Annotated
 
@@ -11,7 +10,6 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..schemas.sessions import Activity, SessionFacets
-from ..storage.home import normalize_repo_root
 from . import body as strict
 from .plumbing import ERRORS, json_response, running
 
@@ -47,9 +45,7 @@ async def activity(
     """Events per day (UTC, by each event's own time) over the last `days` days, of one
     project (`repo_root`) or of all; days without events are left out."""
     sessions = running(request).sessions
-    root = (
-        await asyncio.to_thread(normalize_repo_root, repo_root) if repo_root is not None else None
-    )
-    since = (sessions.store.clock() - timedelta(days=days - 1)).date().isoformat()
+    root = await sessions.repo_root(repo_root) if repo_root is not None else None
+    since = (sessions.now() - timedelta(days=days - 1)).date().isoformat()
     found = await sessions.in_catalog(lambda c: c.activity(root, since))
     return json_response({"repo_root": root, "since": since, "days": found})

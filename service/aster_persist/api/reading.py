@@ -12,9 +12,9 @@ from starlette.responses import Response
 
 from ..errors import Invalid
 from ..schemas import cursors
-from ..storage.chat import to_chat_messages, to_context_messages
-from ..storage.home import check_session_id
-from ..storage.secrets.redact import redacted
+from ..schemas.chat import to_chat_messages, to_context_messages
+from ..schemas.names import check_session_id
+from ..secrets.redact import redacted
 from . import body as strict
 from .models import ChatMessages, EventPage
 from .plumbing import ERRORS, NDJSON, etag, json_response, running

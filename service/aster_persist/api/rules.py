@@ -18,11 +18,10 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from ..errors import Invalid
 from ..schemas import cursors
+from ..schemas.conditions import ANY, SeqCondition, TagCondition
 from ..schemas.events import TIMESTAMP, Timestamp
 from ..schemas.memory import NOT_SPACE
-from ..storage.conditions import ANY, SeqCondition, TagCondition
-from ..storage.home import REPO_ROOT_RE, ULID_RE
-from ..storage.memory.names import NAME_RE
+from ..schemas.names import NAME_RE, REPO_ROOT_RE, ULID_RE
 
 # The request headers routes read, named as RFC 9110 and the README write them: a client
 # generated from the document takes each name as it is declared (``If-Match``, never

@@ -8,7 +8,6 @@ says why.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -18,9 +17,9 @@ from ..errors import Invalid
 from ..index import search as index
 from ..index.fusion import RRF_K
 from ..index.text import parse_query
+from ..schemas.names import check_session_id
 from ..schemas.search import DocKind, MemoryHits, Role, SearchPage, SessionSearchPage
 from ..services.memory import Memory
-from ..storage.home import check_session_id, normalize_repo_root
 from .bounds import TimeBound, time_bound
 from .plumbing import ERRORS, json_response, running
 
@@ -83,7 +82,7 @@ async def search(
                 "group=session groups transcript hits on one page: no kind=memory, no cursor"
             )
         if query.repo is not None:  # as every search takes it: its top level, checked
-            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+            query.repo = await sessions.repo_root(query.repo)
         found = await sessions.in_catalog(
             lambda c: index.search_sessions(
                 c.db, query, limit=limit, vectors=c.fresh_vectors(query)

@@ -12,10 +12,10 @@ from starlette.responses import Response
 from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
 from ..importers import CHOICES
 from ..index.catalog import Listing
+from ..schemas.names import check_session_id
 from ..schemas.sessions import MAX_ALIAS
+from ..schemas.validation import SessionHeader
 from ..services.sessions import Sessions
-from ..storage.events import SessionHeader
-from ..storage.home import check_session_id, normalize_repo_root
 from . import body as strict
 from .appends import appended_body, appended_headers, appended_status, handle_append
 from .bounds import TimeBound, time_bound
@@ -288,7 +288,7 @@ async def import_sessions(
     again once it grew, it appends what it gained to the same session (`updated`).
     `modified_at`, the file's time, dates a file that holds no times of its own."""
     if repo_root is not None:  # a bad parameter is said before the file is read
-        await asyncio.to_thread(normalize_repo_root, repo_root)
+        await running(request).sessions.repo_root(repo_root)
     if modified_at is not None:
         modified_at = checked_time(modified_at, "modified_at")
     sessions = running(request).sessions

@@ -107,7 +107,7 @@ def daemon(url: str | None) -> Iterator[api.Client]:
 
 def session_id(value: str) -> str:
     """A session id argument, checked before the daemon is asked (exit 2 if malformed)."""
-    from ..storage.home import ULID_RE
+    from ..schemas.names import ULID_RE
 
     if not ULID_RE.fullmatch(value):
         raise typer.BadParameter(f"{value!r} is not a session id (26 letters and digits)")
@@ -122,10 +122,10 @@ SessionId = Annotated[
 def open_home(explicit: Path | None, *, fallback: str = "none", why: str = "") -> Any:
     """The data home, locked; exit 3 when a daemon holds it, 1 when it cannot be used."""
     from ..errors import HomeInUse, HomeUnavailable
-    from ..storage.home import Home
+    from ..offline import open_home as opened
 
     try:
-        return Home.open(explicit, fallback=fallback)
+        return opened(explicit, fallback=fallback)
     except HomeInUse as exc:
         raise fail(f"{exc}{why}", EXIT_UNAVAILABLE) from None
     except HomeUnavailable as exc:

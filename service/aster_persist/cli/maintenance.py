@@ -79,8 +79,8 @@ def doctor(
 
     from ..doctor import Doctor
     from ..errors import HomeInUse, HomeUnavailable
+    from ..offline import open_home as opened_home
     from ..paths import resolve_home
-    from ..storage.home import Home
 
     settings = load_settings(home=home)
     if settings.home is not None and not resolve_home(settings.home).exists():
@@ -88,7 +88,7 @@ def doctor(
             f"there is no data home at {resolve_home(settings.home)}", EXIT_NOT_FOUND, json_out
         )
     try:
-        opened = Home.open(settings.home, fallback="none")
+        opened = opened_home(settings.home, fallback="none")
     except HomeInUse as exc:
         why = f"{exc}; doctor works on a home no daemon is using: {stopping()}"
         raise refuse(why, EXIT_UNAVAILABLE, json_out) from None

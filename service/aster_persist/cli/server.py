@@ -35,7 +35,7 @@ def serve(
 
     from ..api.guard import connection
     from ..app import create_app
-    from ..storage.secrets.redact import redact_logs
+    from ..secrets.redact import redact_logs
 
     settings = load_settings(host=host, port=port, home=home)
     logging.basicConfig(

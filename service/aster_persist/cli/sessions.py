@@ -16,9 +16,8 @@ import typer
 from rich.console import Console
 
 from .. import client as api
-from ..importers import CHOICES
+from ..importers import CHOICES, files_in
 from ..schemas.rendering import read_event, retracted
-from ..storage import beneath
 from .common import (
     EXIT_REFUSED,
     Json,
@@ -445,7 +444,7 @@ def transcript_files(paths: list[Path]) -> tuple[list[tuple[Path, int]], list[Pa
         if not stat.S_ISDIR(info.st_mode):
             out.append((path, info.st_size))
             continue
-        for found in beneath.files(path, (".jsonl", ".json", ".traj")):  # no link followed
+        for found in files_in(path):  # no link followed
             with suppress(OSError):
                 out.append((found, found.lstat().st_size))
     return out, missing

@@ -25,11 +25,13 @@ same source again finds it instead of copying it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
 from ..errors import Invalid
+from ..storage import beneath
 from . import chatgpt, claude_code, codex, lines, native, openai_chat, swe_agent
 from .reader import Conversation, Format, Head, ImportProblem
 from .times import fill_times
@@ -67,6 +69,15 @@ CHOICES = ("auto", *FORMATS)  # what a caller may name: a format, or "auto" to d
 _LAST = (openai_chat.FORMAT, claude_code.FORMAT)
 _DETECTION = (*(f for f in REGISTRY if f not in _LAST), *_LAST)
 _BY_NAME = {f.name: f for f in REGISTRY}
+
+
+SUFFIXES = (".jsonl", ".json", ".traj")  # the names the formats' files have
+
+
+def files_in(folder: Path) -> list[Path]:
+    """Every file below a folder of the user's that a format could read, sorted; no link
+    followed, to a folder or to a file."""
+    return beneath.files(folder, SUFFIXES)
 
 
 def named(format: str) -> Format:
@@ -142,7 +153,7 @@ def read(
     """The format and the conversations of a file; raise ImportProblem saying why not.
     A file without times of its own is dated ``modified_at`` (its modification time)."""
     # Loaded here, not at import: the CLI reads the registry and stays a client.
-    from ..storage.events import validate_events
+    from ..schemas.validation import validate_events
 
     if format == "auto":
         format = detect(data)

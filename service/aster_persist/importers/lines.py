@@ -255,7 +255,7 @@ def _kept(
 
 def _checked(form: Format, events: list[dict[str, Any]], before: int) -> list[dict[str, Any]]:
     """Events as this store takes them, or ImportProblem naming the one refused."""
-    from ..storage.events import validate_events  # the CLI reads the registry: a client
+    from ..schemas.validation import validate_events
 
     try:
         return list(validate_events(events))

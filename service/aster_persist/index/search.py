@@ -19,7 +19,7 @@ import orjson
 
 from ..errors import Invalid
 from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
-from ..storage.secrets.redact import redact_text
+from ..secrets.redact import redact_text
 from . import ranking
 from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
 from .ranking import fts

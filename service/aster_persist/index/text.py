@@ -30,7 +30,7 @@ from ..errors import Invalid
 from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
 from ..schemas.search import DocKind
-from ..storage.secrets.redact import redact_text
+from ..secrets.redact import redact_text
 from .stopwords import is_stop_word
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LEARNING_OFF, AsterError, LearningOff, ModelUnavailable
-from ..storage import frontmatter
+from ..schemas import frontmatter
 from ..storage.memory import slugify
 from ..storage.memory.hygiene import protection
 from .model import ModelClient, ModelError
@@ -76,11 +76,11 @@ class Consolidation:
         ``automatic`` pass (no one reviews it) never shows the model a protected block
         (pinned, often recalled, consolidated, holding duplicates, related), so it can
         neither archive nor rewrite one, and asks nothing of fewer than two blocks."""
-        store = self.memory.store
+        memory = self.memory
         # a block in which a hand edit left a secret is never shown to the model
-        blocks = [b for b in store.list_blocks(scope) if not b.secrets]
+        blocks = [b for b in memory.blocks(scope) if not b.secrets]
         if automatic:
-            blocks = [b for b in blocks if protection(b, store.usage(b)["recall_count"]) is None]
+            blocks = [b for b in blocks if protection(b, memory.usage(b)["recall_count"]) is None]
             if len(blocks) < 2:
                 nothing: list[Any] = []
                 return {"scope": scope, "applied": False, **dict.fromkeys(PLAN, nothing)}
@@ -92,7 +92,7 @@ class Consolidation:
                 raise LearningOff(LEARNING_OFF)
             listing = []
             for block in blocks:
-                text, _block = self.memory.store.read_block(scope, block.name)
+                text, _block = await memory.read(scope, block.name)
                 body = frontmatter.body_of(text)[:CONSOLIDATE_BODY_CHARS]
                 listing.append(f"## {block.name}\n{block.description}\n{body}")
             try:
@@ -113,7 +113,7 @@ class Consolidation:
             long = [
                 name
                 for name in (merge["into"], *merge["from"])
-                if len(frontmatter.body_of(self.memory.store.read_block(scope, name)[0]))
+                if len(frontmatter.body_of((await memory.read(scope, name))[0]))
                 > CONSOLIDATE_BODY_CHARS
             ]
             if long:
@@ -165,7 +165,7 @@ class Consolidation:
                 }
             )
         for archive in plan["archives"]:
-            block = self.memory.store.block(scope, archive["name"])
+            block = self.memory.block(scope, archive["name"])
             if block is not None and not block.archived:
                 why = {"reason": archive["reason"], "trigger": trigger}
                 steps.append({"do": "archive", "name": archive["name"], "detail": why})

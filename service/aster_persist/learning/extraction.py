@@ -64,7 +64,7 @@ class Extraction:
                     "last_seq": seq, "repo_root": info.repo_root}  # fmt: skip
         turn, first, last = turn_of(lines, job.get("from_seq"), int(job["to_seq"]))
         text = render_turn(turn, self.max_input_chars)
-        scope = self.memory.store.scope_for(info.repo_root)
+        scope = await self.memory.scope_of(info.repo_root)
         related = await self._related(text, scope)
         shown = "\n".join(
             f"- {hit['name']}: {hit['description']}{relations(hit)}" for hit in related
@@ -102,7 +102,7 @@ class Extraction:
         object) as a rejection of the turn's items, with the reason (redacted)."""
         try:
             _lines, info = await self._lines(job)
-            scope = self.memory.store.scope_for(info.repo_root)
+            scope = await self.memory.scope_of(info.repo_root)
         except AsterError:
             scope = "global"  # the session is gone: the rejection is still said
         await self.memory.record(
@@ -158,12 +158,12 @@ class Extraction:
         answer applied after a crash) skips what the first time already did."""
         result = job["result"]
         session = str(job["session"])
-        project = self.memory.store.scope_for(result["repo_root"])
+        project = await self.memory.scope_of(result["repo_root"])
         journaled: list[Any] = []
         if again:
             journaled = [
                 {k: v for k, v in e["detail"].items() if k != "job"}
-                for e in await asyncio.to_thread(self.memory.store.journal.entries)
+                for e in await self.memory.journal_entries()
                 if e.get("op") in ("memory.rejected", "memory.held")
                 and e["detail"].get("job") == job.get("id")
             ]
@@ -184,7 +184,7 @@ class Extraction:
             meta["supersedes"] = [n for n in meta["supersedes"] if n != base]
             meta = {k: v for k, v in meta.items() if v != []}
             body = item["content"].strip() + "\n"
-            if again and self.memory.store.holds(scope, body, meta):
+            if again and await self.memory.holds(scope, body, meta):
                 continue  # written (or merged) before the crash
             for attempt in range(1, 6):
                 name = base if attempt == 1 else f"{base}-{attempt}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..storage.secrets import scan_text
+from ..secrets import scan_text
 from .model import ModelClient, ModelError
 from .prompts import TITLE_PROMPT, TITLE_SCHEMA
 from .turns import render_turn, turn_of

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import Invalid
 from ..schemas.rendering import read_event, unretracted
-from ..storage.secrets.redact import redact_text
+from ..secrets.redact import redact_text
 from ..storage.summary import first_text
 
 TOOL_RESULT_CHARS = 1000  # a tool result is context: this much of each

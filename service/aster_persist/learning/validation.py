@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Invalid
+from ..secrets import scan_text
 from ..storage.memory import slugify
-from ..storage.secrets import scan_text
 
 
 def validate_items(

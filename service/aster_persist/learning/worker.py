@@ -36,7 +36,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..storage.secrets.redact import redact_text
+from ..secrets.redact import redact_text
 from .boundaries import Boundaries
 from .consolidation import Consolidation
 from .extraction import Extraction

@@ -21,7 +21,6 @@ from watchfiles import Change, awatch
 from ..services.memory import Memory
 from ..services.sessions import Sessions
 from ..storage.jsonl import TEMP_MARK
-from ..storage.memory import MemoryStore
 
 log = logging.getLogger("aster_persist")
 
@@ -40,7 +39,7 @@ def _wanted(change: Change, path: str) -> bool:
     )
 
 
-def _files(paths: list[Path], memory: MemoryStore) -> list[Path]:
+def _files(paths: list[Path], memory: Memory) -> list[Path]:
     """The paths, with every folder replaced by the files in it (or, for a folder that
     is gone, by the memory files the store knew in it)."""
     out = []
@@ -62,9 +61,8 @@ async def watch(
     Watching starts once the index has caught up (so start-up is not slowed by walking
     the tree twice); memory edited in between is found by one comparison of every
     memory file as soon as the watch is in place."""
-    memory = service.store
     await sessions.ready.wait()
-    roots = [memory.root, sessions.home.sessions]
+    roots = [service.root, sessions.home.sessions]
     for root in roots:
         root.mkdir(parents=True, exist_ok=True)
     changes_seen = awatch(
@@ -78,12 +76,12 @@ async def watch(
         rust_timeout=200,
     )
     async for changes in changes_seen:
-        paths = _files([Path(path) for _, path in changes], memory)
+        paths = _files([Path(path) for _, path in changes], service)
         if not ready.is_set():
             ready.set()
             # Every file there is now, and every file the store knew (some may be gone).
-            paths += [p for p in memory.root.rglob("*.md") if ".archive" not in p.parts]
-            paths += memory.known_files(memory.root)
+            paths += [p for p in service.root.rglob("*.md") if ".archive" not in p.parts]
+            paths += service.known_files(service.root)
         if not paths:
             continue
         try:

@@ -38,6 +38,7 @@ class LazyMcp:
         self._stores: tuple[Sessions, Memory] | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._front: Any = None  # the server, once loaded and running
 
     def attach(self, sessions: Sessions, memory: Memory) -> None:
         """The stores the server will use, once the daemon has opened them."""
@@ -66,9 +67,19 @@ class LazyMcp:
             self.loaded.set()
             return
         async with front.running(sessions, memory):
-            self.app = front.app
+            self.app, self._front = front.app, front
             self.loaded.set()
-            await self._stop.wait()
+            try:
+                await self._stop.wait()
+            finally:
+                self._front = None
+
+    def changed(self, entry: dict[str, Any]) -> None:
+        """A journal listener (writer thread): the entry, to the server's change events
+        once it runs (before, no client can have asked for any)."""
+        front = self._front
+        if front is not None:
+            front.changed(entry)
 
     async def close(self) -> None:
         """Stop the server if it ever started (a load still in progress is abandoned)."""

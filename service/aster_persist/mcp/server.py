@@ -30,10 +30,10 @@ from starlette.types import ASGIApp
 
 from .. import __version__
 from ..errors import AsterError
+from ..schemas.names import check_session_id
 from ..schemas.rendering import unretracted
+from ..secrets.redact import redacted
 from ..services.tools import withheld
-from ..storage.home import check_session_id
-from ..storage.secrets.redact import redacted
 from .tools import tools_of
 
 if TYPE_CHECKING:
@@ -77,19 +77,16 @@ class McpFront:
 
     @contextlib.asynccontextmanager
     async def running(self, sessions: Sessions, memory: Memory) -> AsyncIterator[None]:
-        """Serve while the daemon does; journal entries become change events."""
+        """Serve while the daemon does (``app.py`` hands it every journal entry, which
+        becomes a change event)."""
         self.sessions, self.memory = sessions, memory
         self.loop = asyncio.get_running_loop()
-        memory.store.journal.listeners.append(self._changed)
-        try:
-            async with self.server.session_manager.run():
-                yield
-        finally:
-            memory.store.journal.listeners.remove(self._changed)
+        async with self.server.session_manager.run():
+            yield
 
     # -- change events --------------------------------------------------------------------
 
-    def _changed(self, entry: dict[str, Any]) -> None:
+    def changed(self, entry: dict[str, Any]) -> None:
         """A journal listener (any thread): announce what the entry changed."""
         if self.loop is None or entry.get("op") == "memory.recall":
             return
@@ -124,11 +121,11 @@ class McpFront:
         assert self.sessions is not None and self.memory is not None
         return self.sessions, self.memory
 
-    def scope(self, repo_root: str | None) -> str:
+    async def scope(self, repo_root: str | None) -> str:
         """The memory scope of a repository root (the global one for None); the roots
         seen are kept, so a change to a scope announces each root's context."""
         try:
-            scope = self.stores()[1].store.scope_for(repo_root)
+            scope = await self.stores()[1].scope_of(repo_root)
         except AsterError as exc:
             raise ToolError(exc.detail) from None
         if repo_root:
@@ -173,7 +170,7 @@ class McpFront:
         async def memory_block(scope: str, name: str) -> str:
             assert self.memory is not None
             try:
-                text, _block = self.memory.store.read_block(scope, name)
+                text, _block = await self.memory.read(scope, name)
             except AsterError as exc:
                 raise ResourceError(exc.detail) from None
             notice = withheld(name, text)  # a secret left there by hand never goes out
@@ -217,7 +214,7 @@ class McpFront:
 
     async def _context(self, repo_root: str | None) -> str:
         assert self.memory is not None
-        scope = self.scope(repo_root)
+        scope = await self.scope(repo_root)
         project = None if scope == "global" else scope
-        result = await asyncio.to_thread(self.memory.store.render_context, project, None)
+        result = await self.memory.context(project, None)
         return str(result["content"])

@@ -27,15 +27,15 @@ from pydantic import ConfigDict, ValidationError, create_model
 from ..api.models import summary_of
 from ..errors import AsterError
 from ..index.text import parse_query
+from ..schemas import frontmatter
 from ..schemas.mcp_tools import MCP_TOOLS
 from ..schemas.memory import ProcedureIn
+from ..schemas.names import check_session_id
 from ..schemas.rendering import read_event, unretracted
 from ..schemas.tools import ToolSpec
+from ..secrets.redact import redacted
 from ..services.tools import failure, withheld
 from ..services.tools import search_memory as search_tool
-from ..storage import frontmatter
-from ..storage.home import check_session_id
-from ..storage.secrets.redact import redacted
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
@@ -47,7 +47,7 @@ class Front(Protocol):
 
     def stores(self) -> tuple[Sessions, Memory]: ...
 
-    def scope(self, repo_root: str | None) -> str: ...
+    async def scope(self, repo_root: str | None) -> str: ...
 
     async def query(self, pending: Any) -> Any: ...
 
@@ -160,7 +160,7 @@ def tools_of(front: Front) -> list[Tool]:
         return fn
 
     async def scope_of(repo_root: str | None, ctx: Context[Any, Any]) -> str:
-        return front.scope(await project_of(repo_root, ctx))
+        return await front.scope(await project_of(repo_root, ctx))
 
     async def memory_tool(
         name: str, arguments: dict[str, Any], scope: str, session: str | None
@@ -249,10 +249,10 @@ def tools_of(front: Front) -> list[Tool]:
     @tool
     async def list_memory(limit: int, repo_root: str | None, ctx: Any) -> CallToolResult:
         scope = await scope_of(repo_root, ctx)
-        store = front.stores()[1].store
+        memory = front.stores()[1]
         scopes = [scope] if scope == "global" else [scope, "global"]
         blocks = sorted(  # a block a hand edit left a secret in is withheld, as everywhere
-            (b for s in scopes for b in store.list_blocks(s) if not b.secrets),
+            (b for s in scopes for b in memory.blocks(s) if not b.secrets),
             key=lambda b: (b.updated_at, b.name),
             reverse=True,
         )[:limit]

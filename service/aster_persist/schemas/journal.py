@@ -4,9 +4,17 @@ the API, the feed and the dashboard all read."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
+
+ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli", "dashboard")
+CLIENT_ACTORS = ("api", "cli", "dashboard")  # what a request may say it is (X-Aster-Actor)
+# Who is asking, for the request being served: a change journaled as made by "api" is
+# journaled as made by this instead (the guard sets it from the X-Aster-Actor header;
+# the writer thread runs each call in the caller's context, so every path sees it).
+REQUEST_ACTOR: ContextVar[str] = ContextVar("aster_request_actor", default="api")
 
 
 class Op(NamedTuple):
@@ -96,3 +104,10 @@ def operations(actors: tuple[str, ...]) -> dict[str, Any]:
     """``JournalOperations``: the table above, and the actors given."""
     table = [{"op": op, "revertible": o.revertible, "records": o.records} for op, o in OPS.items()]
     return {"operations": table, "actors": list(actors)}
+
+
+def matches_op(value: Any, wanted: str) -> bool:
+    """``op=session.created`` matches itself; ``op=session`` matches every ``session.*``."""
+    if not isinstance(value, str):
+        return False
+    return value == wanted or ("." not in wanted and value.startswith(wanted + "."))

@@ -133,6 +133,7 @@ class Frontmatter(KnownKeys):
 
 
 NOTE_MAX = 4000  # a bullet of ASTER.md, which goes into every prompt
+MAX_INDEX_ENTRIES = 60  # the blocks the prompt context lists, at most
 # A character that is not white space (str.isspace, written out so every regex engine
 # reads it alike): a note needs one.
 NOT_SPACE = r"[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"

@@ -15,10 +15,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from ..schemas.conditions import TagCondition
 from ..schemas.memory import BlockIn, ProcedureIn
+from ..schemas.names import check_name, check_session_id
 from ..storage.commit import GroupCommitter
-from ..storage.home import check_session_id
-from ..storage.memory import BlockMeta, MemoryStore, check_name, slugify
+from ..storage.memory import BlockMeta, MemoryStore, slugify
 from ..storage.memory.plans import Plans
 from .tools import ToolAnswer, run_tool
 
@@ -29,18 +30,90 @@ def _session(session_id: str | None) -> str | None:
 
 
 class Memory:
-    """Memory for every caller: ``store`` for what it reads, and one method per write."""
+    """Memory for every caller: typed reads and writes over a store no caller reaches."""
 
     def __init__(self, store: MemoryStore, writer: GroupCommitter) -> None:
-        self.store = store
+        self._store = store
         self._writer = writer
         self._plans = Plans(store)
+        self.root = store.root  # the memory folder, which the watcher watches
 
     async def scope_of(self, repo_root: str | None) -> str:
         """The scope a request names; resolving a worktree reads a file, so off the loop."""
         if repo_root is None:
             return "global"
-        return await asyncio.to_thread(self.store.scope_for, repo_root)
+        return await asyncio.to_thread(self._store.scope_for, repo_root)
+
+    # -- reads: the block index where they are asked, files off the loop -----------------
+
+    def block(self, scope: str, name: str) -> BlockMeta | None:
+        """A block as the index knows it, or None (no file read)."""
+        return self._store.block(scope, name)
+
+    def blocks(
+        self,
+        scope: str,
+        *,
+        tags: list[str] | None = None,
+        match: str = "all",
+        type: str | None = None,
+        include_archived: bool = False,
+        with_global: bool = False,
+    ) -> list[BlockMeta]:
+        """Blocks of a scope (``with_global``: and of global memory, shadowed by name)
+        with all (``match="any"``: any) of ``tags``, most recently updated first."""
+        return self._store.list_blocks(
+            scope,
+            tags=tags,
+            match=match,
+            type=type,
+            include_archived=include_archived,
+            with_global=with_global,
+        )
+
+    def usage(self, block: BlockMeta) -> dict[str, Any]:
+        """How often and when last a block was recalled."""
+        return self._store.usage(block)
+
+    def count(self) -> int:
+        """How many blocks, archived ones included."""
+        return self._store.count()
+
+    def scopes(self) -> list[str]:
+        """Every scope that has blocks."""
+        return self._store.scopes()
+
+    async def core(self, scope: str) -> tuple[str, str]:
+        """``ASTER.md`` of a scope and its ETag."""
+        return await asyncio.to_thread(self._store.read_core, scope)
+
+    async def read(self, scope: str, name: str, *, archived: bool = False) -> tuple[str, BlockMeta]:
+        """A block's text and metadata as they are on disk now (no recall journaled)."""
+        return await asyncio.to_thread(self._store.read_block, scope, name, archived=archived)
+
+    async def context(self, project: str | None, relevant: list[str] | None) -> dict[str, Any]:
+        """The prompt context of a project, or of global memory (``project`` None)."""
+        return await asyncio.to_thread(self._store.render_context, project, relevant)
+
+    async def holds(self, scope: str, body: str, meta: dict[str, Any]) -> bool:
+        """Whether a live block already has this body from this provenance."""
+        return await asyncio.to_thread(self._store.holds, scope, body, meta)
+
+    async def journal_entries(self) -> list[dict[str, Any]]:
+        """Every journal entry, oldest first."""
+        return await asyncio.to_thread(self._store.journal.entries)
+
+    def where(self, path: Path, root: Path) -> tuple[str, str, str] | None:
+        """The (scope, name, real path) of a live memory file, or None."""
+        return self._store.where(path, root)
+
+    def known_files(self, folder: Path) -> list[Path]:
+        """The live memory files under ``folder`` as memory last wrote or saw them."""
+        return self._store.known_files(folder)
+
+    def name_for(self, title: str) -> str:
+        """A block name from a title ("API conventions!" -> "api-conventions")."""
+        return slugify(title)
 
     # -- blocks -------------------------------------------------------------------------
 
@@ -81,33 +154,73 @@ class Memory:
         scope = await self.scope_of(repo_root)
         _session(session_id)
         if not track or archived:
-            return self.store.read_block(scope, name, archived=archived)
+            return await self.read(scope, name, archived=archived)
         # A recall writes one unsynced journal line: done here unless the journal is busy
         # (a change being synced), then on the writer thread rather than waiting on a disk.
-        found = self.store.try_recall(scope, name, session=session_id)
+        found = self._store.try_recall(scope, name, session=session_id)
         if found is None:
-            return await self._writer.call(self.store.recall, scope, name, session=session_id)
+            return await self._writer.call(self._store.recall, scope, name, session=session_id)
         return found
 
     async def read_block(self, scope: str, name: str) -> tuple[str, BlockMeta]:
         """A block as the writer thread sees it, after every write queued before."""
-        return await self._writer.call(self.store.read_block, scope, name)
+        return await self._writer.call(self._store.read_block, scope, name)
 
-    async def write_block(self, scope: str, name: str, **options: Any) -> tuple[BlockMeta, bool]:
-        """Write a block (``body``, ``meta``, ``replace``, ``if_match``, ``actor``…)."""
-        _session(options.get("session"))
-        return await self._writer.call(self.store.write_block, scope, name, **options)
+    async def write_block(
+        self,
+        scope: str,
+        name: str,
+        *,
+        body: str,
+        meta: dict[str, Any],
+        replace: bool = False,
+        if_match: TagCondition = None,
+        actor: str = "api",
+        session: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> tuple[BlockMeta, bool]:
+        """Write a block, or merge it into the live block with its body: the block, and
+        whether it was merged (a different block of its name is 409 unless ``replace``)."""
+        _session(session)
+        return await self._writer.call(
+            self._store.write_block,
+            scope,
+            name,
+            body=body,
+            meta=meta,
+            replace=replace,
+            if_match=if_match,
+            actor=actor,
+            session=session,
+            detail=detail,
+        )
 
     async def patch_block(
-        self, scope: str, name: str, changes: dict[str, Any], **options: Any
+        self,
+        scope: str,
+        name: str,
+        changes: dict[str, Any],
+        *,
+        if_match: TagCondition = None,
+        actor: str = "api",
+        session: str | None = None,
     ) -> BlockMeta:
-        return await self._writer.call(self.store.patch_block, scope, name, changes, **options)
+        """Set frontmatter keys (and the body, as ``body``); every other byte stays."""
+        return await self._writer.call(
+            self._store.patch_block,
+            scope,
+            name,
+            changes,
+            if_match=if_match,
+            actor=actor,
+            session=session,
+        )
 
     async def write_procedure(
         self, scope: str, base: str, *, body: str, meta: dict[str, Any], session: str | None
     ) -> tuple[BlockMeta, bool]:
         return await self._writer.call(
-            self.store.write_procedure, scope, base, body=body, meta=meta, session=session
+            self._store.write_procedure, scope, base, body=body, meta=meta, session=session
         )
 
     async def procedure(self, scope: str, body: ProcedureIn) -> tuple[BlockMeta, bool]:
@@ -138,22 +251,65 @@ class Memory:
             session=body.session_id,
         )
 
-    async def forget(self, scope: str, name: str, **options: Any) -> None:
-        await self._writer.call(self.store.forget, scope, name, **options)
+    async def forget(
+        self,
+        scope: str,
+        name: str,
+        *,
+        actor: str = "api",
+        session: str | None = None,
+        if_match: TagCondition = None,
+    ) -> None:
+        """Delete a block; the journal keeps its content, so it can be reverted."""
+        await self._writer.call(
+            self._store.forget, scope, name, actor=actor, session=session, if_match=if_match
+        )
 
-    async def move(self, scope: str, name: str, *, archive: bool, **options: Any) -> BlockMeta:
-        """Archive a block (``archive``) or bring it back."""
-        return await self._writer.call(self.store.move, scope, name, archive=archive, **options)
+    async def move(
+        self,
+        scope: str,
+        name: str,
+        *,
+        archive: bool,
+        actor: str = "api",
+        session: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> BlockMeta:
+        """Archive a block (``archive``) or bring it back (``detail``: why, journaled)."""
+        return await self._writer.call(
+            self._store.move,
+            scope,
+            name,
+            archive=archive,
+            actor=actor,
+            session=session,
+            detail=detail,
+        )
 
     # -- core memory and notes ----------------------------------------------------------
 
-    async def write_core(self, scope: str, text: str, **options: Any) -> dict[str, Any]:
-        return await self._writer.call(self.store.write_core, scope, text, **options)
+    async def write_core(
+        self,
+        scope: str,
+        text: str,
+        *,
+        if_match: TagCondition = None,
+        actor: str = "api",
+        session: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace ``ASTER.md`` of a scope; 412 when ``if_match`` is stale."""
+        return await self._writer.call(
+            self._store.write_core, scope, text, if_match=if_match, actor=actor, session=session
+        )
 
-    async def add_note(self, scope: str, note: str, **options: Any) -> dict[str, Any]:
+    async def add_note(
+        self, scope: str, note: str, *, actor: str = "api", session: str | None = None
+    ) -> dict[str, Any]:
         """A line in core memory; the one limit for ``ASTER.md`` is the store's."""
-        _session(options.get("session"))
-        return await self._writer.call(self.store.add_note, scope, note, **options)
+        _session(session)
+        return await self._writer.call(
+            self._store.add_note, scope, note, actor=actor, session=session
+        )
 
     # -- the agent tools, hygiene, the journal ----------------------------------------
 
@@ -163,23 +319,43 @@ class Memory:
         """Run one agent tool call: the text the model sees, and whether it failed."""
         _session(session)
         answer: ToolAnswer = await self._writer.call(
-            run_tool, self.store, scope, name, arguments, session=session
+            run_tool, self._store, scope, name, arguments, session=session
         )
         return answer
 
-    async def prune(self, scope: str, **options: Any) -> dict[str, Any]:
-        return await self._writer.call(self.store.prune, scope, **options)
+    async def prune(
+        self,
+        scope: str,
+        *,
+        max_age_days: float,
+        max_importance: float,
+        dry_run: bool,
+        actor: str = "api",
+        trigger: str = "prune asked for",
+    ) -> dict[str, Any]:
+        """Archive stale, unimportant blocks (never a protected one), each journaled."""
+        return await self._writer.call(
+            self._store.prune,
+            scope,
+            max_age_days=max_age_days,
+            max_importance=max_importance,
+            dry_run=dry_run,
+            actor=actor,
+            trigger=trigger,
+        )
 
     async def revert(self, entry: dict[str, Any]) -> dict[str, Any]:
-        return await self._writer.call(self.store.revert, entry)
+        return await self._writer.call(self._store.revert, entry)
 
-    async def reconcile(self, paths: list[Path]) -> None:
-        """Take in memory files people or other programs changed (journaled as such)."""
-        await self._writer.call(self.store.reconcile, paths)
+    async def reconcile(self, paths: list[Path]) -> list[dict[str, Any]]:
+        """Take in memory files people or other programs changed; the entries that
+        journal them."""
+        entries: list[dict[str, Any]] = await self._writer.call(self._store.reconcile, paths)
+        return entries
 
     async def record(self, op: str, **fields: Any) -> None:
         """A journal line about memory (``memory.rejected``…), durably."""
-        await self._writer.call(self.store.journal.record, op, **fields)
+        await self._writer.call(self._store.journal.record, op, **fields)
 
     async def apply_plan(
         self, scope: str, steps: list[dict[str, Any]], *, actor: str, detail: dict[str, Any]
@@ -194,7 +370,7 @@ class Memory:
     async def load(self) -> dict[tuple[str, str], str]:
         """Read every memory file, and complete (or undo) a plan a crash cut short; the
         ETag of each live block, for the search index."""
-        await self._writer.call(self.store.load)
+        await self._writer.call(self._store.load)
         await self._writer.call(self._plans.finish)
-        etags: dict[tuple[str, str], str] = await self._writer.call(self.store.index_etags)
+        etags: dict[tuple[str, str], str] = await self._writer.call(self._store.index_etags)
         return etags

@@ -17,8 +17,8 @@ from ..errors import AsterError, BlockNotFound, Invalid, NameTaken, SecretDetect
 from ..index.text import parse_query
 from ..schemas.numbers import integral
 from ..schemas.tools import FOUND_BY_DEFAULT, MAX_FOUND, MEMORY_TOOLS
+from ..secrets import LEFT_BY_HAND, found_in, kinds, lines_of
 from ..storage.memory import MemoryStore, slugify
-from ..storage.secrets import LEFT_BY_HAND, found_in, kinds, lines_of
 
 if TYPE_CHECKING:
     from .sessions import Sessions

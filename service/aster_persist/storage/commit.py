@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..errors import PreconditionFailed, StorageFailed
-from .conditions import SeqCondition, holds, named
+from ..schemas.conditions import SeqCondition, holds, named
 from .transcripts import AppendRequest, AppendResult, Location, SyncPass, TranscriptStore
 
 log = logging.getLogger("aster_persist")

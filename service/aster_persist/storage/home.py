@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import logging
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -21,16 +19,17 @@ from pathlib import Path
 
 from ..errors import HomeInUse, HomeUnavailable, InvalidName
 from ..paths import resolve_home
+from ..schemas.names import (
+    REPO_ROOT_RE,
+    check_session_id,
+    check_slug,
+)
 from . import fs
 
 log = logging.getLogger("aster_persist")
 
 DIR_MODE = fs.DIR_MODE
 FILE_MODE = fs.FILE_MODE
-ULID_RE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
-REPO_ROOT_RE = re.compile(r"^/[^\x00]{0,4095}$")  # absolute, no NUL, at most 4096 characters
-SLUG_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,79}-[0-9a-f]{8}$")
-_SLUG_RUN = re.compile(r"[^A-Za-z0-9._]+")
 TRASH = ".trash"
 
 
@@ -83,28 +82,6 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def project_slug(repo_root: str) -> str:
-    """Readable, collision-free folder name for a repository root (SPEC §2)."""
-    # Dots are trimmed from the ends too, so a slug never names a hidden folder.
-    readable = _SLUG_RUN.sub("-", repo_root).strip("-.")[:80].strip("-.") or "root"
-    digest = hashlib.sha256(repo_root.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{readable}-{digest}"
-
-
-def check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not ULID_RE.fullmatch(session_id):
-        raise InvalidName(
-            "session id must be a ULID: 26 characters of Crockford base32 in upper case"
-        )
-    return session_id
-
-
-def check_slug(slug: str) -> str:
-    if not SLUG_RE.fullmatch(slug) or slug in (".", ".."):
-        raise InvalidName(f"not a project slug: {slug[:100]!r}")
-    return slug
 
 
 ensure_dir = fs.ensure_dir

@@ -12,7 +12,6 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +19,13 @@ import orjson
 from ulid import ULID
 
 from ..errors import Invalid, StorageFailed
-from ..schemas.journal import OPS, revertible
+from ..schemas.clock import Clock, format_ts
+from ..schemas.journal import ACTORS, OPS, REQUEST_ACTOR, matches_op, revertible
+from ..schemas.names import ULID_RE
 from . import fs
-from .home import FILE_MODE, ULID_RE
+from .home import FILE_MODE
 from .jsonl import parse, read_bytes, write_new
-from .transcripts import Clock, format_ts
 
-ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli", "dashboard")
-CLIENT_ACTORS = ("api", "cli", "dashboard")  # what a request may say it is (X-Aster-Actor)
-# Who is asking, for the request being served: a change journaled as made by "api" is
-# journaled as made by this instead (the guard sets it from the X-Aster-Actor header;
-# the writer thread runs each call in the caller's context, so every path sees it).
-REQUEST_ACTOR: ContextVar[str] = ContextVar("aster_request_actor", default="api")
 BORN = ("session.created", "session.imported")  # the entries that say a session exists
 
 
@@ -255,8 +249,4 @@ class Journal:
         return None
 
 
-def matches_op(value: Any, wanted: str) -> bool:
-    """``op=session.created`` matches itself; ``op=session`` matches every ``session.*``."""
-    if not isinstance(value, str):
-        return False
-    return value == wanted or ("." not in wanted and value.startswith(wanted + "."))
+# END

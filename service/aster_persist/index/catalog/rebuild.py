@@ -16,9 +16,10 @@ from .files import FileEntry
 
 def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Build the index of an opened (locked) home from its files alone, from scratch."""
+    from ...schemas.clock import utc_now
     from ...storage.journal import Journal
     from ...storage.memory import MemoryStore
-    from ...storage.transcripts import TranscriptStore, utc_now
+    from ...storage.transcripts import TranscriptStore
 
     folder: Path = home.index
     for suffix in ("", "-wal", "-shm"):

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...storage.secrets.redact import prepare
+from ...secrets.redact import prepare
 from ...storage.summary import SessionInfo
 from .database import VECTORS, Catalog, MemoryDoc
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
 from ...importers.records import earlier_keys
-from ...storage.home import project_slug
+from ...schemas.names import project_slug
 from ...storage.summary import SessionInfo
 from .notices import Appended
 

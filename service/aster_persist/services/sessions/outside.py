@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import UnsafePath
 from ...index.catalog import Catalog, FileEntry
+from ...schemas.names import ULID_RE
 from ...storage import fs
-from ...storage.home import ULID_RE
 from ...storage.jsonl import parse
 from ...storage.transcripts import Location
 from .notices import Appended

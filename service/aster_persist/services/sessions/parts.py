@@ -12,9 +12,9 @@ from collections.abc import Container
 from typing import Any
 
 from ...index.catalog import CatalogWorker
+from ...schemas.conditions import SeqCondition
 from ...storage.blobs import BlobStore
 from ...storage.commit import GroupCommitter
-from ...storage.conditions import SeqCondition
 from ...storage.home import Home
 from ...storage.journal import Journal
 from ...storage.transcripts import AppendRequest, AppendResult, TranscriptStore

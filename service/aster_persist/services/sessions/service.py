@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -25,12 +26,13 @@ from ...index import search
 from ...index.catalog import NEWEST, Catalog, CatalogWorker, FileEntry, Listing
 from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
+from ...schemas.conditions import SeqCondition
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
+from ...schemas.names import project_slug
 from ...storage import fs
 from ...storage.blobs import BlobStore
 from ...storage.commit import GroupCommitter
-from ...storage.conditions import SeqCondition
-from ...storage.home import Home, normalize_repo_root, project_slug
+from ...storage.home import Home, normalize_repo_root
 from ...storage.journal import Journal
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
@@ -68,30 +70,40 @@ class Sessions:
         blobs: BlobStore,
         journal: Journal | None = None,
     ) -> None:
-        self.parts = Parts(
+        self._parts = Parts(
             home, store=store, committer=committer, catalog=catalog, blobs=blobs, journal=journal
         )
-        self.importer = Importer(self.parts)
+        self._importer = Importer(self._parts)
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
-        # what the parts are and answer, for its users
-        self.home, self.store, self.committer = home, store, committer
-        self.catalog, self.blobs, self.journal = catalog, blobs, journal
-        self.listeners = self.parts.listeners  # told of every durable append
+        self.home = home
+        self._store, self._committer, self._catalog = store, committer, catalog
+        self._blobs, self._journal = blobs, journal
+        # what the parts answer, for its users
+        self.listeners = self._parts.listeners  # told of every durable append
         self.tails, self.aliases, self.ready = (
-            self.parts.tails,
-            self.parts.aliases,
-            self.parts.ready,
+            self._parts.tails,
+            self._parts.aliases,
+            self._parts.ready,
         )
-        self.append = self.parts.append
-        self.recent_keys = self.parts.recent_keys
-        self.delete = self.parts.delete
-        self.record = self.parts.record
-        self.scope_of = self.parts.scope_of
-        self.announce = self.parts.announce
-        self.import_file = self.importer.import_file
-        self.import_stream = self.importer.import_stream
+        self.append = self._parts.append
+        self.recent_keys = self._parts.recent_keys
+        self.delete = self._parts.delete
+        self.record = self._parts.record
+        self.scope_of = self._parts.scope_of
+        self.announce = self._parts.announce
+        self.import_file = self._importer.import_file
+        self.import_stream = self._importer.import_stream
+
+    def now(self) -> datetime:
+        """The time by the store's clock (a test's own, or UTC)."""
+        return self._store.clock()
+
+    async def repo_root(self, repo_root: str) -> str:
+        """A repository root as sessions are filed under it (the main worktree's,
+        normalized; a bad one refused); resolving a worktree reads a file, so off the loop."""
+        return await asyncio.to_thread(normalize_repo_root, repo_root)
 
     async def start(self, memory_etags: dict[tuple[str, str], str] | None = None) -> None:
         """Find every session, then catch the catalog up in the background (and the
@@ -100,9 +112,9 @@ class Sessions:
         removed = await asyncio.to_thread(remove_leftover_temps, self.home.root)
         if removed:
             log.warning("removed %d temporary files left by an interrupted rewrite", removed)
-        found = await self.committer.call(self.store.scan)
-        self.committer.start()
-        aside = await outside.journal_unrecorded(self.parts, found)
+        found = await self._committer.call(self._store.scan)
+        self._committer.start()
+        aside = await outside.journal_unrecorded(self._parts, found)
         files = [
             FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
             for sid, slug, path, stat in found
@@ -115,17 +127,17 @@ class Sessions:
 
         async def catch_up() -> None:
             try:
-                future = self.catalog.submit(lambda catalog: catalog.catch_up(files, report))
+                future = self._catalog.submit(lambda catalog: catalog.catch_up(files, report))
                 stats = await asyncio.wrap_future(future)
-                if memory_etags is not None and self.catalog.memory_doc is not None:
-                    load = self.catalog.memory_doc
+                if memory_etags is not None and self._catalog.memory_doc is not None:
+                    load = self._catalog.memory_doc
                     stats["memory"] = await asyncio.wrap_future(
-                        self.catalog.submit(lambda c: c.sync_memory(memory_etags, load))
+                        self._catalog.submit(lambda c: c.sync_memory(memory_etags, load))
                     )
                 stats["seconds"] = round(time.perf_counter() - started, 3)
                 self.catch_up_stats = stats
                 log.info("catalog caught up: %s", stats)
-                self.catalog.embed_later(compact=True)  # semantic search's vectors, when on
+                self._catalog.embed_later(compact=True)  # semantic search's vectors, when on
             finally:
                 self.ready.set()
 
@@ -136,8 +148,8 @@ class Sessions:
             if self._catch_up is not None:
                 await self._catch_up
         finally:  # whatever became of the index, the transcripts are synced and closed
-            await self.committer.close()
-            await asyncio.to_thread(self.catalog.close)
+            await self._committer.close()
+            await asyncio.to_thread(self._catalog.close)
 
     # -- writes ----------------------------------------------------------------
 
@@ -155,11 +167,11 @@ class Sessions:
         try:
             header = await self._create(fields)
         except SessionExists:
-            same = await creation.same_create(self.parts, fields)
+            same = await creation.same_create(self._parts, fields)
             if same is None:
                 raise
             header, replayed = same, True
-        if self.journal is None or header["id"] not in self.journal.sessions:
+        if self._journal is None or header["id"] not in self._journal.sessions:
             await self.record(
                 "session.created",
                 header["id"],
@@ -171,20 +183,20 @@ class Sessions:
 
     async def _create(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Write the header and keep the new file open for its first append."""
-        header, writer = await self.committer.call(self.aliases.create, fields)
-        self.store.install(header["id"], writer)
+        header, writer = await self._committer.call(self.aliases.create, fields)
+        self._store.install(header["id"], writer)
         return header
 
     def open_summary(self, session_id: str) -> tuple[int, SessionInfo] | None:
         """For a session held open for appends: the bytes acknowledged so far and its
         summary; None when it is not open (read it instead)."""
-        writer = self.store.writer(session_id)
+        writer = self._store.writer(session_id)
         return None if writer is None else (writer.acked_size, writer.info)
 
     def read_span(self, session_id: str, start: int, end: int) -> tuple[list[dict[str, Any]], int]:
         """The acknowledged lines from byte ``start`` to ``end`` and the offset after
         them (a worker thread; large contents left as references)."""
-        return self.store.read_tail(session_id, start, end)
+        return self._store.read_tail(session_id, start, end)
 
     async def rename(
         self,
@@ -228,7 +240,7 @@ class Sessions:
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:
         """Back from the trash; refused while another live session holds its alias."""
         await self.ready.wait()
-        await self.committer.call(self.aliases.restore, session_id)
+        await self._committer.call(self.aliases.restore, session_id)
         await self.record("session.restored", session_id, detail or {})
 
     # -- reads -------------------------------------------------------------------
@@ -240,10 +252,10 @@ class Sessions:
         the bytes of each, and the summary."""
 
         def read() -> tuple[list[dict[str, Any]], list[bytes], SessionInfo]:
-            parsed, info = self.store.read(session_id)
+            parsed, info = self._store.read(session_id)
             lines, raw = parsed.lines, parsed.raw
             if inline:
-                lines, changed = self.blobs.inline(lines)
+                lines, changed = self._blobs.inline(lines)
                 if changed:
                     raw = [orjson.dumps(line) for line in lines]
             return lines, raw, info
@@ -254,10 +266,10 @@ class Sessions:
         """The transcript as stored, with large contents put back in place."""
 
         def export() -> bytes:
-            data = self.store.export_bytes(session_id)
+            data = self._store.export_bytes(session_id)
             if b'"content_ref"' not in data:
                 return data
-            lines, _changed = self.blobs.inline(parse(data).lines)
+            lines, _changed = self._blobs.inline(parse(data).lines)
             return b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
 
         return await asyncio.to_thread(export)
@@ -265,13 +277,13 @@ class Sessions:
     def spool(self) -> BinaryIO:
         """A file with no name in the data home (gone when closed, or at a crash) to
         hold an import's bytes as they arrive."""
-        folder = self.store.home.index
+        folder = self._store.home.index
         fs.ensure_dir(folder)  # a link on the way is refused
         return tempfile.TemporaryFile(dir=folder)
 
     async def reconcile(self, paths: list[Path]) -> None:
         """Take in transcripts another program appended to (or added)."""
-        await outside.reconcile(self.parts, paths)
+        await outside.reconcile(self._parts, paths)
 
     async def prune(
         self,
@@ -284,7 +296,7 @@ class Sessions:
     ) -> dict[str, Any]:
         """Trash old sessions (by activity, or beyond the newest N per project); purge old trash."""
         trashed, purge = await prune.choose(
-            self.parts,
+            self._parts,
             older_than_days=older_than_days,
             keep_latest=keep_latest,
             purge_trash_older_than_days=purge_trash_older_than_days,
@@ -312,9 +324,9 @@ class Sessions:
     def stats(self) -> dict[str, int]:
         """The writer thread's counters: appends acknowledged, sync passes, open files."""
         return {
-            "appends": self.committer.appends,
-            "syncs": self.committer.syncs,
-            "open_files": self.store.open_count,
+            "appends": self._committer.appends,
+            "syncs": self._committer.syncs,
+            "open_files": self._store.open_count,
         }
 
     async def listing(
@@ -354,7 +366,7 @@ class Sessions:
             )
             return rows, c.parents([info for info, _ in rows[:limit]])
 
-        rows, parents = await asyncio.wrap_future(self.catalog.submit(page))
+        rows, parents = await asyncio.wrap_future(self._catalog.submit(page))
         next_cursor = None
         if len(rows) > limit:
             rows = rows[:limit]
@@ -365,7 +377,7 @@ class Sessions:
     async def in_catalog(self, ask: Callable[[Catalog], T]) -> T:
         """Ask the catalog (its facets, its activity…) on its own thread."""
         await self.ready.wait()
-        return await asyncio.wrap_future(self.catalog.submit(ask))
+        return await asyncio.wrap_future(self._catalog.submit(ask))
 
     async def links(
         self, info: SessionInfo
@@ -392,7 +404,7 @@ class Sessions:
     ) -> list[dict[str, Any]]:
         """Memory hits for ``query`` ``within`` scopes, kinds and k (``search_memory``):
         relevance raised by recency; ``steepness``: see ``index/fusion.py``."""
-        now = self.store.clock()
+        now = self._store.clock()
         return await self.in_catalog(
             lambda c: search.search_memory(
                 c.db, query, now=now, vectors=c.vectors, steepness=steepness, **within

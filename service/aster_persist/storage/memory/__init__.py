@@ -22,17 +22,17 @@ never read block files per request. Mutations run on the writer thread.
 
 from __future__ import annotations
 
-from .context import MAX_INDEX_ENTRIES, estimate_tokens
+from ...schemas.names import NAME_RE, check_name
+from .context import estimate_tokens
 from .edits import source_of
 from .hygiene import protection
 from .meta import BlockMeta
-from .names import ARCHIVE, CORE, NAME_RE, SCHEMA, check_name, etag_of, normalized, slugify
+from .names import ARCHIVE, CORE, SCHEMA, etag_of, normalized, slugify
 from .store import MemoryStore
 
 __all__ = [
     "ARCHIVE",
     "CORE",
-    "MAX_INDEX_ENTRIES",
     "NAME_RE",
     "SCHEMA",
     "BlockMeta",

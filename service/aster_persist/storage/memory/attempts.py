@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import ParamSpec, TypeVar
 
 from ...errors import Conflict, InsufficientStorage, PreconditionFailed, StorageFailed
-from ..conditions import TagCondition, holds
+from ...schemas.conditions import TagCondition, holds
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -14,8 +14,8 @@ import hashlib
 from typing import Any
 
 from ...errors import Invalid
-from .. import frontmatter
-from ..secrets import found_in
+from ...schemas import frontmatter
+from ...secrets import found_in
 from .meta import BlockMeta, fields_of
 from .names import etag_of, normalized
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..secrets import found_in, withheld_core
+from ...schemas.memory import MAX_INDEX_ENTRIES
+from ...secrets import found_in, withheld_core
 from .meta import BlockMeta
 from .names import CORE
-
-MAX_INDEX_ENTRIES = 60
 
 
 def render_context(

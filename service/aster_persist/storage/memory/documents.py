@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import Invalid
-from .. import frontmatter
-from ..secrets import found_in
+from ...schemas import frontmatter
+from ...secrets import found_in
 from .meta import fields_of
 from .names import CORE, etag_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import frontmatter
+from ...schemas import frontmatter
 from .meta import BlockMeta, as_float, as_list, written_fields
 from .names import SCHEMA
 

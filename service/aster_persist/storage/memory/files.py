@@ -27,22 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidName, NameTaken, UnsafePath
+from ...schemas.names import NAME_RE, SLUG_RE, check_name, check_slug, project_slug
+from ...secrets import flagged, refuse_document, refuse_secrets, withheld
 from .. import fs
-from ..home import (
-    SLUG_RE,
-    Home,
-    check_slug,
-    ensure_dir,
-    fsync_dir,
-    normalize_repo_root,
-    project_slug,
-)
+from ..home import Home, ensure_dir, fsync_dir, normalize_repo_root
 from ..journal import Journal
 from ..jsonl import TEMP_MARK
-from ..secrets import flagged, refuse_document, refuse_secrets, withheld
 from .attempts import Changed, disk
 from .blocks import BlockIndex, block_of
-from .names import ARCHIVE, CORE, NAME_RE, check_name, key_of
+from .names import ARCHIVE, CORE, key_of
 
 log = logging.getLogger("aster_persist")
 LATE_WRITES_SECONDS = 0.2  # a replaced file is looked at again this long after its swap

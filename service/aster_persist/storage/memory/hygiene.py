@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import Invalid
+from ...schemas.names import check_name
 from .meta import BlockMeta, as_list
-from .names import check_name
 
 
 def check_relation_names(name: str, meta: dict[str, Any]) -> None:

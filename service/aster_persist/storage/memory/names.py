@@ -16,21 +16,11 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ...errors import InvalidName
-from ..secrets import refuse_secrets
+from ...secrets import refuse_secrets
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 CORE = "ASTER.md"
 ARCHIVE = ".archive"
 SCHEMA = "aster.memory.v1"
-
-
-def check_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise InvalidName(
-            "a block name is 1 to 64 characters of a-z, 0-9 and '-', starting with a letter or digit"
-        )
-    return name
 
 
 def slugify(title: str) -> str:

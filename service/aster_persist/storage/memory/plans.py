@@ -25,8 +25,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...errors import AsterError, BlockNotFound, Invalid, NameTaken, PreconditionFailed
-from ..secrets import refuse_secrets
-from .names import check_name
+from ...schemas.names import check_name
+from ...secrets import refuse_secrets
 
 if TYPE_CHECKING:
     from . import MemoryStore

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import Conflict, Invalid, NameTaken
+from ...secrets import refuse_journaled
 from .. import fs
 from ..home import fsync_dir
-from ..secrets import refuse_journaled
 from .attempts import disk
 from .blocks import BlockIndex, block_of
 from .files import MemoryFiles

@@ -17,13 +17,15 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import BlockNotFound, Invalid, NameTaken, PreconditionFailed, UnsafePath
+from ...schemas import frontmatter
+from ...schemas.clock import Clock, format_ts
+from ...schemas.conditions import TagCondition
 from ...schemas.memory import NOTE_MAX
-from .. import frontmatter, fs
-from ..conditions import TagCondition
+from ...schemas.names import check_name
+from ...secrets import found_in, refuse_document, refuse_secrets
+from .. import fs
 from ..home import Home
 from ..journal import Journal
-from ..secrets import found_in, refuse_document, refuse_secrets
-from ..transcripts import Clock, format_ts
 from .attempts import check_etag, retried
 from .blocks import BlockIndex, block_of, body_hash
 from .context import render_context
@@ -32,7 +34,7 @@ from .edits import merged, new_fields, patched, source_of
 from .files import MemoryFiles
 from .hygiene import check_relation_names, stale
 from .meta import BlockMeta, as_list
-from .names import CORE, check_name, etag_of, normalized
+from .names import CORE, etag_of, normalized
 from .revert import Reverter
 
 

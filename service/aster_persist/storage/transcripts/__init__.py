@@ -22,8 +22,8 @@ holds the values and limits they share.
 
 from __future__ import annotations
 
+from ...schemas.clock import Clock, format_ts, utc_now
 from ..jsonl import parse
-from .clock import Clock, format_ts, utc_now
 from .records import (
     KEYS_KEPT,
     PLACED_KEPT,

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 
 from ...errors import SessionExists, SessionNotFound, UnsafePath
+from ...schemas.clock import Clock
+from ...schemas.names import check_session_id
 from .. import fs
-from ..home import check_session_id, ensure_dir, fsync_dir
-from .clock import Clock
+from ..home import ensure_dir, fsync_dir
 from .places import Places
 from .records import Location
 from .writers import Writers

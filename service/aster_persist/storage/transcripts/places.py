@@ -10,8 +10,9 @@ from collections import OrderedDict
 from pathlib import Path
 
 from ...errors import SessionNotFound
+from ...schemas.names import check_session_id
 from .. import fs
-from ..home import TRASH, Home, check_session_id, ensure_dir
+from ..home import TRASH, Home, ensure_dir
 from .records import PLACED_KEPT, Location
 
 

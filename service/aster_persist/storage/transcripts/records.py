@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ...errors import AsterError, InsufficientStorage, StorageFailed
-from ..conditions import SeqCondition
+from ...schemas.conditions import SeqCondition
 from ..jsonl import Parsed
 from ..summary import Naming, SessionInfo, Stats
 

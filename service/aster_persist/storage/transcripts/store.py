@@ -23,13 +23,14 @@ from ulid import ULID
 
 from ... import __version__
 from ...errors import InvalidEvent, SessionExists, SessionNotFound
+from ...schemas.clock import Clock, format_ts, utc_now
 from ...schemas.events import RESERVED_HEADER_KEYS
+from ...schemas.names import check_session_id, project_slug
+from ...schemas.validation import FORMAT_VERSION, validate_header
 from .. import fs
-from ..events import FORMAT_VERSION, validate_header
-from ..home import Home, check_session_id, ensure_dir, normalize_repo_root, project_slug
+from ..home import Home, ensure_dir, normalize_repo_root
 from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..summary import SessionInfo
-from .clock import Clock, format_ts, utc_now
 from .lifecycle import Trash
 from .places import Places
 from .records import NL, Location, Writer, fold, incomplete_batch, storage_error

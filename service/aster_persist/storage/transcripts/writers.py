@@ -27,11 +27,11 @@ from ...errors import (
     SessionNotFound,
     SessionReadOnly,
 )
+from ...schemas.clock import Clock, format_ts
+from ...schemas.conditions import holds, named
 from .. import fs
-from ..conditions import holds, named
 from ..jsonl import Parsed, parse, read_bytes, write_new
 from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
-from .clock import Clock, format_ts
 from .places import Places
 from .records import (
     KEYS_KEPT,

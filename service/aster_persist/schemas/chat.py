@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schemas.rendering import unretracted
+from .rendering import unretracted
 
 _OPENAI_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 SUMMARY_PREFIX = "Summary of the earlier conversation"

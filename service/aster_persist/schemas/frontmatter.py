@@ -14,8 +14,6 @@ from typing import Any
 
 import yaml
 
-from ..errors import Invalid
-
 _FENCE = "---"
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when the wheel has it
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -43,7 +41,7 @@ def _split(text: str) -> tuple[str | None, str]:
     start = text.index("\n") + 1
     end = _closing_fence(text, start)
     if end is None:
-        raise Invalid("the frontmatter has no closing --- line")
+        raise _invalid("the frontmatter has no closing --- line")
     body_start = text.index("\n", end) + 1 if "\n" in text[end:] else len(text)
     return text[start:end], text[body_start:]
 
@@ -68,6 +66,8 @@ def plain(value: Any) -> Any:
 
 def body_of(text: str) -> str:
     """The markdown after the frontmatter (all of ``text`` when it has none or a broken one)."""
+    from ..errors import Invalid
+
     try:
         return _split(text)[1]
     except Invalid:
@@ -82,9 +82,9 @@ def parse(text: str) -> Document:
     try:
         meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
     except yaml.YAMLError as exc:
-        raise Invalid(f"the frontmatter is not valid YAML: {exc}") from None
+        raise _invalid(f"the frontmatter is not valid YAML: {exc}") from None
     if not isinstance(meta, dict):
-        raise Invalid("the frontmatter must be a YAML mapping of keys to values")
+        raise _invalid("the frontmatter must be a YAML mapping of keys to values")
     return Document(meta_text, {str(k): v for k, v in meta.items()}, body)
 
 
@@ -155,7 +155,7 @@ def set_keys(doc: Document, changes: dict[str, Any]) -> Document:
     try:
         meta = yaml.load(meta_text, Loader=_Loader) if meta_text.strip() else {}
     except yaml.YAMLError as exc:
-        raise Invalid(f"the frontmatter could not be changed in place: {exc}") from None
+        raise _invalid(f"the frontmatter could not be changed in place: {exc}") from None
     return Document(meta_text, dict(meta or {}), doc.body)
 
 
@@ -174,3 +174,11 @@ def new_document(meta: dict[str, Any], body: str) -> Document:
     if body and not body.endswith("\n"):
         body += "\n"
     return Document(meta_text, dict(meta), body)
+
+
+def _invalid(message: str) -> Exception:
+    """The server's ``Invalid`` (422), imported when raised: loading the format loads no
+    server module."""
+    from ..errors import Invalid
+
+    return Invalid(message)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ...errors import Invalid
-from .. import frontmatter
+from ..errors import Invalid
+from ..schemas import frontmatter
 from .assignments import assignment_spans, prose_spans
 from .plugins import plugin_spans
 from .rules import Span, rule_spans

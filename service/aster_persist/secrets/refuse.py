@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ...errors import SecretDetected
+from ..errors import SecretDetected
 from .scan import (
     LEFT_BY_HAND,
     MAX_REPORTED,

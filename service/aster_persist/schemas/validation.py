@@ -11,8 +11,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import InvalidEvent
-from ..schemas.events import (
+from .events import (
     EVENT_TYPES,
     FORMAT_VERSION,
     PART_TYPES,
@@ -94,7 +93,7 @@ def validate_events(events: list[Any], *, prefix: str = "events") -> list[dict[s
         checked = cast(list[dict[str, Any]], _EVENTS.validate_python(events, strict=True))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
-        raise InvalidEvent(_summary(problems), errors=problems) from None
+        raise _invalid_event(problems) from None
     return _without_refs(checked, prefix)
 
 
@@ -104,7 +103,7 @@ def validate_events_json(raw: bytes, *, prefix: str = "events") -> list[dict[str
         checked = cast(list[dict[str, Any]], _EVENTS.validate_json(raw, strict=True))
     except ValidationError as exc:
         problems = _problems(prefix, exc)
-        raise InvalidEvent(_summary(problems), errors=problems) from None
+        raise _invalid_event(problems) from None
     return _without_refs(checked, prefix)
 
 
@@ -121,7 +120,7 @@ def _without_refs(events: list[dict[str, Any]], prefix: str) -> list[dict[str, A
                     "type": "value_error",
                 }
             ]
-            raise InvalidEvent(_summary(problems), errors=problems)
+            raise _invalid_event(problems)
     return events
 
 
@@ -139,4 +138,12 @@ def validate_header(header: dict[str, Any]) -> None:
         _HEADER.validate_python(header)
     except ValidationError as exc:
         problems = _problems("header", exc)
-        raise InvalidEvent(_summary(problems), errors=problems) from None
+        raise _invalid_event(problems) from None
+
+
+def _invalid_event(problems: list[dict[str, Any]]) -> Exception:
+    """The server's ``InvalidEvent`` (422, each problem named), imported when raised:
+    loading the rules loads no server module."""
+    from ..errors import InvalidEvent
+
+    return InvalidEvent(_summary(problems), errors=problems)

@@ -38,6 +38,8 @@ class Trace:
 
     active: bool = False
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    indexing: set[str] = field(default_factory=set)  # files entered on the catalog's threads
+    answering: set[str] = field(default_factory=set)  # files entered on every other thread
     entries: Counter[str] = field(default_factory=Counter)
     last: dict[int, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -51,14 +53,18 @@ class Trace:
             return
         name = path[at + len(PACKAGE) + 2 :]
         thread = threading.get_ident()
+        behind = threading.current_thread().name.startswith("aster-index")
         with self.lock:
             self.calls[(name, frame.f_code.co_qualname)] += 1
+            (self.indexing if behind else self.answering).add(name)
             if self.last.get(thread) != name:
                 self.entries[name] += 1
                 self.last[thread] = name
 
     def clear(self) -> None:
         self.calls.clear()
+        self.indexing.clear()
+        self.answering.clear()
         self.entries.clear()
         self.last.clear()
 
@@ -67,6 +73,9 @@ class Trace:
 class Walk:
     request: str
     files: int
+    answering: int  # files entered by the request's own work (loop, writer, syncer)
+    indexing: int  # files entered by the catalog indexing it after the answer
+    scans: int  # texts scanned for secrets (each call of scan_text or scan_document)
     functions: int
     reentries: int
     most_entered: list[tuple[str, int]]
@@ -78,6 +87,13 @@ def _walk(trace: Trace, request: str) -> Walk:
     return Walk(
         request=request,
         files=len(files),
+        answering=len(trace.answering),
+        indexing=len(trace.indexing),
+        scans=sum(
+            n
+            for (name, function), n in trace.calls.items()
+            if name.endswith("secrets/scan.py") and function in ("scan_text", "scan_document")
+        ),
         functions=len(trace.calls),
         reentries=sum(trace.entries.values()) - len(files),
         most_entered=trace.entries.most_common(6),
@@ -151,7 +167,8 @@ def bench_walk() -> None:
     for walk in trace_walks():
         add(
             f"walk: {walk.request}",
-            f"{walk.files} files, {walk.functions} functions, {walk.reentries} re-entries",
+            f"{walk.files} files ({walk.answering} answering, {walk.indexing} indexing),"
+            f" {walk.functions} functions, {walk.reentries} re-entries, {walk.scans} scans",
             "-",
             ", ".join(f"{name} x{n}" for name, n in walk.most_entered[:3]),
         )
@@ -160,7 +177,11 @@ def bench_walk() -> None:
 def main() -> None:
     for walk in trace_walks():
         print(f"\n## {walk.request}")
-        print(f"files {walk.files}, functions {walk.functions}, re-entries {walk.reentries}")
+        print(
+            f"files {walk.files} ({walk.answering} answering it, {walk.indexing} indexing it"
+            f" after), functions {walk.functions}, re-entries {walk.reentries},"
+            f" secret scans {walk.scans}"
+        )
         print("entered most:", ", ".join(f"{n} x{c}" for n, c in walk.most_entered))
         print("called most:", ", ".join(f"{n} x{c}" for n, c in walk.most_called))
 

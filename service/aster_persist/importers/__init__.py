@@ -30,8 +30,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from .. import beneath
 from ..errors import Invalid
-from ..storage import beneath
 from . import chatgpt, claude_code, codex, lines, native, openai_chat, swe_agent
 from .reader import Conversation, Format, Head, ImportProblem
 from .times import fill_times

@@ -29,9 +29,10 @@ from typing import Any
 import orjson
 from watchfiles import Change, awatch
 
+from .. import beneath
 from ..errors import AsterError, UnsafePath
 from ..services.sessions import Sessions
-from ..storage import beneath, fs
+from ..storage import fs
 
 log = logging.getLogger("aster_persist")
 

@@ -46,7 +46,7 @@ test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashbo
 proof: $(STAMP)  ## the long fault-injection run (crash loops, power loss, I/O errors, fuzzing)
 	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	rm -f test-artifacts/proof.jsonl
-	ASTER_PROOF=1 $(BIN)/python -m pytest -q tests/proof tests/e2e/test_crash.py tests/e2e/test_memory_crash.py tests/e2e/test_plans.py
+	ASTER_PROOF=1 $(BIN)/python -m pytest -q tests/proof
 	$(BIN)/python -m tests.proof.table
 
 lint: $(STAMP)

@@ -75,7 +75,7 @@ class Walk:
     files: int
     answering: int  # files entered by the request's own work (loop, writer, syncer)
     indexing: int  # files entered by the catalog indexing it after the answer
-    scans: int  # texts scanned for secrets (each call of scan_text or scan_document)
+    scans: int  # texts scanned for secrets (a file's scan remembered by content counts once)
     functions: int
     reentries: int
     most_entered: list[tuple[str, int]]
@@ -92,7 +92,7 @@ def _walk(trace: Trace, request: str) -> Walk:
         scans=sum(
             n
             for (name, function), n in trace.calls.items()
-            if name.endswith("secrets/scan.py") and function in ("scan_text", "scan_document")
+            if name.endswith("secrets/scan.py") and function in ("scan_text", "_scan_document")
         ),
         functions=len(trace.calls),
         reentries=sum(trace.entries.values()) - len(files),

@@ -12,9 +12,9 @@ import httpx
 from aster_persist.schemas import frontmatter
 
 from ..conftest import Daemon
-from ..proof.scale import record, rounds
+from .scale import record, rounds
 
-KILLS = rounds(10, 200)
+KILLS = rounds(5, 200)
 
 
 def version(body: str) -> int:

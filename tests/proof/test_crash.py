@@ -22,9 +22,9 @@ import orjson
 import pytest
 
 from ..conftest import Daemon
-from ..proof.scale import record, rounds
+from .scale import record, rounds
 
-ROUNDS = rounds(12, 200)
+ROUNDS = rounds(6, 200)
 CLIENTS = 4
 
 

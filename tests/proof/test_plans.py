@@ -13,7 +13,7 @@ import pytest
 
 from ..conftest import Daemon
 from ..model_server import ScriptedModel
-from ..proof.scale import record
+from .scale import record
 
 ROOT = "/srv/plans"
 KILLPOINT = Path(__file__).with_name("killpoint")

@@ -25,6 +25,7 @@ from bench.listing import bench_listing
 from bench.live import bench_live, bench_readers
 from bench.memory import bench_memory
 from bench.recall import bench_recall
+from bench.sequential import bench_sequential
 from bench.walk import bench_walk
 
 
@@ -40,6 +41,7 @@ def main() -> None:
         "--only",
         choices=[
             "appends",
+            "sequential",
             "listing",
             "memory",
             "live",
@@ -60,6 +62,8 @@ def main() -> None:
         print(f"fsync probe at start: {fsync_probe(work):.2f} ms", flush=True)
         if args.only in (None, "appends"):
             bench_appends(work, args.seconds, args.reps)
+        if args.only in (None, "sequential"):
+            bench_sequential(work, args.reps)
         if args.only in (None, "listing"):
             bench_listing(work, args.sessions, args.events)
         if args.only in (None, "memory"):

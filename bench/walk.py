@@ -38,8 +38,9 @@ class Trace:
 
     active: bool = False
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
-    indexing: set[str] = field(default_factory=set)  # files entered on the catalog's threads
-    answering: set[str] = field(default_factory=set)  # files entered on every other thread
+    answered: bool = False  # the response is in: what runs now follows from the request
+    answering: set[str] = field(default_factory=set)  # files entered until the response
+    after: set[str] = field(default_factory=set)  # files entered after it (index, feed...)
     entries: Counter[str] = field(default_factory=Counter)
     last: dict[int, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -53,18 +54,19 @@ class Trace:
             return
         name = path[at + len(PACKAGE) + 2 :]
         thread = threading.get_ident()
-        behind = threading.current_thread().name.startswith("aster-index")
+        behind = self.answered or threading.current_thread().name.startswith("aster-index")
         with self.lock:
             self.calls[(name, frame.f_code.co_qualname)] += 1
-            (self.indexing if behind else self.answering).add(name)
+            (self.after if behind else self.answering).add(name)
             if self.last.get(thread) != name:
                 self.entries[name] += 1
                 self.last[thread] = name
 
     def clear(self) -> None:
         self.calls.clear()
-        self.indexing.clear()
+        self.answered = False
         self.answering.clear()
+        self.after.clear()
         self.entries.clear()
         self.last.clear()
 
@@ -73,8 +75,8 @@ class Trace:
 class Walk:
     request: str
     files: int
-    answering: int  # files entered by the request's own work (loop, writer, syncer)
-    indexing: int  # files entered by the catalog indexing it after the answer
+    answering: int  # files entered until the response (the catalog's threads aside)
+    after: int  # files entered only by what follows it: indexing, the feed, the watcher
     scans: int  # texts scanned for secrets (a file's scan remembered by content counts once)
     functions: int
     reentries: int
@@ -88,7 +90,7 @@ def _walk(trace: Trace, request: str) -> Walk:
         request=request,
         files=len(files),
         answering=len(trace.answering),
-        indexing=len(trace.indexing),
+        after=len(trace.after - trace.answering),
         scans=sum(
             n
             for (name, function), n in trace.calls.items()
@@ -143,6 +145,7 @@ async def _walks(home: Path, trace: Trace) -> list[Walk]:
             trace.clear()
             trace.active = True
             await step(1)
+            trace.answered = True
             await asyncio.sleep(0.2)  # the catalog and the feed catch up, on their threads
             trace.active = False
             walks.append(_walk(trace, label))
@@ -167,7 +170,7 @@ def bench_walk() -> None:
     for walk in trace_walks():
         add(
             f"walk: {walk.request}",
-            f"{walk.files} files ({walk.answering} answering, {walk.indexing} indexing),"
+            f"{walk.files} files ({walk.answering} to answer, {walk.after} after),"
             f" {walk.functions} functions, {walk.reentries} re-entries, {walk.scans} scans",
             "-",
             ", ".join(f"{name} x{n}" for name, n in walk.most_entered[:3]),
@@ -178,8 +181,8 @@ def main() -> None:
     for walk in trace_walks():
         print(f"\n## {walk.request}")
         print(
-            f"files {walk.files} ({walk.answering} answering it, {walk.indexing} indexing it"
-            f" after), functions {walk.functions}, re-entries {walk.reentries},"
+            f"files {walk.files} ({walk.answering} until the response, {walk.after} only after"
+            f" it), functions {walk.functions}, re-entries {walk.reentries},"
             f" secret scans {walk.scans}"
         )
         print("entered most:", ", ".join(f"{n} x{c}" for n, c in walk.most_entered))

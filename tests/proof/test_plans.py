@@ -16,7 +16,7 @@ from ..model_server import ScriptedModel
 from .scale import record
 
 ROOT = "/srv/plans"
-KILLPOINT = Path(__file__).with_name("killpoint")
+KILLPOINT = Path(__file__).parents[1] / "e2e" / "killpoint"  # shared with tests/e2e
 SOURCES = [f"note-{n:02d}" for n in range(11)]
 NEW = {
     "type": "semantic",

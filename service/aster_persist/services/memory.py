@@ -353,9 +353,19 @@ class Memory:
         entries: list[dict[str, Any]] = await self._writer.call(self._store.reconcile, paths)
         return entries
 
-    async def record(self, op: str, **fields: Any) -> None:
+    async def record(
+        self,
+        op: str,
+        *,
+        scope: str,
+        actor: str = "api",
+        session: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
         """A journal line about memory (``memory.rejected``…), durably."""
-        await self._writer.call(self._store.journal.record, op, **fields)
+        await self._writer.call(
+            self._store.journal.record, op, scope=scope, actor=actor, session=session, detail=detail
+        )
 
     async def apply_plan(
         self, scope: str, steps: list[dict[str, Any]], *, actor: str, detail: dict[str, Any]

@@ -400,14 +400,27 @@ class Sessions:
         )
 
     async def search_memory(
-        self, query: Query, *, steepness: int = MEMORY_RRF_K, **within: Any
+        self,
+        query: Query,
+        *,
+        scopes: list[str] | None,
+        k: int,
+        kinds: tuple[str, ...] = ("block", "core"),
+        steepness: int = MEMORY_RRF_K,
     ) -> list[dict[str, Any]]:
-        """Memory hits for ``query`` ``within`` scopes, kinds and k (``search_memory``):
-        relevance raised by recency; ``steepness``: see ``index/fusion.py``."""
+        """The ``k`` best memory hits for ``query`` of ``scopes`` (every scope when None)
+        and ``kinds``: relevance raised by recency; ``steepness``: see ``index/fusion.py``."""
         now = self._store.clock()
         return await self.in_catalog(
             lambda c: search.search_memory(
-                c.db, query, now=now, vectors=c.vectors, steepness=steepness, **within
+                c.db,
+                query,
+                scopes=scopes,
+                kinds=kinds,
+                now=now,
+                k=k,
+                vectors=c.vectors,
+                steepness=steepness,
             )
         )
 

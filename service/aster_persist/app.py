@@ -41,7 +41,7 @@ from .live.watcher import watch
 from .mcp.lazy import LazyMcp
 from .schemas.clock import Clock, utc_now
 from .services.memory import Memory
-from .services.sessions import Appended, Listener, Sessions
+from .services.sessions import Appended, Listener, Parts, Sessions
 from .settings import Settings
 from .storage import fs
 from .storage.blobs import BlobStore
@@ -332,11 +332,13 @@ def build_sessions(
     )
     committer = GroupCommitter(store, sync_interval=settings.sync_interval_ms / 1000)
     sessions = Sessions(
-        home,
-        store=store,
-        committer=committer,
-        catalog=catalog,
-        blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
-        journal=journal,
+        Parts(
+            home,
+            store=store,
+            committer=committer,
+            catalog=catalog,
+            blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
+            journal=journal,
+        )
     )
     return Built(sessions, store, committer, catalog, journal)

@@ -14,6 +14,7 @@
 """
 
 from .notices import Appended, Listener
+from .parts import Parts
 from .service import Page, Sessions
 
-__all__ = ["Appended", "Listener", "Page", "Sessions"]
+__all__ = ["Appended", "Listener", "Page", "Parts", "Sessions"]

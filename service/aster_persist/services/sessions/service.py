@@ -23,20 +23,17 @@ import orjson
 
 from ...errors import Invalid, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import NEWEST, Catalog, CatalogWorker, FileEntry, Listing
+from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
 from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.conditions import SeqCondition
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
 from ...schemas.names import project_slug
 from ...storage import fs
-from ...storage.blobs import BlobStore
-from ...storage.commit import GroupCommitter
-from ...storage.home import Home, normalize_repo_root
-from ...storage.journal import Journal
+from ...storage.home import normalize_repo_root
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
-from ...storage.transcripts import AppendResult, TranscriptStore
+from ...storage.transcripts import AppendResult
 from . import creation, outside, prune
 from .imports import Importer
 from .parts import Parts
@@ -58,28 +55,17 @@ class Page:
 
 class Sessions:
     """Every session of the data home, for the routers, MCP, the watcher and the learner,
-    over the ``Parts`` it is built from (by ``app.py``) and the import pipeline."""
+    over the ``Parts`` ``app.py`` builds and the import pipeline over the same parts."""
 
-    def __init__(
-        self,
-        home: Home,
-        *,
-        store: TranscriptStore,
-        committer: GroupCommitter,
-        catalog: CatalogWorker,
-        blobs: BlobStore,
-        journal: Journal | None = None,
-    ) -> None:
-        self._parts = Parts(
-            home, store=store, committer=committer, catalog=catalog, blobs=blobs, journal=journal
-        )
+    def __init__(self, parts: Parts) -> None:
+        self._parts = parts
         self._importer = Importer(self._parts)
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
-        self.home = home
-        self._store, self._committer, self._catalog = store, committer, catalog
-        self._blobs, self._journal = blobs, journal
+        self.home = parts.home
+        self._store, self._committer, self._catalog = parts.store, parts.committer, parts.catalog
+        self._blobs, self._journal = parts.blobs, parts.journal
         # what the parts answer, for its users
         self.listeners = self._parts.listeners  # told of every durable append
         self.tails, self.aliases, self.ready = (

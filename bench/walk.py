@@ -1,8 +1,8 @@
 """The walk of a request: which of the daemon's source files and functions one request
 enters, on every thread, traced with a profile hook on the app in this process.
 
-Three requests are traced, each after the same request once untraced (so first-use
-imports and caches are not counted): an append of two events, a remember of a note,
+Three requests are traced once the daemon is ready and its start has settled, each
+after the same request once untraced (so first-use imports and caches are not counted): an append of two events, a remember of a note,
 and an import of a 29-line Claude Code transcript. For each it prints how many files
 and functions of ``aster_persist`` ran, how often control came back into a file it had
 left (re-entries), and the functions called most. ``python bench/walk.py`` prints the
@@ -42,6 +42,7 @@ class Trace:
     answering: set[str] = field(default_factory=set)  # files entered until the response
     after: set[str] = field(default_factory=set)  # files entered after it (index, feed...)
     entries: Counter[str] = field(default_factory=Counter)
+    scanned: Counter[str] = field(default_factory=Counter)  # lines scanned for secrets
     last: dict[int, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -58,6 +59,8 @@ class Trace:
         with self.lock:
             self.calls[(name, frame.f_code.co_qualname)] += 1
             (self.after if behind else self.answering).add(name)
+            if name == "secrets/scan.py" and frame.f_code.co_name == "scan_line":
+                self.scanned[frame.f_locals["line"]] += 1  # a scan, not a cached answer
             if self.last.get(thread) != name:
                 self.entries[name] += 1
                 self.last[thread] = name
@@ -68,6 +71,7 @@ class Trace:
         self.answering.clear()
         self.after.clear()
         self.entries.clear()
+        self.scanned.clear()
         self.last.clear()
 
 
@@ -77,7 +81,8 @@ class Walk:
     files: int
     answering: int  # files entered until the response (the catalog's threads aside)
     after: int  # files entered only by what follows it: indexing, the feed, the watcher
-    scans: int  # texts scanned for secrets (a file's scan remembered by content counts once)
+    scans: int  # lines scanned for secrets (a line's scan remembered by content: once)
+    rescans: int  # of those, scans of a line already scanned in the same request
     functions: int
     reentries: int
     most_entered: list[tuple[str, int]]
@@ -91,11 +96,8 @@ def _walk(trace: Trace, request: str) -> Walk:
         files=len(files),
         answering=len(trace.answering),
         after=len(trace.after - trace.answering),
-        scans=sum(
-            n
-            for (name, function), n in trace.calls.items()
-            if name.endswith("secrets/scan.py") and function in ("scan_text", "_scan_document")
-        ),
+        scans=sum(trace.scanned.values()),
+        rescans=sum(trace.scanned.values()) - len(trace.scanned),
         functions=len(trace.calls),
         reentries=sum(trace.entries.values()) - len(files),
         most_entered=trace.entries.most_common(6),
@@ -114,6 +116,11 @@ async def _walks(home: Path, trace: Trace) -> list[Walk]:
         app.router.lifespan_context(app),
         httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:4627") as http,
     ):
+        # what starting does (the catalog catching up, the first look at followed
+        # folders) is not any request's walk: let it finish first
+        while (await http.get("/readyz")).status_code != 200:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
         r = await http.post("/v1/sessions", json={"repo_root": "/srv/walk"})
         sid = r.json()["id"]
         two = [
@@ -171,7 +178,8 @@ def bench_walk() -> None:
         add(
             f"walk: {walk.request}",
             f"{walk.files} files ({walk.answering} to answer, {walk.after} after),"
-            f" {walk.functions} functions, {walk.reentries} re-entries, {walk.scans} scans",
+            f" {walk.functions} functions, {walk.reentries} re-entries,"
+            f" {walk.scans} lines scanned ({walk.rescans} again)",
             "-",
             ", ".join(f"{name} x{n}" for name, n in walk.most_entered[:3]),
         )
@@ -183,7 +191,7 @@ def main() -> None:
         print(
             f"files {walk.files} ({walk.answering} until the response, {walk.after} only after"
             f" it), functions {walk.functions}, re-entries {walk.reentries},"
-            f" secret scans {walk.scans}"
+            f" lines scanned for secrets {walk.scans} ({walk.rescans} of them again)"
         )
         print("entered most:", ", ".join(f"{n} x{c}" for n, c in walk.most_entered))
         print("called most:", ", ".join(f"{n} x{c}" for n, c in walk.most_called))

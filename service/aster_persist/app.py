@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -35,13 +35,13 @@ from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner
 from .learning.model import ModelClient
 from .learning.queue import JobQueue
-from .live.feed import APPENDED, JOURNAL, Feed
+from .live.feed import Feed
 from .live.follow import Following
 from .live.watcher import watch
 from .mcp.lazy import LazyMcp
 from .schemas.clock import Clock, utc_now
 from .services.memory import Memory
-from .services.sessions import Appended, Listener, Parts, Sessions
+from .services.sessions import Parts, Sessions
 from .settings import Settings
 from .storage import fs
 from .storage.blobs import BlobStore
@@ -147,10 +147,10 @@ def create_app(
             queue_size=settings.subscriber_queue,
             heartbeat=settings.heartbeat_seconds,
         )
-        store.listeners.append(announce(feed))
-        journal.listeners.append(lambda entry: feed.publish(JOURNAL, entry, entry["id"]))
+        store.listeners.append(feed.appended)
+        journal.listeners.append(feed.journaled)
         etags = await memory.load()
-        journal.listeners.append(lambda entry: reindex_memory(built.catalog, entry))
+        journal.listeners.append(built.catalog.journaled)
         await store.start(etags)
         learner = Learner(
             store,
@@ -164,7 +164,8 @@ def create_app(
             consolidate_min_interval=settings.consolidate_min_interval_minutes * 60,
             consolidate_max_blocks=settings.consolidate_max_blocks,
         )
-        store.listeners.append(learn_from(learner))
+        if learner.enabled:  # with no model, there is nothing an append could queue
+            store.listeners.append(learner.appended)
         journal.listeners.append(learner.session_started)
         learner.start()
         mcp.attach(store, memory)
@@ -262,35 +263,6 @@ def create_app(
     )
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
     return app
-
-
-def reindex_memory(catalog: CatalogWorker, entry: dict[str, Any]) -> None:
-    """Every journaled change of a memory file tells the search index to read it again."""
-    op = str(entry.get("op", ""))
-    if op.startswith("memory.") and op != "memory.recall" and entry.get("name"):
-        catalog.mark_memory(str(entry["scope"]), str(entry["name"]))
-
-
-def announce(feed: Feed) -> Listener:
-    """A listener that tells the change feed of each durable append (``session.appended``),
-    while anyone follows it."""
-
-    def appended(notice: Appended) -> None:
-        if feed.subscribers:
-            feed.publish(APPENDED, notice.wire())
-
-    return appended
-
-
-def learn_from(learner: Learner) -> Listener:
-    """A listener that lets the learner queue what each of this daemon's appends
-    completes (an import's are left alone: old history is extracted on demand)."""
-
-    def appended(notice: Appended) -> None:
-        if notice.learn and notice.events is not None:
-            learner.appended(notice.session_id, notice.events, notice.first_seq)
-
-    return appended
 
 
 class Built(NamedTuple):

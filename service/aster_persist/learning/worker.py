@@ -47,6 +47,7 @@ from .turns import completes_turn
 
 if TYPE_CHECKING:
     from ..services.memory import Memory
+    from ..services.sessions import Appended
     from .transcripts import Transcripts
 
 # the name log lines have always carried, from when this was learner.py
@@ -125,10 +126,14 @@ class Learner:
             with contextlib.suppress(RuntimeError):  # the loop is closing: nothing is due
                 self.task.get_loop().call_soon_threadsafe(self.boundaries.started, entry["scope"])
 
-    def appended(self, session_id: str, events: list[dict[str, Any]], first_seq: int) -> None:
-        """Called on the event loop once an append is durable: queue what it completes."""
-        if not self.enabled:
+    def appended(self, notice: Appended) -> None:
+        """A listener of appends (on the event loop, once they are durable): queue what
+        this daemon's own appends complete (an import's are left alone: old history is
+        extracted on demand). ``app.py`` lists it only when learning is ``enabled``."""
+        events = notice.events
+        if not (self.enabled and notice.learn and events is not None):
             return
+        session_id, first_seq = notice.session_id, notice.first_seq
         held = self.sessions.open_summary(session_id)
         if self.boundaries is not None and held is not None:
             self.boundaries.touched(f"project:{held[1].slug}")

@@ -39,11 +39,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionNotFound, TooManySubscribers
 from .followers import PIECE, Accepts, Find, Place, Read, Subscriber, Tail
 from .sse import Block, Item, block_of, events_after
+
+if TYPE_CHECKING:
+    from ..services.sessions import Appended
 
 log = logging.getLogger("aster_persist")
 
@@ -144,6 +147,15 @@ class Feed:
                 del self.tails[tail.session_id]
                 if tail.task is not None:
                     tail.task.cancel()
+
+    def appended(self, notice: Appended) -> None:
+        """A listener of appends: a ``session.appended`` notice, while anyone follows."""
+        if self.subscribers:
+            self.publish(APPENDED, notice.wire())
+
+    def journaled(self, entry: dict[str, Any]) -> None:
+        """A journal listener: the entry, with its id to resume after."""
+        self.publish(JOURNAL, entry, entry["id"])
 
     def publish(self, kind: str, data: dict[str, Any], event_id: str | None = None) -> None:
         """Add an item for every follower (any thread; never blocks)."""

@@ -4,7 +4,8 @@
 
     service.py   Sessions: create, append, rename, delete, restore, revert, read, export,
                  listings and search, with listeners told of every durable append
-    notices.py   Appended, the notice listeners get
+    parts.py     Parts, what the service and the importer share, and Appended, the
+                 notice listeners get
     creation.py  what a create checks first: a retry, and a caller's alias
     imports.py   sessions from files other tools wrote, written whole
     outside.py   transcripts other programs appended to or added, and sessions found
@@ -13,8 +14,7 @@
     tails.py     what session tails read from a transcript (worker threads)
 """
 
-from .notices import Appended, Listener
-from .parts import Parts
+from .parts import Appended, Listener, Parts
 from .service import Page, Sessions
 
 __all__ = ["Appended", "Listener", "Page", "Parts", "Sessions"]

@@ -28,7 +28,7 @@ from ... import importers
 from ...importers.records import earlier_keys
 from ...schemas.names import project_slug
 from ...storage.summary import SessionInfo
-from .notices import Appended
+from .parts import Appended
 
 if TYPE_CHECKING:
     from .parts import Parts

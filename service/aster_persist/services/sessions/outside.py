@@ -18,7 +18,7 @@ from ...schemas.names import ULID_RE
 from ...storage import fs
 from ...storage.jsonl import parse
 from ...storage.transcripts import Location
-from .notices import Appended
+from .parts import Appended
 
 if TYPE_CHECKING:
     from .parts import Parts

@@ -21,6 +21,7 @@ from ...errors import UnsafePath
 from ...storage import fs
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
+from ...storage.transcripts.records import Written
 from .. import search
 from ..text import Doc, Query, docs_of
 from .files import GONE, FileEntry, continues, read_files, summarize_file
@@ -117,9 +118,11 @@ class Catalog:
         infos: list[SessionInfo],
         locate: Callable[[str, str], Path],
         stop: Callable[[], bool] | None = None,
+        held: dict[str, list[Written]] | None = None,
     ) -> list[SessionInfo]:
         """Write summaries handed over by the store, indexing the bytes each one covers
-        that the index has not seen (read back from the file: only the new bytes).
+        that the index has not seen: the lines as the daemon wrote them when ``held``
+        has all of them for the session, else read back from the file (the new bytes).
 
         ``stop`` is asked after each session whose text was indexed: once it says so,
         the rest are left as they were and returned (written by a later call)."""
@@ -140,6 +143,11 @@ class Catalog:
                 if stop is not None and stop():
                     done = n
                     break
+                lines = _written(held.get(info.id) if held else None, offset, info.offset)
+                if lines is not None and (not lines or lines[0].get("seq") == last_seq + 1):
+                    docs = [doc for line in lines for doc in docs_of(line, info.created_at)]
+                    search.insert_docs(self.db, info.id, docs)
+                    continue
                 path = locate(info.slug, info.id)
                 if info.offset < offset or not self._index_range(info, path, offset, last_seq + 1):
                     # shrunk, or the new bytes do not continue what was indexed: read it all
@@ -435,3 +443,18 @@ class _Tx:
 
 
 MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
+
+
+def _written(held: list[Written] | None, start: int, end: int) -> list[dict[str, Any]] | None:
+    """The lines of bytes ``start``..``end`` when ``held`` is exactly them, one write
+    after another; None when it is not (the file is read instead)."""
+    if not held or held[0].start != start or held[-1].end != end:
+        return None
+    lines: list[dict[str, Any]] = []
+    at = start
+    for written in held:
+        if written.start != at:
+            return None
+        lines.extend(written.records)
+        at = written.end
+    return lines

@@ -10,13 +10,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...secrets.redact import prepare
 from ...storage.summary import SessionInfo
+from ...storage.transcripts.records import Written
 from .database import VECTORS, Catalog, MemoryDoc
 
 if TYPE_CHECKING:  # the semantic extra's
@@ -26,6 +27,7 @@ log = logging.getLogger("aster_persist")
 
 FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
 FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
+HELD_MAX = 50_000  # lines written and not yet indexed held for the index, at most
 
 
 class CatalogWorker:
@@ -54,6 +56,10 @@ class CatalogWorker:
         self._embedding = False  # a batch of embedding is queued
         self._compact = False  # sessions were removed since the vectors were compacted
         self._dirty: dict[str, SessionInfo] = {}
+        # what the daemon wrote and has not indexed yet, as written: indexed from here
+        # instead of read back from the file, when it is all of what is new
+        self._held: dict[str, list[Written]] = {}
+        self._held_lines = 0
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()
         self._marks = 0  # summaries marked so far: a flush between writes sees them come
@@ -64,19 +70,55 @@ class CatalogWorker:
         self._ticker = threading.Thread(target=self._tick, name="aster-index-tick", daemon=True)
         self._ticker.start()
 
-    def mark(self, info: SessionInfo) -> None:
-        """Record a session's new summary; written before the next read (any thread)."""
+    def mark(self, info: SessionInfo, written: Sequence[Written] = ()) -> None:
+        """Record a session's new summary; written before the next read (any thread).
+        ``written`` is what the daemon appended since the summary before, as written."""
         with self._lock:
             self._dirty[info.id] = info
             self._removed.discard(info.id)
+            self._hold(info, written)
             self._marks += 1
             if self._pending_since is None:
                 self._pending_since = time.monotonic()
         self._wake.set()
 
+    def _hold(self, info: SessionInfo, written: Sequence[Written]) -> None:
+        """Keep what was written for the index, while it carries on what is held and
+        reaches the summary's offset; otherwise (or past ``HELD_MAX``) the index reads
+        the file (caller holds the lock)."""
+        held = self._held.get(info.id)
+        end = held[-1].end if held else None
+        if written and (end is None or written[0].start == end):
+            lines = sum(len(w.records) for w in written)
+            if self._held_lines + lines <= HELD_MAX and written[-1].end == info.offset:
+                self._held.setdefault(info.id, []).extend(written)
+                self._held_lines += lines
+                return
+        if held and not (not written and end == info.offset):
+            self._drop_held(info.id)
+
+    def _drop_held(self, session_id: str) -> list[Written]:
+        held = self._held.pop(session_id, [])
+        self._held_lines -= sum(len(w.records) for w in held)
+        return held
+
+    def _hold_again(self, session_id: str, older: list[Written] | None) -> None:
+        """Put back what a flush left unindexed, before what was held since, when the
+        two carry on from each other (caller holds the lock)."""
+        if not older:
+            return
+        newer = self._held.get(session_id)
+        if newer and newer[0].start != older[-1].end:
+            return  # not one run: the file is read instead
+        lines = sum(len(w.records) for w in older)
+        if self._held_lines + lines <= HELD_MAX:
+            self._held[session_id] = [*older, *(newer or [])]
+            self._held_lines += lines
+
     def forget(self, session_id: str) -> None:
         with self._lock:
             self._dirty.pop(session_id, None)
+            self._drop_held(session_id)
             self._removed.add(session_id)
         self._wake.set()
 
@@ -85,6 +127,12 @@ class CatalogWorker:
         with self._lock:
             self._memory.add((scope, name))
         self._wake.set()
+
+    def journaled(self, entry: dict[str, Any]) -> None:
+        """A journal listener: every journaled change of a memory file has it read again."""
+        op = str(entry.get("op", ""))
+        if op.startswith("memory.") and op != "memory.recall" and entry.get("name"):
+            self.mark_memory(str(entry["scope"]), str(entry["name"]))
 
     def _tick(self) -> None:
         """Flush once writes pause, so the index stays current without a reader.
@@ -116,6 +164,7 @@ class CatalogWorker:
         and leaves the rest pending for the next pause (unless they are overdue)."""
         with self._lock:
             dirty, self._dirty = self._dirty, {}
+            held = {sid: self._drop_held(sid) for sid in dirty if sid in self._held}
             removed, self._removed = self._removed, set()
             memory, self._memory = self._memory, set()
             marks, since = self._marks, self._pending_since
@@ -126,7 +175,7 @@ class CatalogWorker:
         left: list[SessionInfo] = []
         try:
             if dirty:
-                left = self.catalog.refresh(list(dirty.values()), self.locate, stop)
+                left = self.catalog.refresh(list(dirty.values()), self.locate, stop, held)
             if removed:
                 self.catalog.remove(removed)
             if memory and self.memory_doc is not None:
@@ -145,6 +194,7 @@ class CatalogWorker:
                 for info in left:
                     if info.id not in self._removed:
                         self._dirty.setdefault(info.id, info)
+                        self._hold_again(info.id, held.get(info.id))
                 if since is not None:
                     self._pending_since = min(since, self._pending_since or since)
             self._wake.set()

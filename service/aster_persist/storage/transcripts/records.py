@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import errno
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -49,6 +50,23 @@ class AppendResult:
     replayed: bool = False
 
 
+@dataclass(frozen=True)
+class Written:
+    """What one append put in a session's file: bytes ``start``..``end``, which hold
+    ``records`` (the stored lines, as written)."""
+
+    start: int
+    end: int
+    records: list[dict[str, Any]]
+
+
+class OnChange(Protocol):
+    """Told of a session's new summary (any thread), with what was written since the
+    one before when that is known (so an index need not read it back)."""
+
+    def __call__(self, info: SessionInfo, written: Sequence[Written] = (), /) -> None: ...
+
+
 @dataclass
 class Location:
     slug: str
@@ -67,6 +85,7 @@ class Writer:
     key_ends: dict[str, int] = field(default_factory=dict)  # file size after each keyed write
     acked_size: int = 0
     acked_info: SessionInfo | None = None
+    written: list[Written] = field(default_factory=list)  # appends past ``acked_size``
 
 
 @dataclass
@@ -74,6 +93,7 @@ class Lines:
     """Events made into stored lines, and what a session's summary learns from them."""
 
     chunks: list[bytes]
+    records: list[dict[str, Any]]  # the lines the chunks encode
     first: int
     last: int
     latest: str  # the newest ts among them (or now)

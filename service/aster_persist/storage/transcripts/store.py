@@ -33,7 +33,16 @@ from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..summary import SessionInfo
 from .lifecycle import Trash
 from .places import Places
-from .records import NL, Location, Writer, fold, incomplete_batch, storage_error
+from .records import (
+    NL,
+    Location,
+    OnChange,
+    Writer,
+    Written,
+    fold,
+    incomplete_batch,
+    storage_error,
+)
 from .writers import Writers
 
 
@@ -48,13 +57,13 @@ class TranscriptStore:
         clock: Clock = utc_now,
         max_event_bytes: int = 4 * 1024 * 1024,
         open_files: int = 256,
-        on_change: Callable[[SessionInfo], None] | None = None,
+        on_change: OnChange | None = None,
         on_remove: Callable[[str], None] | None = None,
     ) -> None:
         self.home = home
         self.durability = durability
         self.clock = clock
-        self.on_change = on_change or (lambda info: None)
+        self.on_change: OnChange = on_change or (lambda info, written=(): None)
         self._places = Places(home)
         self._writers = Writers(
             self._places,
@@ -189,7 +198,7 @@ class TranscriptStore:
         info.lines = 1
         fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         info.file_mtime_ns = os.fstat(fd).st_mtime_ns
-        self.on_change(replace(info))
+        self.on_change(replace(info), [Written(0, len(data), [header])])
         writer = Writer(path=path, fd=fd, size=len(data), info=info)
         writer.acked_size = writer.size
         writer.acked_info = replace(info)
@@ -226,6 +235,7 @@ class TranscriptStore:
         appears whole or not at all. A session whose id is already here is skipped
         (None). All or nothing: on any failure nothing stays."""
         built: list[tuple[dict[str, Any], SessionInfo, Path, bytes] | None] = []
+        records: dict[str, list[dict[str, Any]]] = {}  # each file's lines, for the index
         ids: set[str] = set()
         roots: dict[str, tuple[str, str]] = {}
         for fields, runs in sessions:
@@ -239,9 +249,11 @@ class TranscriptStore:
             info.absorb([header], [])
             info.lines = 1
             chunks = [head]
+            records[header["id"]] = kept = [header]
             for events, key in runs:
                 lines = self._writers.lines(events, info.last_seq + 1, key, info.naming)
                 chunks.extend(lines.chunks)
+                kept.extend(lines.records)
                 fold(info, lines)
             data = b"".join(chunks)
             info.offset = info.file_size = len(data)
@@ -284,7 +296,7 @@ class TranscriptStore:
                 self.placed.pop(header["id"], None)
                 out.append(None)
                 continue
-            self.on_change(replace(info))
+            self.on_change(replace(info), [Written(0, info.offset, records[header["id"]])])
             out.append((header, info))
         return out
 

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 from collections import Counter, OrderedDict
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,8 +38,10 @@ from .records import (
     AppendRequest,
     AppendResult,
     Lines,
+    OnChange,
     SyncPass,
     Writer,
+    Written,
     fold,
     incomplete_batch,
     storage_error,
@@ -61,7 +62,7 @@ class Writers:
         clock: Clock,
         max_event_bytes: int,
         open_files: int,
-        on_change: Callable[[SessionInfo], None],
+        on_change: OnChange,
     ) -> None:
         self._places = places
         self.durability = durability
@@ -240,6 +241,7 @@ class Writers:
         )
         data = b"".join(lines.chunks)
         self._write_all(writer, data, sid)
+        writer.written.append(Written(writer.size, writer.size + len(data), lines.records))
         writer.size += len(data)
         fold(info, lines)
         info.offset = info.file_size = writer.size
@@ -279,6 +281,7 @@ class Writers:
         now = format_ts(self.clock())
         dumps = orjson.dumps
         chunks = []
+        records = []
         batch = len(events)
         seq = first
         latest = ""  # the newest time among the lines, as a summary of the file reads it
@@ -319,6 +322,7 @@ class Writers:
                 # loss cut short is recognised and moved aside like a torn line.
                 line["batch_size"] = size
             chunks.append(dumps(line, option=NL))
+            records.append(line)
             seq += 1
             # what a listing needs, folded in the same pass
             kind = line["type"]
@@ -331,7 +335,7 @@ class Writers:
             raise PayloadTooLarge(
                 f"events[{n}] is {biggest} bytes stored; the limit is {self.max_event_bytes}"
             )
-        return Lines(chunks, first, seq - 1, latest, naming, stats)
+        return Lines(chunks, records, first, seq - 1, latest, naming, stats)
 
     def _write_all(self, writer: Writer, data: bytes, sid: str) -> None:
         view = memoryview(data)
@@ -352,7 +356,12 @@ class Writers:
         if size > writer.acked_size:
             writer.acked_size = size
             writer.acked_info = info or replace(writer.info, bad_lines=list(writer.info.bad_lines))
-            self._on_change(writer.acked_info)
+            n = next((i for i, w in enumerate(writer.written) if w.start >= size), None)
+            if n is None:  # all of them (the usual case)
+                written, writer.written = writer.written, []
+            else:
+                written, writer.written = writer.written[:n], writer.written[n:]
+            self._on_change(writer.acked_info, written)
 
     def acked(self, session_id: str, size: int) -> bool | None:
         """True once ``size`` bytes are durable, None when they never will be."""
@@ -435,6 +444,7 @@ class Writers:
                 with contextlib.suppress(OSError):
                     os.ftruncate(writer.fd, writer.acked_size)
                 writer.size = writer.acked_size
+                writer.written.clear()
                 if writer.acked_info is not None:
                     writer.info = replace(writer.acked_info)
             writer.info.state = "read_only"

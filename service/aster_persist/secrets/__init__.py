@@ -24,7 +24,8 @@ package guarantees:
 One module each:
 
   words.py        what a value that is not a secret looks like
-  rules.py        formats with a known shape (token prefixes, keys, URLs, headers)
+  rules.py        formats with a known shape (token prefixes, keys, URLs, headers), and
+                  the trigger words that call for a rule or a plugin
   assignments.py  secret-named keys given a value, and secrets told in prose
   plugins.py      detect-secrets' plugins, run from their own patterns
   scan.py         the layers over lines, texts and memory files; findings

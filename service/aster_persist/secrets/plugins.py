@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .triggers import Triggers
+from .rules import Triggers
 from .words import placeholder_like
 
 # plugin class, its module, the kind it finds, words one of which a line must hold

@@ -4,18 +4,42 @@ Token prefixes (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google…
 private keys, JSON Web Tokens, credentials in URLs and commands, authorization headers
 and bearer tokens. Each rule names words one of which a line must hold (a cheap test
 before its pattern runs) and may check the matched value, so a placeholder or a value
-made of words is not taken for a secret.
+made of words is not taken for a secret. ``Triggers`` finds the rules (and plugins)
+a line calls for from those words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, TypeVar
 
-from .triggers import Triggers
 from .words import placeholder_like, random_like
 
 Span = tuple[str, int, int]  # kind, start, end (of the line)
+
+T = TypeVar("T")
+
+
+class Triggers(Generic[T]):
+    """Checks, each with the words (lowercase) one of which a line must hold for it:
+    which of many checks (rules, and detect-secrets' plugins) a line calls for. Testing
+    each check's words in turn reads the line once per check; this tests each distinct
+    word once and returns the checks they call for, in their own order."""
+
+    def __init__(self, checks: Sequence[tuple[tuple[str, ...], T]]) -> None:
+        self._checks = [check for _, check in checks]
+        index: dict[str, list[int]] = {}
+        for n, (words, _) in enumerate(checks):
+            for word in words:
+                index.setdefault(word, []).append(n)
+        self._index = {word: tuple(found) for word, found in index.items()}
+
+    def called(self, low: str) -> list[T]:
+        """The checks ``low`` (a line in lowercase) holds a word of, in their order."""
+        found = {n for word, checks in self._index.items() if word in low for n in checks}
+        return [self._checks[n] for n in sorted(found)]
+
 
 Check = Callable[[str], bool]
 

@@ -14,7 +14,8 @@ never read block files per request. Mutations run on the writer thread.
   plans.py      Plans: many changes applied whole or not at all
   attempts.py   a write tried again after a hand edit; 507, 500, 412, 409
   names.py      block names, text folded for duplicate detection, ETags
-  meta.py       BlockMeta and the one mapping of frontmatter to its fields
+  meta.py       BlockMeta, the one mapping of frontmatter to its fields, and the
+                fields a write makes (a new block's, a merge's, a patch)
   context.py    the prompt context, from core memory and the visible blocks
   documents.py  what the search index holds of a memory file
   hygiene.py    relations a block may name, what pruning archives or keeps
@@ -24,9 +25,8 @@ from __future__ import annotations
 
 from ...schemas.names import NAME_RE, check_name
 from .context import estimate_tokens
-from .edits import source_of
 from .hygiene import protection
-from .meta import BlockMeta
+from .meta import BlockMeta, source_of
 from .names import ARCHIVE, CORE, SCHEMA, etag_of, normalized, slugify
 from .store import MemoryStore
 

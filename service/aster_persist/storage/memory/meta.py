@@ -1,5 +1,8 @@
 """``BlockMeta``: what listings, the prompt context and search need of one block, and
-the one mapping of a block's frontmatter to those fields.
+the one mapping of a block's frontmatter to those fields; and what a write puts in a
+block file, built from what is there (no I/O): a new block's fields, the keys a
+duplicate merged in changes, and a patch of frontmatter keys (and the body) that leaves
+every other byte as it was.
 
 Frontmatter is written by hand as often as by the daemon, so the mapping takes any
 value: a missing, mistyped or non-finite one gets its default, a description missing
@@ -11,6 +14,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
+
+from ...schemas import frontmatter
+from .names import SCHEMA
 
 
 @dataclass
@@ -115,3 +121,59 @@ def first_line(body: str) -> str:
         if text:
             return text[:200]
     return ""
+
+
+# -- what a write puts in a block file ---------------------------------------------
+
+
+def new_fields(
+    name: str, body: str, meta: dict[str, Any], *, created_at: str, now: str
+) -> dict[str, Any]:
+    """A block's frontmatter: the known fields first, in order, then ``meta``'s own keys,
+    then when it was made and changed and the format's version."""
+    fields: dict[str, Any] = {"name": name, **written_fields(meta, body)}
+    for key, value in meta.items():
+        if key not in fields and key not in _SET and value is not None:
+            fields[key] = value
+    return fields | {"created_at": created_at or now, "updated_at": now, "schema": SCHEMA}
+
+
+_SET = ("created_at", "updated_at", "schema")
+
+
+_SET = ("created_at", "updated_at", "schema")
+
+
+def merged(block: BlockMeta, meta: dict[str, Any], sources: list[str], now: str) -> dict[str, Any]:
+    """The keys a duplicate merged into ``block`` changes: importance raised, tags joined,
+    its provenance added to ``sources`` (those the block lists), counted as absorbed."""
+    importance = max(block.importance, as_float(meta.get("importance"), 0.5))
+    changes: dict[str, Any] = {
+        "importance": round(min(1.0, importance + 0.1), 3),
+        "tags": block.tags + [t for t in as_list(meta.get("tags")) if t not in block.tags],
+        "updated_at": now,
+        "absorbed": block.absorbed + 1,  # a duplicate merged in: protected from pruning
+    }
+    if meta.get("source_session") and source_of(meta) not in sources:
+        changes["sources"] = [*sources, source_of(meta)]
+    return changes
+
+
+def patched(text: str, changes: dict[str, Any], now: str) -> frontmatter.Document:
+    """``text`` with frontmatter keys set (and the body, given as ``body``); every other
+    byte stays as it was."""
+    doc = frontmatter.parse(text)
+    if doc.meta_text is None:
+        doc = frontmatter.Document("", {}, doc.body)
+    keys = dict(changes)
+    if "body" in keys:
+        body = keys.pop("body")
+        doc = frontmatter.Document(
+            doc.meta_text, doc.meta, body if body.endswith("\n") else body + "\n"
+        )
+    return frontmatter.set_keys(doc, keys if "updated_at" in keys else {**keys, "updated_at": now})
+
+
+def source_of(meta: dict[str, Any]) -> str:
+    """A block's provenance as a merge lists it under ``sources``: session and seq range."""
+    return f"{meta['source_session']}:{meta.get('source_seq', '')}".rstrip(":")

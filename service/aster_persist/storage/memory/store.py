@@ -30,10 +30,9 @@ from .attempts import check_etag, retried
 from .blocks import BlockIndex, block_of, body_hash
 from .context import render_context
 from .documents import search_document
-from .edits import merged, new_fields, patched, source_of
 from .files import MemoryFiles
 from .hygiene import check_relation_names, stale
-from .meta import BlockMeta, as_list
+from .meta import BlockMeta, as_list, merged, new_fields, patched, source_of
 from .names import CORE, etag_of, normalized
 from .revert import Reverter
 

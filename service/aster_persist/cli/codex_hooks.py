@@ -30,7 +30,6 @@ from typing import Annotated, Any, BinaryIO
 import orjson
 import typer
 
-from .. import client as api
 from .common import EXIT_REFUSED, Json, Url, daemon, emit_json, fail, top_level
 from .userfiles import PRIVATE, SHARED, UserFile, UserFileError
 
@@ -86,6 +85,8 @@ def _notified(payload: str | None, url: str | None, codex_home: Path | None) -> 
     if not thread.replace("-", "").isalnum() or len(thread) > 200:
         raise ValueError(f"not a Codex thread id: {thread[:100]!r}")
     sessions = (codex_home or Path("~/.codex")).expanduser() / "sessions"
+    from .. import client as api
+
     with _rollout(sessions, thread) as handle, api.Client(url) as aster:
         _send(aster, handle)
 

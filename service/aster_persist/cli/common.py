@@ -19,17 +19,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from .. import client as api
 from .. import settings as settings_module
 from ..paths import top_level as top_level  # what the commands stand in
 from ..settings import Settings
+
+if TYPE_CHECKING:  # the client is loaded by the commands that talk to the daemon
+    from .. import client as api
 
 EXIT_REFUSED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_NOT_FOUND = 1, 2, 3, 4
 EXIT_CODES = (
@@ -92,6 +94,8 @@ def load_settings(**overrides: Any) -> Settings:
 @contextmanager
 def daemon(url: str | None) -> Iterator[api.Client]:
     """A client of the daemon; its refusals become a message and an exit code."""
+    from .. import client as api
+
     try:
         with api.Client(url) as aster:
             yield aster

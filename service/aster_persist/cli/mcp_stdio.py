@@ -21,7 +21,6 @@ import httpx
 import orjson
 import typer
 
-from ..client.connection import http_options
 from .common import Url, fail, top_level
 
 ACCEPT = "application/json, text/event-stream"
@@ -176,6 +175,8 @@ async def events(response: httpx.Response) -> AsyncIterator[bytes]:
 async def serve_stdio(url: str | None, token: str | None, path: str = "/mcp") -> None:
     """Read messages from stdin until it closes; each is forwarded as it comes, so a
     long call never holds back the next message."""
+    from ..client.connection import http_options
+
     options = http_options(url, token, timeout=3600)
     options["timeout"] = httpx.Timeout(10, read=None)  # a subscription's stream may idle
     stdin = anyio.wrap_file(sys.stdin.buffer)

@@ -15,7 +15,6 @@ import orjson
 import typer
 from rich.console import Console
 
-from .. import client as api
 from ..importers import CHOICES, files_in
 from ..schemas.rendering import read_event, retracted
 from .common import (
@@ -337,6 +336,8 @@ def import_command(
     """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
     tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    from .. import client as api
 
     if format not in CHOICES:
         raise fail(f"unknown format {format!r}; use one of {', '.join(CHOICES)}", 2)

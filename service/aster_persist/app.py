@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import NamedTuple
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
@@ -223,19 +223,19 @@ def create_app(
     )
     app.state.configured = Configured(settings, home, token)
     problems.install(app)
-    app.include_router(overview.router)  # before /sessions/{id}: its paths are fixed words
-    app.include_router(sessions.router)
-    app.include_router(reading.router)
-    app.include_router(journal_api.router)
-    app.include_router(memory_api.router)
-    app.include_router(search_api.router)
-    app.include_router(events_api.router)
-    app.include_router(learning_api.router)
-    app.include_router(page.router)
-    app.include_router(docs_api.router)
+    _routes(app, overview.router)  # before /sessions/{id}: its paths are fixed words
+    _routes(app, sessions.router)
+    _routes(app, reading.router)
+    _routes(app, journal_api.router)
+    _routes(app, memory_api.router)
+    _routes(app, search_api.router)
+    _routes(app, events_api.router)
+    _routes(app, learning_api.router)
+    _routes(app, page.router)
+    _routes(app, docs_api.router)
     mcp = LazyMcp()
     app.router.routes.append(mcp.route)
-    app.include_router(ops.router)
+    _routes(app, ops.router)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=origins,
@@ -274,6 +274,13 @@ class Built(NamedTuple):
     committer: GroupCommitter
     catalog: CatalogWorker
     journal: Journal | None
+
+
+def _routes(app: FastAPI, router: APIRouter) -> None:
+    """Give the app a router's routes as they are. (``include_router`` would build every
+    route again, on the first request, for a prefix, tags or dependencies these routers
+    do not add: a quarter of a second of every start.)"""
+    app.router.routes.extend(router.routes)
 
 
 def build_sessions(

@@ -164,9 +164,9 @@ def create_app(
             consolidate_min_interval=settings.consolidate_min_interval_minutes * 60,
             consolidate_max_blocks=settings.consolidate_max_blocks,
         )
-        if learner.enabled:  # with no model, there is nothing an append could queue
+        if learner.enabled:  # with no model, nothing an append or a new session queues
             store.listeners.append(learner.appended)
-        journal.listeners.append(learner.session_started)
+            journal.listeners.append(learner.session_started)
         learner.start()
         mcp.attach(store, memory)
         journal.listeners.append(mcp.changed)

@@ -83,7 +83,7 @@ def test_appends_are_indexed_as_written_and_never_read_back(
 def test_past_what_it_may_hold_the_index_reads_the_file(
     tmp_path: Path, reads: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(worker, "HELD_MAX", 2)  # lines written and not yet indexed
+    monkeypatch.setattr(worker, "HELD_MAX", 100)  # bytes written and not yet indexed
 
     async def test() -> None:
         built = await opened(tmp_path / "home")

@@ -27,7 +27,7 @@ log = logging.getLogger("aster_persist")
 
 FLUSH_QUIET = 0.1  # seconds without a write before pending index work is done
 FLUSH_MAX_DELAY = 10.0  # ... or at the latest this long after the first pending write
-HELD_MAX = 50_000  # lines written and not yet indexed held for the index, at most
+HELD_MAX = 32 << 20  # bytes written and not yet indexed held for the index, at most
 
 
 class CatalogWorker:
@@ -59,7 +59,7 @@ class CatalogWorker:
         # what the daemon wrote and has not indexed yet, as written: indexed from here
         # instead of read back from the file, when it is all of what is new
         self._held: dict[str, list[Written]] = {}
-        self._held_lines = 0
+        self._held_bytes = 0
         self._removed: set[str] = set()
         self._memory: set[tuple[str, str]] = set()
         self._marks = 0  # summaries marked so far: a flush between writes sees them come
@@ -89,17 +89,17 @@ class CatalogWorker:
         held = self._held.get(info.id)
         end = held[-1].end if held else None
         if written and (end is None or written[0].start == end):
-            lines = sum(len(w.records) for w in written)
-            if self._held_lines + lines <= HELD_MAX and written[-1].end == info.offset:
+            size = written[-1].end - written[0].start
+            if self._held_bytes + size <= HELD_MAX and written[-1].end == info.offset:
                 self._held.setdefault(info.id, []).extend(written)
-                self._held_lines += lines
+                self._held_bytes += size
                 return
         if held and not (not written and end == info.offset):
             self._drop_held(info.id)
 
     def _drop_held(self, session_id: str) -> list[Written]:
         held = self._held.pop(session_id, [])
-        self._held_lines -= sum(len(w.records) for w in held)
+        self._held_bytes -= held[-1].end - held[0].start if held else 0
         return held
 
     def _hold_again(self, session_id: str, older: list[Written] | None) -> None:
@@ -110,10 +110,10 @@ class CatalogWorker:
         newer = self._held.get(session_id)
         if newer and newer[0].start != older[-1].end:
             return  # not one run: the file is read instead
-        lines = sum(len(w.records) for w in older)
-        if self._held_lines + lines <= HELD_MAX:
+        size = older[-1].end - older[0].start
+        if self._held_bytes + size <= HELD_MAX:
             self._held[session_id] = [*older, *(newer or [])]
-            self._held_lines += lines
+            self._held_bytes += size
 
     def forget(self, session_id: str) -> None:
         with self._lock:

@@ -18,6 +18,8 @@ from aster_persist.settings import Settings
 from aster_persist.storage.home import Home
 from aster_persist.storage.journal import Journal
 
+from ..conftest import CLAUDE_SMALL
+
 
 def events(*texts: str) -> list[dict[str, Any]]:
     return validate_events([{"type": "message", "role": "user", "content": t} for t in texts])
@@ -72,6 +74,16 @@ def test_appends_are_indexed_as_written_and_never_read_back(
             await sessions.append(sid, events(f"numbat {n}"), learn=False)
         await sessions.append(sid, events("platypus last"), learn=False)
         assert found(built, "numbat") == [3, 4, 5, 6, 7] and found(built, "platypus") == [8]
+        # an import written whole is indexed as written too
+        with CLAUDE_SMALL.open("rb") as handle:
+            done = await sessions.import_stream(handle, repo_root="/srv/y")
+        [imported] = [s["id"] for s in done["sessions"]]
+        rows = built.catalog.run(
+            lambda catalog: catalog.db.execute(
+                "SELECT count(*) FROM docs WHERE session = ?", (imported,)
+            ).fetchone()
+        )
+        assert rows[0] > 0
         assert reads == []
 
         await sessions.close()

@@ -144,7 +144,7 @@ class Catalog:
                     done = n
                     break
                 lines = _written(held.get(info.id) if held else None, offset, info.offset)
-                if lines is not None and (not lines or lines[0].get("seq") == last_seq + 1):
+                if lines and lines[0].get("seq") == last_seq + 1:
                     docs = [doc for line in lines for doc in docs_of(line, info.created_at)]
                     search.insert_docs(self.db, info.id, docs)
                     continue
@@ -445,16 +445,9 @@ class _Tx:
 MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
 
 
-def _written(held: list[Written] | None, start: int, end: int) -> list[dict[str, Any]] | None:
-    """The lines of bytes ``start``..``end`` when ``held`` is exactly them, one write
-    after another; None when it is not (the file is read instead)."""
+def _written(held: list[Written] | None, start: int, end: int) -> list[dict[str, Any]]:
+    """The lines of bytes ``start``..``end`` when ``held`` (an unbroken run of writes, as
+    the worker keeps them) is exactly them; none when it is not (the file is read)."""
     if not held or held[0].start != start or held[-1].end != end:
-        return None
-    lines: list[dict[str, Any]] = []
-    at = start
-    for written in held:
-        if written.start != at:
-            return None
-        lines.extend(written.records)
-        at = written.end
-    return lines
+        return []
+    return [line for written in held for line in written.records]

@@ -94,7 +94,7 @@ class CatalogWorker:
                 self._held.setdefault(info.id, []).extend(written)
                 self._held_bytes += size
                 return
-        if held and not (not written and end == info.offset):
+        if held and (written or end != info.offset):  # a run broken: read the file
             self._drop_held(info.id)
 
     def _drop_held(self, session_id: str) -> list[Written]:

@@ -12,7 +12,8 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -179,6 +180,7 @@ def create_app(
         following = Following(store, home.root, settings.follow)
         stop_following = asyncio.Event()
         follower = asyncio.get_running_loop().create_task(following.run(stop_following))
+        compressor = asyncio.get_running_loop().create_task(store.keep_cold())
         pruner = None
         if settings.memory_prune_every_hours > 0:
             pruner = asyncio.get_running_loop().create_task(prune_on_schedule(memory, settings))
@@ -202,6 +204,9 @@ def create_app(
             await mcp.close()
             stop_watching.set()
             stop_following.set()
+            compressor.cancel()  # a session being put in place is put whole on the writer thread
+            with contextlib.suppress(asyncio.CancelledError):
+                await compressor
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(follower, 5)
             if watcher is not None:
@@ -299,7 +304,15 @@ def build_sessions(
         from .index.semantic import Embedder, Vectors
 
         vectors = Vectors(Embedder(), settings.semantic_weight)
-    catalog = CatalogWorker(home.index, home.session_path, memory_doc=memory_doc, vectors=vectors)
+
+    def locate(slug: str, session_id: str) -> Path:
+        return store.path_of(slug, session_id)  # in the form it is in now
+
+    def changed_form(session_id: str, op: str, slug: str, detail: dict[str, Any]) -> None:
+        if journal is not None:
+            journal.record(op, scope=f"project:{slug}", session=session_id, detail=detail)
+
+    catalog = CatalogWorker(home.index, locate, memory_doc=memory_doc, vectors=vectors)
     store = TranscriptStore(
         home,
         durability=settings.durability,
@@ -308,6 +321,7 @@ def build_sessions(
         open_files=settings.open_files,
         on_change=catalog.mark,
         on_remove=catalog.forget,
+        on_form=changed_form,
     )
     committer = GroupCommitter(store, sync_interval=settings.sync_interval_ms / 1000)
     sessions = Sessions(
@@ -318,6 +332,7 @@ def build_sessions(
             catalog=catalog,
             blobs=BlobStore(home.root / "blobs", settings.blob_threshold),
             journal=journal,
-        )
+        ),
+        compress_after_days=settings.compress_after_days,
     )
     return Built(sessions, store, committer, catalog, journal)

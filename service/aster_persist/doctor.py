@@ -9,6 +9,11 @@ What it finds, in a home no daemon holds:
   ``damaged`` and refuses appends. Repair moves the bad lines, byte for byte, to
   ``<file>.bad-<ts>`` beside it and rewrites the file without them, atomically.
 - ``no_header``: a transcript whose first line is not a session header (reported).
+- ``unreadable``: a compressed transcript (``.jsonl.zst``) that does not decompress
+  (reported; a compressed one with bad lines is reported too, never rewritten).
+- ``both_forms``: a compressed transcript beside its plain file, which a crash during a
+  change of form can leave. Repair moves the compressed copy aside (the daemon drops
+  it at start, journaled); the plain file is the session.
 - ``temp_file``: a temporary file an interrupted rewrite left behind. Repair moves it
   under ``<home>/lost+found/<ts>/`` at the same relative path.
 - ``missing_blob``: an event that refers to a blob no longer on disk (reported: the
@@ -32,11 +37,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UnsafePath
+from .errors import StorageFailed, UnsafePath
 from .schemas.clock import Clock, format_ts, utc_now
 from .storage.blobs import BlobStore
-from .storage.home import Home, ensure_dir, fsync_dir
+from .storage.home import PACKED, Home, ensure_dir, fsync_dir
 from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
+from .storage.packed import is_packed
 from .storage.transcripts import incomplete_batch
 
 Progress = Callable[[int, int], None]
@@ -72,7 +78,13 @@ class Doctor:
     def run(self, progress: Progress | None = None) -> list[Finding]:
         self.symlinks()
         self.temp_files()
-        transcripts = [p for p in sorted(self.home.sessions.rglob("*.jsonl")) if not p.is_symlink()]
+        transcripts = [
+            p
+            for p in sorted(
+                [*self.home.sessions.rglob("*.jsonl"), *self.home.sessions.rglob("*.jsonl.zst")]
+            )
+            if not p.is_symlink()
+        ]
         for done, path in enumerate(transcripts, 1):
             with contextlib.suppress(UnsafePath):  # a link above it: found by symlinks()
                 self.transcript(path)
@@ -128,9 +140,14 @@ class Doctor:
                     self._repaired(found, aside)
 
     def transcript(self, path: Path) -> None:
-        parsed = self.jsonl(path, header=True)
+        if is_packed(path):
+            parsed = self.compressed(path)
+            if parsed is None:
+                return
+        else:
+            parsed = self.jsonl(path, header=True)
         if path.parent.parent == self.home.sessions:  # not in a project's trash
-            self.ends[path.name[:-6]] = parsed.good_end
+            self.ends.setdefault(path.name.split(".", 1)[0], parsed.good_end)
         for ref in self.blobs.missing(parsed.lines):
             self._found(
                 "missing_blob",
@@ -138,6 +155,45 @@ class Doctor:
                 f"refers to {ref}, which is not in blobs/",
                 repairable=False,
             )
+
+    def compressed(self, path: Path) -> Parsed | None:
+        """Check a compressed transcript: it reads whole, and holds whole lines with a
+        header first. Reported only: it is read-only to repairs (``zstd -d`` makes it
+        plain, for a repair by hand). Beside its plain form (a change of form a crash cut
+        short), it is the copy the daemon drops at start; repair moves it aside."""
+        plain = path.with_name(path.name[: -len(PACKED)])
+        if plain.is_file() and not plain.is_symlink():
+            found = self._found(
+                "both_forms",
+                path,
+                "a compressed copy beside the plain file (the plain one is the session)",
+            )
+            if self.repair:
+                aside = self._aside(path, "doubled")
+                os.rename(path, aside)
+                fsync_dir(path.parent)
+                self._repaired(found, aside)
+            return None
+        try:
+            data = read_bytes(path)
+        except StorageFailed as exc:
+            self._found("unreadable", path, exc.detail, repairable=False)
+            return None
+        parsed = parse(data)
+        cut = incomplete_batch(parsed)
+        if parsed.bad or parsed.torn is not None or cut is not None:
+            self._found(
+                "bad_line",
+                path,
+                "compressed, with lines that are not whole JSON objects "
+                "(decompress it with `zstd -d` to repair it)",
+                repairable=False,
+            )
+        if not parsed.lines or parsed.lines[0].get("type") != "session":
+            self._found(
+                "no_header", path, "the first line is not a session header", repairable=False
+            )
+        return parsed
 
     def jsonl(self, path: Path, *, header: bool = False) -> Parsed:
         """Check one JSONL file; what is readable in it (after any repair)."""

@@ -134,6 +134,12 @@ class Settings(BaseSettings):
     open_files: int = Field(
         default=256, ge=8, description="Transcript files kept open for appends at once."
     )
+    compress_after_days: float = Field(
+        default=14,
+        ge=0,
+        description="Keep a session idle this long compressed (<ulid>.jsonl.zst, read with "
+        "zstdcat); 0 never compresses.",
+    )
     memory_prune_every_hours: float = Field(
         default=0, ge=0, description="Scheduled memory prune period; 0 turns the schedule off."
     )

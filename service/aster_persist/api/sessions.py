@@ -22,6 +22,8 @@ from .bounds import TimeBound, time_bound
 from .models import (
     LIST_LIMIT,
     AppendOut,
+    CompressIn,
+    CompressOut,
     ImportOut,
     ProjectList,
     PruneIn,
@@ -351,6 +353,22 @@ async def prune_sessions(request: Request, body: PruneIn) -> Response:
         keep_latest=body.keep_latest,
         dry_run=body.dry_run,
         purge_trash_older_than_days=body.purge_trash_older_than_days,
+    )
+    return json_response(result)
+
+
+@router.post(
+    "/sessions/compress",
+    operation_id="sessions-compress",
+    response_model=CompressOut,
+    responses=ERRORS,
+)
+async def compress_sessions(request: Request, body: CompressIn) -> Response:
+    """Keep sessions with no event for a while compressed (`<ulid>.jsonl.zst`): a dry run
+    by default, saying what it would free. The daemon does this itself every few hours
+    for sessions idle `ASTER_COMPRESS_AFTER_DAYS` (0: never)."""
+    result = await running(request).sessions.compress_cold(
+        older_than_days=body.older_than_days, dry_run=body.dry_run
     )
     return json_response(result)
 

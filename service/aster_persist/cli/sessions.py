@@ -1,4 +1,4 @@
-"""``sessions``: list, show, latest, rename, delete, restore, export, prune and import,
+"""``sessions``: list, show, latest, rename, delete, restore, export, prune, compress and import,
 against the running daemon (output and exit codes as in `common.py`)."""
 
 from __future__ import annotations
@@ -312,6 +312,36 @@ def sessions_prune(
     verb = "would move" if done.dry_run else "moved"
     typer.echo(
         f"{verb} {len(done.trashed)} sessions to the trash; purged {len(done.purged)}", err=True
+    )
+
+
+@sessions_app.command("compress")
+def sessions_compress(
+    older_than_days: Annotated[
+        float | None,
+        typer.Option(help="With no event this long (default: ASTER_COMPRESS_AFTER_DAYS)."),
+    ] = None,
+    apply: Annotated[bool, typer.Option(help="Do it; without, only say what it frees.")] = False,
+    json_out: Json = False,
+    url: Url = None,
+) -> None:
+    """Keep idle sessions compressed (<id>.jsonl.zst, read with zstdcat): a dry run
+    unless --apply."""
+    with daemon(url) as aster:
+        done = aster.compress_sessions(older_than_days=older_than_days, dry_run=not apply)
+    if json_out:
+        return emit_json(done)
+    table(
+        "id",
+        "bytes",
+        "compressed",
+        rows=[[s.id, str(s.bytes), str(s.compressed_bytes)] for s in done.compressed],
+    )
+    verb = "would compress" if done.dry_run else "compressed"
+    typer.echo(
+        f"{verb} {len(done.compressed)} sessions: {done.bytes} bytes to "
+        f"{done.compressed_bytes} ({done.freed_bytes} freed)",
+        err=True,
     )
 
 

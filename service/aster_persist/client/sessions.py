@@ -11,6 +11,7 @@ from ..schemas.sessions import (
     Activity,
     AppendOut,
     ChatMessages,
+    CompressOut,
     EventPage,
     ImportOut,
     ProjectList,
@@ -226,3 +227,14 @@ class SessionEndpoints:
             dry_run=dry_run,
         )
         return Call("POST", "/v1/sessions/prune", read_model(PruneOut), json=body)
+
+    @endpoint
+    def compress_sessions(
+        *, older_than_days: float | None = None, dry_run: bool = True
+    ) -> Call[CompressOut]:
+        """``POST /v1/sessions/compress``: keep sessions with no event for a while
+        compressed (``<ulid>.jsonl.zst``), or (``dry_run``) say what that would free."""
+        body = body_of(older_than_days=older_than_days, dry_run=dry_run)
+        return Call(
+            "POST", "/v1/sessions/compress", read_model(CompressOut), json=body, timeout=600
+        )

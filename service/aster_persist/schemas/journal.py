@@ -49,6 +49,12 @@ OPS: dict[str, Op] = {
     "session.restored": Op(True, "a session back from the trash"),
     "session.pruned": Op(True, "a session moved to the trash by prune"),
     "session.purged": Op(False, "a trashed session deleted for good"),
+    "session.compressed": Op(
+        False, "a cold session kept compressed (<ulid>.jsonl.zst), its plain file removed"
+    ),
+    "session.decompressed": Op(
+        False, "a compressed session made plain again: appended to, or settled at start"
+    ),
     "session.appended": Op(False, "lines another program appended to a transcript"),
     "session.damaged": Op(False, "an unreadable line another program left"),
     "session.source_gone": Op(False, "a followed file deleted at its source; its session stays"),

@@ -207,6 +207,43 @@ class PruneOut(BaseModel):
     purged: list[str]
 
 
+class CompressIn(BaseModel):
+    model_config = ConfigDict(
+        strict=True, extra="forbid", json_schema_extra={"examples": [{"dry_run": True}]}
+    )
+
+    older_than_days: float | None = Field(
+        default=None,
+        ge=0,
+        le=36500,
+        description="Sessions with no event for this long (ASTER_COMPRESS_AFTER_DAYS when left out).",
+    )
+    dry_run: bool = True
+
+
+class CompressedSession(BaseModel):
+    id: str
+    bytes: int
+    compressed_bytes: int
+
+
+class LeftPlain(BaseModel):
+    id: str
+    reason: str
+
+
+class CompressOut(BaseModel):
+    dry_run: bool
+    older_than_days: float
+    compressed: list[CompressedSession] = Field(
+        description="Kept compressed now (or, in a dry run, what would be)."
+    )
+    skipped: list[LeftPlain] = Field(description="Left plain: written to meanwhile, or why not.")
+    bytes: int = Field(description="What they take plain.")
+    compressed_bytes: int
+    freed_bytes: int
+
+
 class Project(BaseModel):
     slug: str
     repo_root: str

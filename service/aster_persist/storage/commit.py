@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from ..errors import PreconditionFailed, StorageFailed
 from ..schemas.conditions import SeqCondition, holds, named
+from .packed import Compressed
 from .transcripts import AppendRequest, AppendResult, Location, SyncPass, TranscriptStore
 
 log = logging.getLogger("aster_persist")
@@ -58,6 +59,7 @@ class GroupCommitter:
         self.syncer = ThreadPoolExecutor(max_workers=MAX_PASSES, thread_name_prefix="aster-syncer")
         self._waiting: list[tuple[str, int, AppendResult, asyncio.Future[AppendResult]]] = []
         self._loading: dict[str, asyncio.Future[None]] = {}
+        self._packing: dict[str, asyncio.Event] = {}  # sessions changing form: set when done
         self._passes: deque[tuple[SyncPass, asyncio.Future[None]]] = deque()
         self._ticker: asyncio.Task[None] | None = None
         self.sync_interval = sync_interval
@@ -214,6 +216,10 @@ class GroupCommitter:
         may write; so wait until the session is idle and not loading at the same moment.
         """
         while True:
+            packing = self._packing.get(session_id)
+            if packing is not None:  # its change of form first, whole
+                await packing.wait()
+                continue
             if if_match is not None:
                 await self._ensure_writer(session_id)
             await self.quiesce(session_id)
@@ -236,6 +242,24 @@ class GroupCommitter:
                         current=f'"{last}"',
                     )
             return self.store.detach(session_id)
+
+    async def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
+        """Put a cold session's compressed copy in place of its plain file, once nothing
+        writes it: its writer (if one is open and idle) is closed first; a session being
+        loaded or written is left plain (False). A delete waits until it is done; an append
+        that comes meanwhile loads the session after it (and makes it plain again)."""
+        if session_id in self._packing or session_id in self._loading:
+            return False
+        await self.quiesce(session_id)
+        if self.store.busy(session_id) or session_id in self._loading:
+            return False
+        self.store.release(session_id)  # idle: closed, so no descriptor outlives the file
+        done = self._packing[session_id] = asyncio.Event()
+        try:
+            return await self.call(self.store.pack, session_id, made, detail)
+        finally:
+            del self._packing[session_id]
+            done.set()
 
     async def close(self) -> None:
         """Finish pending syncs, sync what interval mode left, close every file."""

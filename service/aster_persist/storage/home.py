@@ -31,6 +31,7 @@ log = logging.getLogger("aster_persist")
 DIR_MODE = fs.DIR_MODE
 FILE_MODE = fs.FILE_MODE
 TRASH = ".trash"
+PACKED = ".zst"  # after ``.jsonl``: a transcript kept compressed (``storage/packed.py``)
 
 
 def main_worktree_root(root: str) -> str:
@@ -110,13 +111,15 @@ class Home:
         fs.check(folder)
         return folder
 
-    def session_path(self, slug: str, session_id: str) -> Path:
-        return self.project_dir(slug) / f"{check_session_id(session_id)}.jsonl"
+    def session_path(self, slug: str, session_id: str, *, packed: bool = False) -> Path:
+        """A live session's transcript: ``<ulid>.jsonl``, or ``.jsonl.zst`` when packed."""
+        name = f"{check_session_id(session_id)}.jsonl{PACKED if packed else ''}"
+        return self.project_dir(slug) / name
 
-    def trash_path(self, slug: str, session_id: str) -> Path:
+    def trash_path(self, slug: str, session_id: str, *, packed: bool = False) -> Path:
         trash = self.project_dir(slug) / TRASH
         fs.check(trash)
-        return trash / f"{check_session_id(session_id)}.jsonl"
+        return trash / f"{check_session_id(session_id)}.jsonl{PACKED if packed else ''}"
 
     @classmethod
     def open(cls, explicit: Path | None, *, fallback: str = "none") -> Home:

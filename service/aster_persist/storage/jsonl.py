@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from . import fs
+from . import fs, packed
 from .home import FILE_MODE, ensure_dir, fsync_dir
 
 TEMP_MARK = fs.TEMP_MARK
@@ -87,7 +87,14 @@ def parse(data: bytes, *, base: int = 0, first_line: int = 1) -> Parsed:
     return out
 
 
-read_bytes = fs.read_bytes
+def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> bytes:
+    """Bytes ``start`` to ``end`` of a transcript's content, whichever form it is in
+    (plain, or compressed: ``<ulid>.jsonl.zst``)."""
+    if packed.is_packed(path):
+        return packed.read_range(path, start, end)
+    return fs.read_bytes(path, start, end)
+
+
 write_new = fs.write_new
 atomic_write = fs.atomic_write
 

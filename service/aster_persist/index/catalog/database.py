@@ -148,26 +148,37 @@ class Catalog:
                     docs = [doc for line in lines for doc in docs_of(line, info.created_at)]
                     search.insert_docs(self.db, info.id, docs)
                     continue
-                path = locate(info.slug, info.id)
-                if info.offset < offset or not self._index_range(info, path, offset, last_seq + 1):
+                if info.offset < offset or not self._index_range(
+                    info, locate, offset, last_seq + 1
+                ):
                     # shrunk, or the new bytes do not continue what was indexed: read it all
                     search.drop_docs(self.db, info.id)
-                    self._index_range(info, path, 0, None)
+                    self._index_range(info, locate, 0, None)
             self.db.executemany(UPSERT, [row_of(info) for info in infos[:done]])
         return infos[done:]
 
     def _index_range(
-        self, info: SessionInfo, path: Path, start: int, first_seq: int | None
+        self,
+        info: SessionInfo,
+        locate: Callable[[str, str], Path],
+        start: int,
+        first_seq: int | None,
     ) -> bool:
         """Index the lines of ``[start, info.offset)``, a few megabytes at a time; False
         (nothing indexed) unless they are whole lines that begin with seq ``first_seq``
-        (when it is given)."""
+        (when it is given). The file is looked for again if it changed form meanwhile."""
         pos = start
+        path = locate(info.slug, info.id)
         while pos < info.offset:
             try:
                 data = read_bytes(path, pos, min(info.offset, pos + _CHUNK))
-            except (FileNotFoundError, UnsafePath):
-                return True  # moved, deleted or a link now (refused): left as indexed
+            except FileNotFoundError:
+                if locate(info.slug, info.id) == path:
+                    return True  # moved or deleted: left as indexed
+                path = locate(info.slug, info.id)  # compressed, or made plain: read on
+                continue
+            except UnsafePath:
+                return True  # a link now (refused): left as indexed
             parsed = parse(data, base=pos)
             if first_seq is not None and pos == start and not continues(parsed, pos, first_seq):
                 return False
@@ -284,6 +295,15 @@ class Catalog:
         gone = [key for key in indexed if key not in etags]
         self.refresh_memory([*changed, *gone], load)
         return len(changed) + len(gone)
+
+    def idle_since(self, before: str) -> list[tuple[str, str, int]]:
+        """Sessions whose last event is older than ``before`` (a timestamp): id, project
+        slug and bytes, the longest idle first."""
+        rows = self.db.execute(
+            "SELECT id, slug, file_size FROM sessions WHERE updated_at < ? ORDER BY updated_at, id",
+            (before,),
+        )
+        return [(str(i), str(slug), int(size)) for i, slug, size in rows]
 
     def all(self) -> list[SessionInfo]:
         return [info_of(r) for r in self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM sessions")]

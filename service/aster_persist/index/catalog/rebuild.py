@@ -25,10 +25,7 @@ def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> di
     for suffix in ("", "-wal", "-shm"):
         fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
     fs.unlink(folder / VECTORS)  # of the old catalog: embedded again when asked for
-    files = [
-        FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
-        for sid, slug, path, stat in TranscriptStore(home).scan()
-    ]
+    files = [FileEntry(*found) for found in TranscriptStore(home).scan()]
     catalog = Catalog(folder)
     try:
         stats = catalog.catch_up(files, progress)

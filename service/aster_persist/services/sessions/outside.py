@@ -16,8 +16,8 @@ from ...errors import UnsafePath
 from ...index.catalog import Catalog, FileEntry
 from ...schemas.names import ULID_RE
 from ...storage import fs
-from ...storage.jsonl import parse
-from ...storage.transcripts import Location
+from ...storage.jsonl import parse, read_bytes
+from ...storage.transcripts import Found, Location
 from .parts import Appended
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("aster_persist")
 
 
-async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, Any]]) -> set[str]:
+async def journal_unrecorded(sessions: Parts, found: list[Found]) -> set[str]:
     """Journal each session on disk that no entry says was created (a crash between
     its sync and its ``session.created`` line, or a file another program put here),
     so everything on disk is in the journal. One that holds no whole line (a create
@@ -36,11 +36,11 @@ async def journal_unrecorded(sessions: Parts, found: list[tuple[str, str, Path, 
     aside: set[str] = set()
     if sessions.journal is None:
         return aside
-    for sid, slug, path, _stat in found:
+    for sid, slug, path, _size, _mtime in found:
         if sid in sessions.journal.sessions:
             continue
         try:
-            head = await asyncio.to_thread(fs.read_bytes, path, 0, 65536)
+            head = await asyncio.to_thread(read_bytes, path, 0, 65536)
         except (OSError, UnsafePath):
             continue
         if b"\n" not in head and len(head) < 65536:

@@ -28,6 +28,7 @@ from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.conditions import SeqCondition
 from ...schemas.cursors import BadCursor, listing_cursor, read_listing_cursor
+from ...schemas.journal import REQUEST_ACTOR
 from ...schemas.names import project_slug
 from ...storage import fs
 from ...storage.home import normalize_repo_root
@@ -35,6 +36,7 @@ from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
 from ...storage.transcripts import AppendResult
 from . import creation, outside, prune
+from .cold import Cold
 from .imports import Importer
 from .parts import Parts
 
@@ -57,9 +59,10 @@ class Sessions:
     """Every session of the data home, for the routers, MCP, the watcher and the learner,
     over the ``Parts`` ``app.py`` builds and the import pipeline over the same parts."""
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: Parts, *, compress_after_days: float = 0) -> None:
         self._parts = parts
         self._importer = Importer(self._parts)
+        self._cold = Cold(self._parts, after_days=compress_after_days)
         self.progress = {"done": 0, "total": 0}
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
@@ -81,6 +84,8 @@ class Sessions:
         self.announce = self._parts.announce
         self.import_file = self._importer.import_file
         self.import_stream = self._importer.import_stream
+        self.compress_cold = self._cold.sweep  # on request (POST /v1/sessions/compress)
+        self.keep_cold = self._cold.run  # the daemon's own sweeps
 
     def now(self) -> datetime:
         """The time by the store's clock (a test's own, or UTC)."""
@@ -99,13 +104,16 @@ class Sessions:
         if removed:
             log.warning("removed %d temporary files left by an interrupted rewrite", removed)
         found = await self._committer.call(self._store.scan)
+        token = REQUEST_ACTOR.set("watcher")
+        try:
+            settled = set(await self._committer.call(self._store.settle))
+        finally:
+            REQUEST_ACTOR.reset(token)
+        if settled:
+            log.warning("%d sessions found in both forms: kept plain", len(settled))
         self._committer.start()
         aside = await outside.journal_unrecorded(self._parts, found)
-        files = [
-            FileEntry(sid, slug, path, stat.st_size, stat.st_mtime_ns)
-            for sid, slug, path, stat in found
-            if sid not in aside
-        ]
+        files = [FileEntry(*entry) for entry in found if entry.id not in aside]
         self.progress["total"] = len(files)
 
         def report(done: int, total: int) -> None:

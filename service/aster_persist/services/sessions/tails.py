@@ -25,10 +25,7 @@ class TailReads:
     def check(self, session_id: str) -> None:
         """Refuse a tail of a session that is not live (``SessionNotFound``) or whose
         transcript is a link (``UnsafePath``), before its stream starts."""
-        where = self.store.locations.get(session_id)
-        if where is None or where.trashed:
-            raise SessionNotFound(f"no session {session_id}")
-        fs.check(self.home.session_path(where.slug, session_id))
+        fs.check(self.store.live_path(session_id))
 
     def read_piece(
         self, session_id: str, offset: int, until: int
@@ -56,13 +53,10 @@ class TailReads:
     def tail_end(self, session_id: str) -> tuple[int, int]:
         """The offset past the last acknowledged line, and the seq of the last event
         (-1: none), read back from the end of the file."""
-        where = self.store.locations.get(session_id)
-        if where is None or where.trashed:
+        found = self.store.content_size(session_id)  # what a compressed one holds
+        if found is None:
             raise SessionNotFound(f"no session {session_id}")
-        stat = fs.lstat(self.home.session_path(where.slug, session_id))
-        if stat is None:
-            raise SessionNotFound(f"no session {session_id}")
-        size = stat.st_size
+        size = found[0]
         step = TAIL_STEP
         while True:
             lines, end = self.store.read_tail(session_id, max(0, size - step), size)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ...schemas.clock import Clock, format_ts, utc_now
 from ..jsonl import parse
+from .places import Found
 from .records import (
     KEYS_KEPT,
     PLACED_KEPT,
@@ -41,6 +42,7 @@ __all__ = [
     "AppendRequest",
     "AppendResult",
     "Clock",
+    "Found",
     "Location",
     "SyncPass",
     "TranscriptStore",

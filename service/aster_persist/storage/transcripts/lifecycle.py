@@ -9,6 +9,7 @@ folders it touched.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from ...schemas.clock import Clock
 from ...schemas.names import check_session_id
 from .. import fs
 from ..home import ensure_dir, fsync_dir
+from ..jsonl import read_bytes
 from .places import Places
 from .records import Location
 from .writers import Writers
@@ -46,7 +48,7 @@ class Trash:
         if where is None:
             raise SessionNotFound(f"no session {session_id}")
         self._writers.release(session_id)
-        self._places.locations[session_id] = Location(where.slug, trashed=True)
+        self._places.locations[session_id] = replace(where, trashed=True)
         return where
 
     def trash(self, session_id: str, where: Location, reason: str = "deleted") -> None:
@@ -58,8 +60,8 @@ class Trash:
                 f"(POST /v1/sessions/{session_id}/restore)"
             )
         try:
-            path = self.home.session_path(where.slug, session_id)
-            target = self.home.trash_path(where.slug, session_id)
+            path = self._places.path(session_id, where)
+            target = self._places.path(session_id, replace(where, trashed=True))
             if not fs.exists(path):  # (a link there is refused before anything is made)
                 raise SessionNotFound(f"session {session_id} is gone from disk")
             ensure_dir(target.parent)
@@ -83,15 +85,15 @@ class Trash:
             raise SessionNotFound(f"no session {session_id}")
         if not where.trashed:
             raise SessionExists(f"session {session_id} is not in the trash")
-        source = self.home.trash_path(where.slug, session_id)
-        target = self.home.session_path(where.slug, session_id)
+        source = self._places.path(session_id, where)
+        target = self._places.path(session_id, replace(where, trashed=False))
         if fs.exists(target):
             raise SessionExists(f"session {session_id} exists outside the trash")
         fs.rename(source, target)
         fs.unlink(_marker(source))
         fsync_dir(source.parent)
         fsync_dir(target.parent)
-        self._places.locations[session_id] = Location(where.slug)
+        self._places.locations[session_id] = replace(where, trashed=False)
 
     def trashed_header(self, session_id: str) -> dict[str, Any]:
         """The header of a session in the trash ({} when it is not there, or its first
@@ -100,7 +102,7 @@ class Trash:
         if where is None or not where.trashed:
             return {}
         try:
-            head = fs.read_bytes(self.home.trash_path(where.slug, session_id), 0, HEADER_READ)
+            head = read_bytes(self._places.path(session_id, where), 0, HEADER_READ)
             header = orjson.loads(head.split(b"\n", 1)[0])
         except (OSError, UnsafePath, orjson.JSONDecodeError):
             return {}
@@ -116,11 +118,7 @@ class Trash:
             now = self._places.locations.get(session_id)
             if now is None or not now.trashed or not where.trashed:
                 return False
-        path = (
-            self.home.trash_path(where.slug, session_id)
-            if where.trashed
-            else self.home.session_path(where.slug, session_id)
-        )
+        path = self._places.path(session_id, where)
         fs.unlink(path)
         fs.unlink(_marker(path))
         fsync_dir(path.parent)
@@ -134,7 +132,7 @@ class Trash:
         old = []
         for sid, where in list(self._places.locations.items()):
             if where.trashed:
-                path = self.home.trash_path(where.slug, sid)
+                path = self._places.path(sid, where)
                 try:
                     when = float(orjson.loads(fs.read_bytes(_marker(path)))["trashed_at"])
                 except (OSError, ValueError, KeyError, TypeError, UnsafePath):

@@ -1,19 +1,30 @@
-"""Where every session is: discovery of the live transcripts, each session's folder and
-whether it is in the trash, and the files lately written whole (so the watcher knows
-them as the daemon's own).
+"""Where every session is: discovery of the live transcripts, each session's folder,
+whether it is in the trash and in which form (plain, or compressed), and the files
+lately written whole (so the watcher knows them as the daemon's own).
 """
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
 
 from ...errors import SessionNotFound
 from ...schemas.names import check_session_id
-from .. import fs
-from ..home import TRASH, Home, ensure_dir
+from .. import fs, packed
+from ..home import PACKED, TRASH, Home, ensure_dir
 from .records import PLACED_KEPT, Location
+
+
+class Found(NamedTuple):
+    """A live transcript found on disk: ``size`` is of its content (what a compressed
+    one holds), ``mtime_ns`` of the file."""
+
+    id: str
+    slug: str
+    path: Path
+    size: int
+    mtime_ns: int
 
 
 class Places:
@@ -24,6 +35,9 @@ class Places:
         self.locations: dict[str, Location] = {}
         # the size and mtime of files lately written whole, so the watcher knows them
         self.placed: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        # sessions found in both forms at the last scan (a change of form a crash cut
+        # short): the plain file is the session; the compressed copy is the caller's to drop
+        self.doubled: list[tuple[str, str]] = []  # (id, slug)
 
     def trim(self) -> None:
         while len(self.placed) > PLACED_KEPT:
@@ -31,34 +45,73 @@ class Places:
 
     # -- discovery ---------------------------------------------------------------
 
-    def scan(self) -> list[tuple[str, str, Path, os.stat_result]]:
-        """List every live transcript and remember where every session (or its trash) is."""
-        found: list[tuple[str, str, Path, os.stat_result]] = []
+    def scan(self) -> list[Found]:
+        """List every live transcript and remember where every session (or its trash) is,
+        and in which form; a session found in both is listed plain, in ``doubled``."""
+        found: list[Found] = []
         self.locations.clear()
+        self.doubled = []
         root = self.home.sessions
         ensure_dir(root)
         for slug in fs.names(root, folders=True):
             if slug.startswith("."):
                 continue
             folder = root / slug
-            for name in _jsonl_names(folder):
-                stat = fs.lstat(folder / name)
+            plain, compressed = _session_names(folder)
+            for sid in sorted(plain | compressed):
+                is_packed = sid not in plain
+                if not is_packed and sid in compressed:
+                    self.doubled.append((sid, slug))
+                path = self.home.session_path(slug, sid, packed=is_packed)
+                stat = fs.lstat(path)
                 if stat is None:
                     continue
-                found.append((name[:-6], slug, folder / name, stat))
-                self.locations[name[:-6]] = Location(slug)
-            for name in _jsonl_names(folder / TRASH):
-                self.locations.setdefault(name[:-6], Location(slug, trashed=True))
+                size = packed.content_size(path) if is_packed else stat.st_size
+                found.append(Found(sid, slug, path, size, stat.st_mtime_ns))
+                self.locations[sid] = Location(slug, packed=is_packed)
+            trashed_plain, trashed_packed = _session_names(folder / TRASH)
+            for sid in trashed_plain | trashed_packed:
+                where = Location(slug, trashed=True, packed=sid not in trashed_plain)
+                self.locations.setdefault(sid, where)
         return found
+
+    def path_of(self, slug: str, session_id: str) -> Path:
+        """The transcript of a session of ``slug`` in the form it is in now."""
+        where = self.locations.get(session_id)
+        packed = where is not None and where.packed and where.slug == slug
+        return self.home.session_path(slug, session_id, packed=packed)
+
+    def path(self, session_id: str, where: Location) -> Path:
+        """Where a session's transcript is, by ``where`` (live or trashed, either form)."""
+        if where.trashed:
+            return self.home.trash_path(where.slug, session_id, packed=where.packed)
+        return self.home.session_path(where.slug, session_id, packed=where.packed)
 
     def live_path(self, session_id: str) -> Path:
         check_session_id(session_id)
         where = self.locations.get(session_id)
         if where is None or where.trashed:
             raise SessionNotFound(f"no session {session_id}")
-        return self.home.session_path(where.slug, session_id)
+        return self.home.session_path(where.slug, session_id, packed=where.packed)
+
+    def content_size(self, session_id: str) -> tuple[int, int] | None:
+        """A live session's bytes of content and its file's mtime (ns); None when gone."""
+        path = self.live_path(session_id)
+        stat = fs.lstat(path)
+        if stat is None:
+            return None
+        try:
+            size = packed.content_size(path) if packed.is_packed(path) else stat.st_size
+        except FileNotFoundError:
+            return None
+        return size, stat.st_mtime_ns
 
 
-def _jsonl_names(folder: Path) -> list[str]:
-    """The session files (``<ULID>.jsonl``, regular files only) of a folder."""
-    return [n for n in fs.names(folder, suffix=".jsonl") if len(n) == 32]
+def _session_names(folder: Path) -> tuple[set[str], set[str]]:
+    """The ids of a folder's session files (regular files only): plain (``<ULID>.jsonl``)
+    and compressed (``<ULID>.jsonl.zst``)."""
+    plain = {n[:-6] for n in fs.names(folder, suffix=".jsonl") if len(n) == 32}
+    compressed = {
+        n[: -6 - len(PACKED)] for n in fs.names(folder, suffix=".jsonl" + PACKED) if len(n) == 36
+    }
+    return plain, compressed

@@ -67,10 +67,14 @@ class OnChange(Protocol):
     def __call__(self, info: SessionInfo, written: Sequence[Written] = (), /) -> None: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Location:
+    """A session's project folder, whether it is in the trash, and whether its transcript
+    is kept compressed (``<ulid>.jsonl.zst``)."""
+
     slug: str
     trashed: bool = False
+    packed: bool = False
 
 
 @dataclass

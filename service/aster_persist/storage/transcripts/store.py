@@ -1,7 +1,9 @@
-"""``TranscriptStore``: all session files of one data home, over three objects it holds.
+"""``TranscriptStore``: all session files of one data home, over four objects it holds.
 
-``Places`` knows where every session is; ``Writers`` holds the open files, appends to
-them and keeps the sync bookkeeping; ``Trash`` detaches, trashes, restores and purges.
+``Places`` knows where every session is and in which form; ``Writers`` holds the open
+files, appends to them and keeps the sync bookkeeping; ``Trash`` detaches, trashes,
+restores and purges; ``Forms`` keeps cold sessions compressed and makes them plain
+again before they are written.
 The store makes new sessions (one header line, or whole files for an import, each
 appearing whole or not at all) and reads what was acknowledged.
 
@@ -31,8 +33,9 @@ from .. import fs
 from ..home import Home, ensure_dir, normalize_repo_root
 from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..summary import SessionInfo
+from .forms import Forms, OnForm
 from .lifecycle import Trash
-from .places import Places
+from .places import Found, Places
 from .records import (
     NL,
     Location,
@@ -59,6 +62,7 @@ class TranscriptStore:
         open_files: int = 256,
         on_change: OnChange | None = None,
         on_remove: Callable[[str], None] | None = None,
+        on_form: OnForm | None = None,
     ) -> None:
         self.home = home
         self.durability = durability
@@ -76,12 +80,21 @@ class TranscriptStore:
         self._trash = Trash(
             self._places, self._writers, clock=clock, on_remove=on_remove or (lambda sid: None)
         )
+        self._forms = Forms(
+            self._places,
+            self._writers,
+            sync=durability != "none",
+            on_form=on_form or (lambda sid, op, slug, detail: None),
+        )
         # what the objects it holds answer for it
         self.locations = self._places.locations  # each session's folder, live or trashed
         self.placed = self._places.placed  # files lately written whole: (size, mtime)
-        self.scan = self._places.scan
         self.live_path = self._places.live_path  # a live session's file (404 otherwise)
-        self.load_writer = self._writers.load_writer
+        self.path_of = self._places.path_of  # a session's file in the form it is in now
+        self.content_size = self._places.content_size
+        self.settle = self._forms.settle  # at start: one form of each session found in two
+        self.compress = self._forms.compress
+        self.pack = self._forms.pack
         self.install = self._writers.install
         self.writer = self._writers.writer
         self.append = self._writers.append
@@ -99,6 +112,16 @@ class TranscriptStore:
         self.purge = self._trash.purge
         self.trashed_before = self._trash.trashed_before
 
+    def scan(self) -> list[Found]:
+        """Every live transcript on disk, each session's place and form remembered."""
+        return self._places.scan()
+
+    def load_writer(self, session_id: str) -> Writer:
+        """Open a session for appending (writer thread); a compressed one is made plain
+        first."""
+        self._forms.unpack(session_id, {"by": "an append to a compressed session"})
+        return self._writers.load_writer(session_id)
+
     @property
     def open_count(self) -> int:
         """How many transcripts are held open for appends."""
@@ -115,10 +138,10 @@ class TranscriptStore:
 
     def summarize(self, session_id: str) -> SessionInfo:
         _parsed, info = self.read(session_id)
-        stat = fs.lstat(self._places.live_path(session_id))
-        if stat is None:
+        size = self._places.content_size(session_id)
+        if size is None:
             raise SessionNotFound(f"session {session_id} is gone from disk")
-        info.file_size, info.file_mtime_ns = stat.st_size, stat.st_mtime_ns
+        info.file_size, info.file_mtime_ns = size
         return info
 
     # -- creation ----------------------------------------------------------------
@@ -302,15 +325,26 @@ class TranscriptStore:
 
     # -- reads (any thread) ---------------------------------------------------------------
 
+    def _bytes(self, session_id: str, start: int, end: int | None) -> tuple[Path, bytes]:
+        """Acknowledged bytes ``start``..``end`` of a live session (to its acknowledged end
+        when None), and the file they came from; read again from the other form when the
+        session changed form while they were read."""
+        path = self._places.live_path(session_id)
+        while True:
+            acked = self._writers.acked_size(session_id)
+            stop = end if acked is None else acked if end is None else min(end, acked)
+            try:
+                return path, read_bytes(path, start, stop)
+            except FileNotFoundError:
+                now = self._places.live_path(session_id)
+                if now == path:
+                    raise SessionNotFound(f"no session {session_id}") from None
+                path = now
+
     def read(self, session_id: str) -> tuple[Parsed, SessionInfo]:
         """The readable lines of a session (what was acknowledged), and its summary."""
-        path = self._places.live_path(session_id)
+        path, data = self._bytes(session_id, 0, None)
         slug = path.parent.name  # not looked up again: a purge may drop it while we read
-        end = self._writers.acked_size(session_id)
-        try:
-            data = read_bytes(path, 0, end)
-        except FileNotFoundError:
-            raise SessionNotFound(f"no session {session_id}") from None
         parsed = parse(data)
         cut = incomplete_batch(parsed)
         if cut is not None:
@@ -331,14 +365,7 @@ class TranscriptStore:
     ) -> tuple[list[dict[str, Any]], int]:
         """The acknowledged lines from byte ``offset`` on (to ``until``, if given), and the
         offset after them."""
-        path = self._places.live_path(session_id)
-        end = self._writers.acked_size(session_id)
-        if until is not None:
-            end = until if end is None else min(end, until)
-        try:
-            data = read_bytes(path, offset, end)
-        except FileNotFoundError:
-            raise SessionNotFound(f"no session {session_id}") from None
+        _path, data = self._bytes(session_id, offset, until)
         parsed = parse(data, base=offset)
         cut = incomplete_batch(parsed)
         if cut is not None:  # a batch a crash cut short is not there (as ``read`` says)
@@ -346,8 +373,4 @@ class TranscriptStore:
         return parsed.lines, parsed.good_end if parsed.line_count else offset
 
     def export_bytes(self, session_id: str) -> bytes:
-        path = self._places.live_path(session_id)
-        try:
-            return read_bytes(path, 0, self._writers.acked_size(session_id))
-        except FileNotFoundError:
-            raise SessionNotFound(f"no session {session_id}") from None
+        return self._bytes(session_id, 0, None)[1]

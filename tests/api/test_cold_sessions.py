@@ -33,7 +33,10 @@ def views(client: TestClient, sid: str) -> dict[str, object]:
             for k, v in client.get(f"/v1/sessions/{sid}").json().items()
             if k not in ("file_mtime",)
         },
-        "search": [h["session_id"] for h in client.get("/v1/search?q=kestrel").json()["items"]],
+        "search": [
+            (h["session_id"], h["seq"], h["snippet"])
+            for h in client.get("/v1/search?q=kestrel&limit=100").json()["items"]
+        ],
     }
 
 
@@ -51,6 +54,10 @@ def test_idle_sessions_compressed_on_request_read_the_same_and_plain_again_on_ap
         )
         plain = next((home / "sessions").rglob(f"{old}.jsonl"))
         data = plain.read_bytes()
+        for _ in range(200):  # both indexed (the catalog follows appends on its thread)
+            if len(views(client, old)["search"]) == 21:  # type: ignore[arg-type]
+                break
+            time.sleep(0.02)
         seen = views(client, old)
 
         before = tree(home)
@@ -82,6 +89,9 @@ def test_idle_sessions_compressed_on_request_read_the_same_and_plain_again_on_ap
         assert ops[-2:] == ["session.compressed", "session.decompressed"]  # oldest first
         entries = client.get(f"/v1/journal?session={old}&op=session.compressed").json()["items"]
         assert entries[0]["detail"]["bytes"] == len(data) and entries[0]["actor"] == "api"
+        assert entries[0]["revertible"] is False
+        refused = client.post(f"/v1/journal/{entries[0]['id']}/revert")
+        assert refused.status_code == 409 and "cannot be reverted" in refused.json()["detail"]
 
 
 def test_the_daemon_compresses_what_it_finds_cold_at_start(home: Path) -> None:
@@ -120,3 +130,29 @@ def test_a_bad_compress_request_is_refused_and_changes_nothing(
             assert r.status_code == 422, body
             assert r.headers["content-type"] == "application/problem+json"
         assert tree(home) == before
+
+
+def test_a_compressed_transcript_that_does_not_read_back_is_listed_damaged(
+    home: Path, clock: FakeClock
+) -> None:
+    with make_client(home, clock) as client:
+        sid = new_session(client)
+        assert client.post(f"/v1/sessions/{sid}/events", json=[user("hello")]).status_code == 201
+        clock.advance(days=30)
+        done = client.post("/v1/sessions/compress", json={"dry_run": False}).json()
+        assert [s["id"] for s in done["compressed"]] == [sid]
+    packed = next((home / "sessions").rglob(f"{sid}.jsonl.zst"))
+    packed.write_bytes(packed.read_bytes()[:-6])  # its last bytes lost
+    (home / "index" / "catalog.sqlite3").unlink()  # read again from the files
+    for suffix in ("-wal", "-shm"):
+        (home / "index" / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
+    with make_client(home, clock) as client:
+        for _ in range(200):  # the catalog caught up from the files
+            if client.get("/readyz").status_code == 200:
+                break
+            time.sleep(0.02)
+        [listed] = client.get("/v1/sessions").json()["items"]
+        assert listed["id"] == sid and listed["state"] == "damaged"
+        r = client.get(f"/v1/sessions/{sid}/events")
+        assert r.status_code >= 500 and r.headers["content-type"] == "application/problem+json"
+        assert "compressed transcript" in r.json()["detail"]

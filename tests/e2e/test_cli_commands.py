@@ -24,7 +24,7 @@ BEFORE = {
     ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [
         *("list", "show", "latest", "rename", "delete", "restore", "export", "prune"),
-        *("import", "create", "append"),
+        *("compress", "import", "create", "append"),
     ],
     ("memory",): [
         *("list", "show", "add", "remove", "archive", "restore", "context", "search"),

@@ -34,8 +34,8 @@ class Forms:
         self.said.append((sid, op, slug, detail))
 
 
-def store_in(home_path: Path, forms: Forms) -> TranscriptStore:
-    store = TranscriptStore(Home.open(home_path), on_form=forms)
+def store_in(home_path: Path, forms: Forms, **kwargs: Any) -> TranscriptStore:
+    store = TranscriptStore(Home.open(home_path), on_form=forms, **kwargs)
     store.scan()
     return store
 
@@ -68,7 +68,8 @@ def test_a_packed_session_is_a_zstd_file_every_reader_reads_as_the_plain_one(
     tmp_path: Path,
 ) -> None:
     forms = Forms()
-    store = store_in(tmp_path / "home", forms)
+    told: list[Any] = []
+    store = store_in(tmp_path / "home", forms, on_change=lambda info, written=(): told.append(info))
     sid, plain, data = written_session(store)
     before_read = store.read(sid)
     made = store.compress(sid)
@@ -88,6 +89,8 @@ def test_a_packed_session_is_a_zstd_file_every_reader_reads_as_the_plain_one(
         )
     ]
     assert store.live_path(sid) == target
+    # the index is told of the file the session is now: its content's size, its mtime
+    assert (told[-1].file_size, told[-1].file_mtime_ns) == (len(data), target.stat().st_mtime_ns)
     assert store.export_bytes(sid) == data
     parsed, info = store.read(sid)
     assert parsed.lines == before_read[0].lines and info.last_seq == 40

@@ -95,6 +95,9 @@ def content_size(path: Path | str) -> int:
 def read_range(path: Path | str, start: int = 0, end: int | None = None) -> bytes:
     """Bytes ``start`` to ``end`` (the content's end when None) of what ``path`` holds."""
     fd = fs.open_file(path, os.O_RDONLY)
+    if end is not None and end <= start:
+        os.close(fd)  # opened all the same: a missing file or a link is said as for a read
+        return b""
     with open(fd, "rb", closefd=True) as file:
         stat = os.fstat(fd)
         key = (os.fspath(path), *identity(stat))
@@ -103,20 +106,24 @@ def read_range(path: Path | str, start: int = 0, end: int | None = None) -> byte
             return whole[start:end]
         head = os.pread(fd, _HEAD, 0)
         size = _frame_size(head)
-        if 0 <= size <= CACHE_ONE or (size < 0 and stat.st_size <= CACHE_ONE // 8):
+        if size <= CACHE_ONE:  # (a frame that declares no size is read whole)
             whole = _decompress(_read_fd(fd, stat.st_size))
             _CACHE.put(key, whole)
             return whole[start:end]
-        reader = zstandard.ZstdDecompressor().stream_reader(file, read_size=_STEP)
-        reader.seek(start)  # forward: decompressed and let go, a step at a time
-        want = -1 if end is None else max(0, end - start)
-        chunks: list[bytes] = []
-        while want:
-            chunk = reader.read(_STEP if want < 0 else min(want, _STEP))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            want = want if want < 0 else want - len(chunk)
+        stop = size if end is None else min(end, size)
+        want = max(0, stop - start)
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(file, read_size=_STEP)
+            reader.seek(start)  # forward: decompressed and let go, a step at a time
+            chunks: list[bytes] = []
+            while want:
+                chunk = reader.read(min(want, _STEP))
+                if not chunk:
+                    raise StorageFailed("a compressed transcript is cut short")
+                chunks.append(chunk)
+                want -= len(chunk)
+        except zstandard.ZstdError as exc:
+            raise StorageFailed(f"a compressed transcript cannot be read: {exc}") from None
         return b"".join(chunks)
 
 
@@ -130,10 +137,17 @@ def _frame_size(head: bytes) -> int:
 
 
 def _decompress(frame: bytes) -> bytes:
+    """The content of a whole frame: a frame cut short, or one whose checksum or declared
+    size does not match what it holds, is refused (``StorageFailed``), never read in part."""
     try:
-        out: bytes = zstandard.ZstdDecompressor().decompressobj().decompress(frame)
+        size = _frame_size(frame[:_HEAD])
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        out: bytes = reader.decompress(frame)
+        whole = reader.eof
     except zstandard.ZstdError as exc:
         raise StorageFailed(f"a compressed transcript cannot be read: {exc}") from None
+    if not whole or 0 <= size != len(out):
+        raise StorageFailed("a compressed transcript is cut short: it cannot be read whole")
     return out
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import UnsafePath
+from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from ..text import Doc, docs_of
@@ -72,7 +72,7 @@ def _read(entry: FileEntry, previous: SessionInfo | None) -> Read:
         return summarize_file(entry, previous)
     except (FileNotFoundError, UnsafePath):
         return GONE
-    except OSError as exc:  # unreadable: the caller lists it as damaged
+    except (OSError, StorageFailed) as exc:  # unreadable: the caller lists it as damaged
         return f"{type(exc).__name__}: {exc}"
 
 

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
-from ...errors import Invalid, SessionExists, SessionNotFound
+from ...errors import Conflict, Invalid, SessionExists, SessionNotFound
 from ...index import search
 from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
 from ...index.fusion import MEMORY_RRF_K
@@ -227,8 +227,10 @@ class Sessions:
             if not previous:
                 raise Invalid("the session had no title before; rename it instead")
             await self.rename(sid, previous, detail=detail)
-        else:
+        elif op == "session.purged":
             raise Invalid(f"a {op} entry cannot be reverted: a purged session is gone for good")
+        else:  # what another program did, or a change of form: nothing of ours to undo
+            raise Conflict(f"a {op} entry cannot be reverted: it records no change of ours to undo")
         return {"reverted": entry["id"], "session": sid}
 
     async def restore(self, session_id: str, *, detail: dict[str, Any] | None = None) -> None:

@@ -5,11 +5,12 @@ lately written whole (so the watcher knows them as the daemon's own).
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
 
-from ...errors import SessionNotFound
+from ...errors import SessionNotFound, StorageFailed
 from ...schemas.names import check_session_id
 from .. import fs, packed
 from ..home import PACKED, TRASH, Home, ensure_dir
@@ -66,7 +67,7 @@ class Places:
                 stat = fs.lstat(path)
                 if stat is None:
                     continue
-                size = packed.content_size(path) if is_packed else stat.st_size
+                size = _content_size(path, stat) if is_packed else stat.st_size
                 found.append(Found(sid, slug, path, size, stat.st_mtime_ns))
                 self.locations[sid] = Location(slug, packed=is_packed)
             trashed_plain, trashed_packed = _session_names(folder / TRASH)
@@ -105,6 +106,15 @@ class Places:
         except FileNotFoundError:
             return None
         return size, stat.st_mtime_ns
+
+
+def _content_size(path: Path, stat: os.stat_result) -> int:
+    """What a compressed transcript holds; its own size when it is not a zstd frame (it is
+    listed all the same, and reading it says it is damaged)."""
+    try:
+        return packed.content_size(path)
+    except StorageFailed:
+        return stat.st_size
 
 
 def _session_names(folder: Path) -> tuple[set[str], set[str]]:

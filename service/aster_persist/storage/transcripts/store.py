@@ -32,6 +32,7 @@ from ...schemas.validation import FORMAT_VERSION, validate_header
 from .. import fs
 from ..home import Home, ensure_dir, normalize_repo_root
 from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
+from ..packed import Compressed
 from ..summary import SessionInfo
 from .forms import Forms, OnForm
 from .lifecycle import Trash
@@ -94,7 +95,6 @@ class TranscriptStore:
         self.content_size = self._places.content_size
         self.settle = self._forms.settle  # at start: one form of each session found in two
         self.compress = self._forms.compress
-        self.pack = self._forms.pack
         self.install = self._writers.install
         self.writer = self._writers.writer
         self.append = self._writers.append
@@ -115,6 +115,14 @@ class TranscriptStore:
     def scan(self) -> list[Found]:
         """Every live transcript on disk, each session's place and form remembered."""
         return self._places.scan()
+
+    def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
+        """Put a session's compressed copy in place of its plain file (writer thread; see
+        ``Forms.pack``), and tell the index of the file it is now."""
+        if not self._forms.pack(session_id, made, detail):
+            return False
+        self.on_change(self.summarize(session_id))
+        return True
 
     def load_writer(self, session_id: str) -> Writer:
         """Open a session for appending (writer thread); a compressed one is made plain

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import httpx
 import orjson
 from ulid import ULID
 
+from aster_persist.index.sqlite import sqlite3
 from bench.harness import add, daemon, texts
 from bench.search import bench_search
 
@@ -219,7 +219,9 @@ def bare_sqlite(home: Path, work: Path) -> float:
             event = orjson.loads(line)
             if isinstance(event.get("content"), str):
                 n = len(rows) + 1
-                rows.append((n, path.stem, event["seq"], "message", event["role"], event["ts"]))
+                rows.append(
+                    (n, path.stem, event["seq"], "message", event["role"], event["ts"], 0, 0)
+                )
                 texts.append((n, event["content"]))
     db_path = work / "bare-index.sqlite3"
     db = sqlite3.connect(db_path, isolation_level=None)
@@ -230,7 +232,8 @@ def bare_sqlite(home: Path, work: Path) -> float:
         t = time.perf_counter()
         db.execute("BEGIN")
         db.executemany(
-            "INSERT INTO docs (rowid, session, seq, kind, role, ts) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docs (rowid, session, seq, kind, role, ts, pos, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         db.executemany("INSERT INTO doc_text (rowid, text) VALUES (?, ?)", texts)

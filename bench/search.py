@@ -8,12 +8,12 @@ beside how many documents match it, counted straight from the index (target: und
 
 from __future__ import annotations
 
-import sqlite3
 import urllib.parse
 from pathlib import Path
 
 import orjson
 
+from aster_persist.index.sqlite import sqlite3
 from bench.harness import RawClient, Server, add, p50, vocabulary
 
 

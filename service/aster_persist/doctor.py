@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import StorageFailed, UnsafePath
+from .index.sqlite import sqlite3
 from .schemas.clock import Clock, format_ts, utc_now
 from .storage.blobs import BlobStore
 from .storage.home import PACKED, Home, ensure_dir, fsync_dir

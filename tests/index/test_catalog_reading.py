@@ -50,19 +50,29 @@ def indexed(catalog: Catalog) -> tuple[list[Any], list[Any]]:
         (info.id, info.state, info.events, info.offset, info.bad_lines, catalog.secrets_of(info.id))
         for info in catalog.all()
     )
-    docs = catalog.db.execute(
-        "SELECT d.session, d.seq, d.kind, d.secrets, t.text FROM docs d "
-        "JOIN doc_text t ON t.rowid = d.rowid ORDER BY d.session, d.seq"
+    found = catalog.db.execute(
+        "SELECT d.rowid, d.session, d.seq, d.kind, d.secrets FROM docs d ORDER BY d.session, d.seq"
     ).fetchall()
+    texts = catalog.texts([rowid for rowid, *_ in found])  # read back from the transcripts
+    docs = [(*rest, texts.get(rowid)) for rowid, *rest in found]
     return rows, docs
+
+
+def catalog_in(folder: Path, sessions: Path) -> Catalog:
+    folder.mkdir()
+    return Catalog(folder, lambda slug, sid: sessions / f"{sid}.jsonl")
+
+
+def holds(folder: Path, text: str) -> bool:
+    """Whether any file of the catalog holds ``text``."""
+    return any(text.encode() in p.read_bytes() for p in folder.iterdir())
 
 
 def test_reading_on_other_processes_writes_what_reading_here_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     entries = transcripts(tmp_path / "sessions")
-    (tmp_path / "here").mkdir()
-    here = Catalog(tmp_path / "here")
+    here = catalog_in(tmp_path / "here", tmp_path / "sessions")
     stats_here = here.catch_up(entries)
     pools: list[int] = []
 
@@ -73,8 +83,7 @@ def test_reading_on_other_processes_writes_what_reading_here_writes(
 
     monkeypatch.setattr(files_module, "ProcessPoolExecutor", Counted)
     monkeypatch.setattr(files_module, "POOL_BYTES", 0)
-    (tmp_path / "pool").mkdir()
-    pooled = Catalog(tmp_path / "pool")
+    pooled = catalog_in(tmp_path / "pool", tmp_path / "sessions")
     stats_pooled = pooled.catch_up(entries)
     assert pools, "the files were read on other processes"
     assert stats_pooled == stats_here
@@ -85,7 +94,11 @@ def test_reading_on_other_processes_writes_what_reading_here_writes(
     assert found[entries[6].id] == ("damaged", 0)  # a link: never followed, never skipped
     assert found[entries[3].id] == ("ok", 29)  # the torn last line waits for its end
     assert all(secrets == 1 for sid, *_, secrets in rows if sid != entries[6].id)
-    assert not any(KEY in text for *_, text in docs)  # the index never holds it
+    shown = [text for *_, text in docs if text is not None]
+    assert len(shown) == 38 * 29 and sum("[redacted: " in text for text in shown) == 38
+    assert not any(KEY in text for text in shown)  # never shown
+    # the index holds no copy of the text (beyond the first turn a listing shows)
+    assert not holds(tmp_path / "pool", KEY) and not holds(tmp_path / "pool", "turn 20 of session")
     here.close()
     pooled.close()
 
@@ -97,8 +110,7 @@ def test_when_reading_processes_fail_the_rest_is_read_here(
     """No semaphores for a pool (some containers), or a reader killed (out of memory):
     the catch-up reads what is left in its own process and writes the same index."""
     entries = transcripts(tmp_path / "sessions")
-    (tmp_path / "here").mkdir()
-    here = Catalog(tmp_path / "here")
+    here = catalog_in(tmp_path / "here", tmp_path / "sessions")
     here.catch_up(entries)
 
     class Failing(files_module.ProcessPoolExecutor):  # type: ignore[misc]
@@ -119,8 +131,7 @@ def test_when_reading_processes_fail_the_rest_is_read_here(
 
     monkeypatch.setattr(files_module, "ProcessPoolExecutor", Failing)
     monkeypatch.setattr(files_module, "POOL_BYTES", 0)
-    (tmp_path / "fallback").mkdir()
-    fallback = Catalog(tmp_path / "fallback")
+    fallback = catalog_in(tmp_path / "fallback", tmp_path / "sessions")
     fallback.catch_up(entries)
     assert indexed(fallback) == indexed(here)
     if failure == "a reader killed midway":

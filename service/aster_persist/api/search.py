@@ -14,7 +14,6 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from ..errors import Invalid
-from ..index import search as index
 from ..index.fusion import RRF_K
 from ..index.text import parse_query
 from ..schemas.names import check_session_id
@@ -81,13 +80,7 @@ async def search(
             raise Invalid(
                 "group=session groups transcript hits on one page: no kind=memory, no cursor"
             )
-        if query.repo is not None:  # as every search takes it: its top level, checked
-            query.repo = await sessions.repo_root(query.repo)
-        found = await sessions.in_catalog(
-            lambda c: index.search_sessions(
-                c.db, query, limit=limit, vectors=c.fresh_vectors(query)
-            )
-        )
+        found = await sessions.search_grouped(query, limit=limit)
         return json_response({"items": found, "next_cursor": None})
     items: list[dict[str, object]] = []
     next_cursor = None

@@ -10,11 +10,11 @@ cursor is a place in the whole order.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .ranking import candidates, conditions, fts, ranked
+from .sqlite import sqlite3
 from .text import Query
 
 if TYPE_CHECKING:  # numpy and the model come with the semantic extra

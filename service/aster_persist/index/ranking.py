@@ -4,10 +4,10 @@ ranking by meaning."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from ..errors import Invalid
+from .sqlite import sqlite3
 from .text import Query
 
 DOC_RANK = "bm25(doc_text)"  # negative, lower is better (FTS5 floors each word's IDF above 0)

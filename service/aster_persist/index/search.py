@@ -1,17 +1,18 @@
 """Full-text search tables in the catalog database (FTS5, ``porter`` stemming).
 
-``docs`` maps each indexed document to its session, seq, kind, role and how many
-secrets its text held (redacted before it was indexed); ``doc_text`` is
-the FTS5 table holding the text and the day it happened. Memory has the same pair:
-``memory_docs`` (scope, name, ETag, dates, importance, relations) and ``memory_text``.
-All of it is derived from the files and rebuilt from them when lost.
+``docs`` maps each indexed document to its session, seq, kind, role, how many secrets
+its text held (redacted before it was indexed) and where its line is in the transcript;
+``doc_text`` is the FTS5 index of the text, which keeps no copy of it: a hit's snippet
+is cut from its line, read again from the transcript (``texts``). Memory has the same
+pair, with its text (memory files are small): ``memory_docs`` (scope, name, ETag,
+dates, importance, relations) and ``memory_text``. All of it is derived from the files
+and rebuilt from them when lost.
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
-from dataclasses import replace
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from ..secrets.redact import redact_text
 from . import ranking
 from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
 from .ranking import fts
+from .sqlite import sqlite3
 from .text import RETRACTED, Doc, Query
 
 if TYPE_CHECKING:  # numpy and the model come with the semantic extra
@@ -36,12 +38,14 @@ CREATE TABLE IF NOT EXISTS docs (
     kind TEXT NOT NULL,
     role TEXT,
     ts TEXT NOT NULL,
-    secrets INTEGER NOT NULL DEFAULT 0
+    secrets INTEGER NOT NULL DEFAULT 0,
+    pos INTEGER NOT NULL,
+    size INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS docs_session ON docs (session, seq);
 CREATE INDEX IF NOT EXISTS docs_secrets ON docs (session) WHERE secrets > 0;
 CREATE VIRTUAL TABLE IF NOT EXISTS doc_text USING fts5(
-    text, tokenize = 'porter unicode61'
+    text, content = '', contentless_delete = 1, tokenize = 'porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS memory_docs (
     rowid INTEGER PRIMARY KEY,
@@ -91,10 +95,10 @@ def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     ).fetchone()[0]
     rows = range(first, first + len(docs))
     db.executemany(
-        "INSERT INTO docs (rowid, session, seq, kind, role, ts, secrets) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO docs (rowid, session, seq, kind, role, ts, secrets, pos, size) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (r, session, d.seq, d.kind, d.role, d.ts, d.secrets)
+            (r, session, d.seq, d.kind, d.role, d.ts, d.secrets, d.pos, d.size)
             for r, d in zip(rows, docs, strict=True)
         ],
     )
@@ -146,6 +150,7 @@ def search_docs(
     *,
     limit: int,
     cursor: str | None,
+    texts: Texts,
     vectors: Vectors | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Transcript hits, best first: session, seq, kind, role, snippet, score. With
@@ -171,7 +176,7 @@ def search_docs(
         )
     }
     rows = [(*details[rowid], rank) for rowid, rank in ranked if rowid in details]
-    snippets = _snippets(db, query, [r[0] for r in rows])
+    snippets = _snippets(db, query, texts([r[0] for r in rows]))
     hits = []
     for rowid, session, seq, kind, role, ts, repo_root, title, rank_value in rows:
         text, spans = snippets.get(rowid, ("", []))
@@ -197,28 +202,37 @@ def search_docs(
 
 
 def _snippets(
-    db: sqlite3.Connection, query: Query, rowids: list[int]
+    db: sqlite3.Connection, query: Query, texts: dict[int, str]
 ) -> dict[int, tuple[str, list[list[int]]]]:
-    if not rowids:
-        return {}
-    marks = ", ".join("?" * len(rowids))
-    if query.match is None:
-        rows = db.execute(
-            f"SELECT rowid, substr(text, 1, 200) FROM doc_text WHERE rowid IN ({marks})", rowids
-        ).fetchall()
-        return {r: (text, []) for r, text in rows}
-    rows = fts(
-        lambda: db.execute(
-            f"SELECT rowid, snippet(doc_text, 0, '{_OPEN}', '{_CLOSE}', '…', 24) FROM doc_text "
-            f"WHERE doc_text MATCH ? AND rowid IN ({marks})",
-            [query.match, *rowids],
-        ).fetchall()
-    )
-    found = {r: marked(text) for r, text in rows}
-    rest = [r for r in rowids if r not in found]  # found by meaning, not by its words
-    if rest:
-        found.update(_snippets(db, replace(query, match=None), rest))
+    """Each document's snippet, cut from its text around what the query matched (by the
+    index's own tokenizer, over the page's texts alone), or its start when the query has
+    no words or matched it by meaning."""
+    found: dict[int, tuple[str, list[list[int]]]] = {}
+    if query.match is not None and texts:
+        db.execute(_SNIPPETS)
+        try:
+            db.executemany("INSERT INTO temp.snip (rowid, text) VALUES (?, ?)", texts.items())
+            rows = fts(
+                lambda: db.execute(
+                    f"SELECT rowid, snippet(snip, 0, '{_OPEN}', '{_CLOSE}', '…', 24) "
+                    "FROM temp.snip WHERE snip MATCH ?",
+                    [query.match],
+                ).fetchall()
+            )
+        finally:
+            db.execute("DELETE FROM temp.snip")
+        found = {r: marked(text) for r, text in rows}
+    for rowid, text in texts.items():  # found by meaning, not by its words
+        found.setdefault(rowid, (text[:200], []))
     return found
+
+
+_SNIPPETS = (  # a page's texts, for FTS5 to cut snippets from: in memory, emptied after
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snip USING fts5(text, tokenize = 'porter unicode61')"
+)
+# What search shows of documents: each one's text by its number (read back from its
+# transcript; a document whose line is gone is left out).
+Texts = Callable[[list[int]], dict[int, str]]
 
 
 # -- memory -------------------------------------------------------------------------------
@@ -288,12 +302,13 @@ def search_sessions(
     limit: int,
     evidence: int = 3,
     pool: int = POOL,
+    texts: Texts,
     vectors: Vectors | None = None,
 ) -> list[dict[str, Any]]:
     """Sessions ranked by their turns' hits ("which session was that"): the best ``pool``
     hits grouped by session, each session scored by the sum of its best ``evidence``
     hits' scores, with those hits as its evidence, best first."""
-    hits, _next = search_docs(db, query, limit=pool, cursor=None, vectors=vectors)
+    hits, _next = search_docs(db, query, limit=pool, cursor=None, texts=texts, vectors=vectors)
     groups: dict[str, dict[str, Any]] = {}
     for hit in hits:  # best first, so each session's first hits are its best
         group = groups.setdefault(

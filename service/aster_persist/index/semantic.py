@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import orjson
 
 from ..errors import UnsafePath
 from ..storage import fs
+from .sqlite import sqlite3
 
 log = logging.getLogger("aster_persist")
 
@@ -190,20 +190,32 @@ class Vectors:
             db.execute("SELECT count(*) FROM docs WHERE rowid > ?", (self.last,)).fetchone()[0]
         )
 
-    def step(self, db: sqlite3.Connection, batch: int = 256, *, compact: bool = True) -> int:
-        """Embed the next ``batch`` documents in order; how many there were. With none
-        left, drop the vectors of removed documents if ``compact``."""
+    def step(
+        self,
+        db: sqlite3.Connection,
+        texts: Callable[[list[int]], dict[int, str]],
+        batch: int = 256,
+        *,
+        compact: bool = True,
+    ) -> int:
+        """Embed the next ``batch`` documents in order (their ``texts`` read back from the
+        transcripts); how many there were. With none left, drop the vectors of removed
+        documents if ``compact``."""
         self._check_numbers(db)
-        rows = db.execute(
-            f"SELECT rowid, substr(text, 1, {MAX_CHARS}) FROM doc_text WHERE rowid > ? "
-            "ORDER BY rowid LIMIT ?",
-            (self.last, batch),
-        ).fetchall()
-        if not rows:
+        numbers = [
+            int(r)
+            for (r,) in db.execute(
+                "SELECT rowid FROM docs WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                (self.last, batch),
+            )
+        ]
+        if not numbers:
             if compact:
                 self._compact(db)
             return 0
-        vectors = self.embedder.embed([text or "" for _, text in rows])
+        found = texts(numbers)
+        rows = [(r, found.get(r, "")[:MAX_CHARS]) for r in numbers]
+        vectors = self.embedder.embed([text for _, text in rows])
         rowids = np.array([r for r, _ in rows], dtype=np.int64)
         self._append(rowids, vectors)
         self.last = int(rows[-1][0])

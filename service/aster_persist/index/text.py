@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, NamedTuple, get_args
 
+import orjson
+
 from ..errors import Invalid
 from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
@@ -48,6 +50,8 @@ class Doc(NamedTuple):
     ts: str
     text: str  # as it is searched and shown: each secret in it redacted
     secrets: int = 0  # how many were
+    pos: int = 0  # where its line is in the transcript (the index keeps no copy of the
+    size: int = 0  # text: a hit's snippet is cut from the line, read again from there)
 
 
 def _doc(seq: int, kind: str, role: str | None, ts: str, text: str) -> Doc:
@@ -108,6 +112,33 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
         if isinstance(value, str) and value.strip():
             out.append(_doc(seq, "summary" if kind == "summary" else "title", None, ts, value))
     return out
+
+
+def docs_at(
+    lines: list[dict[str, Any]], starts: list[int], sizes: list[int], header_ts: str = ""
+) -> list[Doc]:
+    """The documents of stored lines, each with where its line is (``starts``, ``sizes``:
+    the byte offset and length of each line in its transcript)."""
+    return [
+        doc._replace(pos=start, size=size)
+        for line, start, size in zip(lines, starts, sizes, strict=True)
+        for doc in docs_of(line, header_ts)
+    ]
+
+
+def text_of(data: bytes, seq: int, kind: str) -> str | None:
+    """The text of the document ``kind`` of ``seq`` in the stored line ``data`` (read back
+    from where the index says it is); None when that line is not there any more."""
+    try:
+        line = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(line, dict):
+        return None
+    for doc in docs_of(line):
+        if doc.seq == seq and doc.kind == kind:
+            return doc.text
+    return None
 
 
 # -- queries ----------------------------------------------------------------------------

@@ -7,9 +7,9 @@ value, so replaying one is harmless.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
-import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -23,10 +23,12 @@ from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from ...storage.transcripts.records import Written
 from .. import search
-from ..text import Doc, Query, docs_of
+from ..sqlite import sqlite3
+from ..text import Doc, Query, docs_at
 from .files import GONE, FileEntry, continues, read_files, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, row_of
+from .texts import texts_of
 
 if TYPE_CHECKING:  # the semantic extra's
     from ..semantic import Vectors
@@ -48,8 +50,9 @@ def _writable_again(info: SessionInfo) -> SessionInfo:
 class Catalog:
     """The SQLite side; used from one thread only."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, locate: Callable[[str, str], Path]) -> None:
         self.path = folder / "catalog.sqlite3"
+        self.locate = locate  # a session's transcript, by its project and id
         self.db = self._open()
         self.vectors: Vectors | None = None  # semantic search's, when on
 
@@ -91,7 +94,7 @@ class Catalog:
         the rest follow in the background."""
         done = 0
         while self.vectors is not None and query.words is not None and done < budget:
-            count = self.vectors.step(self.db, compact=False)
+            count = self.vectors.step(self.db, self.texts, compact=False)
             if not count:
                 break
             done += count
@@ -113,10 +116,14 @@ class Catalog:
             for session, session_docs in (docs or {}).items():
                 search.insert_docs(self.db, session, session_docs)
 
+    def texts(self, rowids: list[int]) -> dict[int, str]:
+        """The text of each document (by its number) as it was indexed, read back from its
+        line in the transcript; one whose line is gone or changed is left out."""
+        return texts_of(self.db, self.locate, rowids)
+
     def refresh(
         self,
         infos: list[SessionInfo],
-        locate: Callable[[str, str], Path],
         stop: Callable[[], bool] | None = None,
         held: dict[str, list[Written]] | None = None,
     ) -> list[SessionInfo]:
@@ -143,31 +150,26 @@ class Catalog:
                 if stop is not None and stop():
                     done = n
                     break
-                lines = _written(held.get(info.id) if held else None, offset, info.offset)
+                lines, starts, sizes = _written(
+                    held.get(info.id) if held else None, offset, info.offset
+                )
                 if lines and lines[0].get("seq") == last_seq + 1:
-                    docs = [doc for line in lines for doc in docs_of(line, info.created_at)]
+                    docs = docs_at(lines, starts, sizes, info.created_at)
                     search.insert_docs(self.db, info.id, docs)
                     continue
-                if info.offset < offset or not self._index_range(
-                    info, locate, offset, last_seq + 1
-                ):
+                if info.offset < offset or not self._index_range(info, offset, last_seq + 1):
                     # shrunk, or the new bytes do not continue what was indexed: read it all
                     search.drop_docs(self.db, info.id)
-                    self._index_range(info, locate, 0, None)
+                    self._index_range(info, 0, None)
             self.db.executemany(UPSERT, [row_of(info) for info in infos[:done]])
         return infos[done:]
 
-    def _index_range(
-        self,
-        info: SessionInfo,
-        locate: Callable[[str, str], Path],
-        start: int,
-        first_seq: int | None,
-    ) -> bool:
+    def _index_range(self, info: SessionInfo, start: int, first_seq: int | None) -> bool:
         """Index the lines of ``[start, info.offset)``, a few megabytes at a time; False
         (nothing indexed) unless they are whole lines that begin with seq ``first_seq``
         (when it is given). The file is looked for again if it changed form meanwhile."""
         pos = start
+        locate = self.locate
         path = locate(info.slug, info.id)
         while pos < info.offset:
             try:
@@ -182,7 +184,8 @@ class Catalog:
             parsed = parse(data, base=pos)
             if first_seq is not None and pos == start and not continues(parsed, pos, first_seq):
                 return False
-            docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
+            sizes = [len(raw) + 1 for raw in parsed.raw]
+            docs = docs_at(parsed.lines, parsed.starts, sizes, info.created_at)
             search.insert_docs(self.db, info.id, docs)
             if parsed.good_end <= pos:
                 break  # a torn line where a whole one was promised: keep what is whole
@@ -465,9 +468,15 @@ class _Tx:
 MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
 
 
-def _written(held: list[Written] | None, start: int, end: int) -> list[dict[str, Any]]:
-    """The lines of bytes ``start``..``end`` when ``held`` (an unbroken run of writes, as
-    the worker keeps them) is exactly them; none when it is not (the file is read)."""
+def _written(
+    held: list[Written] | None, start: int, end: int
+) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """The lines of bytes ``start``..``end``, with each one's offset and size, when
+    ``held`` (an unbroken run of writes, as the worker keeps them) is exactly them; none
+    when it is not (the file is read)."""
     if not held or held[0].start != start or held[-1].end != end:
-        return []
-    return [line for written in held for line in written.records]
+        return [], [], []
+    lines = [line for written in held for line in written.records]
+    sizes = [size for written in held for size in written.sizes]
+    starts = list(itertools.accumulate(sizes[:-1], initial=start))
+    return lines, starts, sizes

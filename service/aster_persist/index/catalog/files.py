@@ -20,7 +20,7 @@ from typing import Any
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
-from ..text import Doc, docs_of
+from ..text import Doc, docs_at
 
 log = logging.getLogger("aster_persist")
 
@@ -53,8 +53,8 @@ def summarize_file(
     info.file_mtime_ns = entry.mtime_ns
     if info.lines > 0 and not info.created_at:
         info.state = "damaged"  # no readable header
-    docs = [doc for line in parsed.lines for doc in docs_of(line, info.created_at)]
-    return info, docs
+    sizes = [len(raw) + 1 for raw in parsed.raw]
+    return info, docs_at(parsed.lines, parsed.starts, sizes, info.created_at)
 
 
 # What reading a file for a catch-up gave: its summary and documents, or why not: GONE

@@ -25,8 +25,9 @@ def rebuild(home: Any, progress: Callable[[int, int], None] | None = None) -> di
     for suffix in ("", "-wal", "-shm"):
         fs.unlink(f"{folder / 'catalog.sqlite3'}{suffix}")
     fs.unlink(folder / VECTORS)  # of the old catalog: embedded again when asked for
-    files = [FileEntry(*found) for found in TranscriptStore(home).scan()]
-    catalog = Catalog(folder)
+    store = TranscriptStore(home)
+    files = [FileEntry(*found) for found in store.scan()]
+    catalog = Catalog(folder, store.path_of)
     try:
         stats = catalog.catch_up(files, progress)
         journal = Journal(home.root / "journal.jsonl", clock=utc_now)

@@ -5,7 +5,6 @@ A schema of another version is never migrated: the catalog is rebuilt from the f
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import asdict
 from typing import Any
 
@@ -13,8 +12,9 @@ import orjson
 
 from ...storage.summary import SessionInfo, Stats
 from .. import search
+from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 9  # 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 10  # 10: no copy of the text, where each line is; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",

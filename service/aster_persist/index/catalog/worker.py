@@ -45,7 +45,7 @@ class CatalogWorker:
         from concurrent.futures import ThreadPoolExecutor
 
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
-        self.catalog: Catalog = self.executor.submit(Catalog, folder).result()
+        self.catalog: Catalog = self.executor.submit(Catalog, folder, locate).result()
         self.executor.submit(prepare)  # before the first text it indexes, off the loop
         self.locate = locate
         self.memory_doc = memory_doc  # what search indexes of a memory file
@@ -175,7 +175,7 @@ class CatalogWorker:
         left: list[SessionInfo] = []
         try:
             if dirty:
-                left = self.catalog.refresh(list(dirty.values()), self.locate, stop, held)
+                left = self.catalog.refresh(list(dirty.values()), stop, held)
             if removed:
                 self.catalog.remove(removed)
             if memory and self.memory_doc is not None:
@@ -217,7 +217,9 @@ class CatalogWorker:
             compact, self._compact = self._compact, False
         vectors = self.catalog.vectors
         try:
-            if vectors is not None and vectors.step(self.catalog.db, compact=compact):
+            if vectors is not None and vectors.step(
+                self.catalog.db, self.catalog.texts, compact=compact
+            ):
                 self.embed_later(compact=compact)
         except Exception as exc:  # derived data: the next change tries again
             log.warning("embedding for semantic search failed (%s)", exc)

@@ -391,7 +391,22 @@ class Sessions:
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         return await self.in_catalog(
             lambda c: search.search_docs(
-                c.db, query, limit=limit, cursor=cursor, vectors=c.fresh_vectors(query)
+                c.db,
+                query,
+                limit=limit,
+                cursor=cursor,
+                texts=c.texts,
+                vectors=c.fresh_vectors(query),
+            )
+        )
+
+    async def search_grouped(self, query: Query, *, limit: int) -> list[dict[str, Any]]:
+        """Sessions ranked by their turns' hits, each with its best turns as evidence."""
+        if query.repo is not None:
+            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+        return await self.in_catalog(
+            lambda c: search.search_sessions(
+                c.db, query, limit=limit, texts=c.texts, vectors=c.fresh_vectors(query)
             )
         )
 

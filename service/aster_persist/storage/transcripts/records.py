@@ -58,6 +58,7 @@ class Written:
     start: int
     end: int
     records: list[dict[str, Any]]
+    sizes: list[int]  # the bytes of each record's line, in order
 
 
 class OnChange(Protocol):

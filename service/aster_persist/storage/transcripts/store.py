@@ -229,7 +229,7 @@ class TranscriptStore:
         info.lines = 1
         fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         info.file_mtime_ns = os.fstat(fd).st_mtime_ns
-        self.on_change(replace(info), [Written(0, len(data), [header])])
+        self.on_change(replace(info), [Written(0, len(data), [header], [len(data)])])
         writer = Writer(path=path, fd=fd, size=len(data), info=info)
         writer.acked_size = writer.size
         writer.acked_info = replace(info)
@@ -267,6 +267,7 @@ class TranscriptStore:
         (None). All or nothing: on any failure nothing stays."""
         built: list[tuple[dict[str, Any], SessionInfo, Path, bytes] | None] = []
         records: dict[str, list[dict[str, Any]]] = {}  # each file's lines, for the index
+        sizes: dict[str, list[int]] = {}  # and the bytes of each
         ids: set[str] = set()
         roots: dict[str, tuple[str, str]] = {}
         for fields, runs in sessions:
@@ -286,6 +287,7 @@ class TranscriptStore:
                 chunks.extend(lines.chunks)
                 kept.extend(lines.records)
                 fold(info, lines)
+            sizes[header["id"]] = [len(chunk) for chunk in chunks]
             data = b"".join(chunks)
             info.offset = info.file_size = len(data)
             path = self.home.project_dir(slug) / f"{header['id']}.jsonl"
@@ -327,7 +329,8 @@ class TranscriptStore:
                 self.placed.pop(header["id"], None)
                 out.append(None)
                 continue
-            self.on_change(replace(info), [Written(0, info.offset, records[header["id"]])])
+            sid = header["id"]
+            self.on_change(replace(info), [Written(0, info.offset, records[sid], sizes[sid])])
             out.append((header, info))
         return out
 

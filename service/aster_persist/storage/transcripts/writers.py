@@ -241,7 +241,8 @@ class Writers:
         )
         data = b"".join(lines.chunks)
         self._write_all(writer, data, sid)
-        writer.written.append(Written(writer.size, writer.size + len(data), lines.records))
+        sizes = [len(chunk) for chunk in lines.chunks]
+        writer.written.append(Written(writer.size, writer.size + len(data), lines.records, sizes))
         writer.size += len(data)
         fold(info, lines)
         info.offset = info.file_size = writer.size

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from bench.appends import bench_appends
 from bench.following import bench_follow, bench_tree
+from bench.footprint import bench_footprint
 from bench.harness import fsync_probe, print_table
 from bench.imports import bench_import
 from bench.learning import bench_learning
@@ -51,6 +52,7 @@ def main() -> None:
             "learning",
             "recall",
             "walk",
+            "footprint",
         ],
         default=None,
     )
@@ -74,6 +76,8 @@ def main() -> None:
             bench_readers(work, args.seconds, args.reps)
         if args.only in (None, "import"):
             bench_import(work)
+        if args.only in (None, "footprint"):
+            bench_footprint(work)
         if args.only in (None, "tree"):
             bench_tree(work, args.tree_mb)
             bench_follow(work)

@@ -80,7 +80,9 @@ def test_appends_are_indexed_as_written_and_never_read_back(
         [imported] = [s["id"] for s in done["sessions"]]
         rows = built.catalog.run(
             lambda catalog: catalog.db.execute(
-                "SELECT count(*) FROM docs WHERE session = ?", (imported,)
+                "SELECT count(*) FROM docs JOIN session_numbers k ON k.n = docs.session"
+                " WHERE k.id = ?",
+                (imported,),
             ).fetchone()
         )
         assert rows[0] > 0

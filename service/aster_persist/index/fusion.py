@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .ranking import candidates, conditions, fts, ranked
+from .ranking import NUMBER_OF, WITH_SESSIONS, candidates, conditions, fts, ranked
 from .sqlite import sqlite3
 from .text import Query
 
@@ -75,14 +75,16 @@ def nearest(db: sqlite3.Connection, query: Query, vectors: Vectors) -> list[int]
 
     def keep(batch: list[int]) -> set[int]:  # those that exist and pass the filters
         sql = (
-            "SELECT d.rowid FROM docs d JOIN sessions s ON s.id = d.session "
+            f"SELECT d.rowid FROM docs d {WITH_SESSIONS} "
             f"WHERE d.rowid IN ({', '.join('?' * len(batch))})"
         )
         return {r for (r,) in db.execute(" AND ".join([sql, *where]), [*batch, *args])}
 
     only = None
     if query.session is not None:  # a session's few documents: compare only with them
-        found = db.execute("SELECT rowid FROM docs WHERE session = ?", (query.session,))
+        found = db.execute(
+            f"SELECT rowid FROM docs WHERE session = {NUMBER_OF.format('?')}", (query.session,)
+        )
         only = {r for (r,) in found}
     return vectors.nearest(query.words, keep, only=only, pool=POOL, batch=CHECK)
 

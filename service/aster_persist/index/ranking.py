@@ -10,6 +10,10 @@ from ..errors import Invalid
 from .sqlite import sqlite3
 from .text import Query
 
+# A document names its session by a number of the catalog's own (``session_numbers``),
+# a few bytes where the id takes 26, in every row and in the index over them.
+NUMBER_OF = "(SELECT n FROM session_numbers WHERE id = {})"
+WITH_SESSIONS = "JOIN session_numbers k ON k.n = d.session JOIN sessions s ON s.id = k.id"
 DOC_RANK = "bm25(doc_text)"  # negative, lower is better (FTS5 floors each word's IDF above 0)
 
 
@@ -36,7 +40,7 @@ def conditions(query: Query) -> tuple[list[str], list[Any]]:
     if query.match is not None:
         add("doc_text MATCH ?", query.match)
     if query.session is not None:
-        add("d.session = ?", query.session)
+        add(f"d.session = {NUMBER_OF.format('?')}", query.session)
     if query.repo is not None:
         add("s.repo_root = ?", query.repo)
     for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):
@@ -64,12 +68,12 @@ def candidates(query: Query) -> tuple[str, list[Any]]:
     elif query.match is not None:
         sql = (
             f"SELECT d.rowid AS rowid, {DOC_RANK} AS rank FROM doc_text "
-            "JOIN docs d ON d.rowid = doc_text.rowid JOIN sessions s ON s.id = d.session "
+            f"JOIN docs d ON d.rowid = doc_text.rowid {WITH_SESSIONS} "
             "WHERE " + " AND ".join(where)
         )
     else:  # filters alone: newest first, and no full-text scan
         sql = "SELECT d.rowid AS rowid, -d.rowid AS rank FROM docs d"
-        sql += " JOIN sessions s ON s.id = d.session"
+        sql += f" {WITH_SESSIONS}"
         if where:
             sql += " WHERE " + " AND ".join(where)
     return sql, args

@@ -23,7 +23,7 @@ from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
 from ..secrets.redact import redact_text
 from . import ranking
 from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
-from .ranking import fts
+from .ranking import NUMBER_OF, WITH_SESSIONS, fts
 from .sqlite import sqlite3
 from .text import RETRACTED, Doc, Query
 
@@ -31,9 +31,13 @@ if TYPE_CHECKING:  # numpy and the model come with the semantic extra
     from .semantic import Vectors
 
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS session_numbers (
+    n INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE
+);
 CREATE TABLE IF NOT EXISTS docs (
     rowid INTEGER PRIMARY KEY AUTOINCREMENT,
-    session TEXT NOT NULL,
+    session INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     kind TEXT NOT NULL,
     role TEXT,
@@ -73,10 +77,12 @@ _OPEN, _CLOSE = "\ue000", "\ue001"
 def insert_docs(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     """Index ``docs``; a retraction among them takes out those of the seq it names
     (after the others went in: its target may be in the same batch)."""
-    gone = [(session, d.seq) for d in docs if d.kind == RETRACTED]
+    db.execute("INSERT OR IGNORE INTO session_numbers (id) VALUES (?)", (session,))
+    (number,) = db.execute("SELECT n FROM session_numbers WHERE id = ?", (session,)).fetchone()
+    gone = [(number, d.seq) for d in docs if d.kind == RETRACTED]
     if gone:
         docs = [d for d in docs if d.kind != RETRACTED]
-    _insert(db, session, docs)
+    _insert(db, number, docs)
     if gone:
         db.executemany(
             "DELETE FROM doc_text WHERE rowid IN "
@@ -86,7 +92,7 @@ def insert_docs(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
         db.executemany("DELETE FROM docs WHERE session = ? AND seq = ?", gone)
 
 
-def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
+def _insert(db: sqlite3.Connection, session: int, docs: list[Doc]) -> None:
     if not docs:
         return
     # Never a number a removed document had: semantic vectors are kept by it.
@@ -108,12 +114,16 @@ def _insert(db: sqlite3.Connection, session: str, docs: list[Doc]) -> None:
     )
 
 
-def drop_docs(db: sqlite3.Connection, session: str) -> None:
+def drop_docs(db: sqlite3.Connection, session: str, *, forget: bool = False) -> None:
+    """Take out a session's documents (and with ``forget``, its number: it is gone)."""
+    number = NUMBER_OF.format("?")
     db.execute(
-        "DELETE FROM doc_text WHERE rowid IN (SELECT rowid FROM docs WHERE session = ?)",
+        f"DELETE FROM doc_text WHERE rowid IN (SELECT rowid FROM docs WHERE session = {number})",
         (session,),
     )
-    db.execute("DELETE FROM docs WHERE session = ?", (session,))
+    db.execute(f"DELETE FROM docs WHERE session = {number}", (session,))
+    if forget:
+        db.execute("DELETE FROM session_numbers WHERE id = ?", (session,))
 
 
 def marked(text: str) -> tuple[str, list[list[int]]]:
@@ -169,9 +179,9 @@ def search_docs(
     details = {
         row[0]: row
         for row in db.execute(
-            "SELECT d.rowid, d.session, d.seq, d.kind, d.role, d.ts, s.repo_root, "
+            "SELECT d.rowid, k.id, d.seq, d.kind, d.role, d.ts, s.repo_root, "
             "coalesce(s.title_event, s.header_title, s.first_user) FROM docs d "
-            f"JOIN sessions s ON s.id = d.session WHERE d.rowid IN ({marks})",
+            f"{WITH_SESSIONS} WHERE d.rowid IN ({marks})",
             [rowid for rowid, _ in ranked],
         )
     }

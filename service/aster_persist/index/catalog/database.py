@@ -7,6 +7,7 @@ value, so replaying one is harmless.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -23,6 +24,7 @@ from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
 from ...storage.transcripts.records import Written
 from .. import search
+from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 from ..text import Doc, Query, docs_at
 from .files import GONE, FileEntry, continues, read_files, summarize_file
@@ -47,6 +49,10 @@ def _writable_again(info: SessionInfo) -> SessionInfo:
     return info
 
 
+WAL_KEPT = 4 << 20  # bytes of write-ahead log kept after a checkpoint (it grows in between)
+FREE_KEPT = 64  # free pages (4 KB each) the file keeps before they are given back
+
+
 class Catalog:
     """The SQLite side; used from one thread only."""
 
@@ -62,8 +68,10 @@ class Catalog:
                 fs.check(f"{self.path}{suffix}")
             try:
                 db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # a new file's (see give_back)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # derived data: rebuilt if lost
+                db.execute(f"PRAGMA journal_size_limit={WAL_KEPT}")  # not an import's WAL
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version not in (0, SCHEMA_VERSION):
                     raise sqlite3.DatabaseError(f"schema version {version}")
@@ -86,7 +94,18 @@ class Catalog:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # derived data: a next start tidies it
+            self.give_back()
         self.db.close()
+
+    def give_back(self) -> int:
+        """Give the pages the index no longer uses (merged full-text segments, removed
+        sessions) back to the file system once more than ``FREE_KEPT`` are free; how many."""
+        free = int(self.db.execute("PRAGMA freelist_count").fetchone()[0])
+        if free <= FREE_KEPT:
+            return 0
+        self.db.execute("PRAGMA incremental_vacuum").fetchall()  # a row a page: step them all
+        return free
 
     def fresh_vectors(self, query: Query, budget: int = 256) -> Vectors | None:
         """Semantic search's vectors (None when it is off) with the documents waiting to
@@ -195,7 +214,7 @@ class Catalog:
     def remove(self, ids: Iterable[str]) -> None:
         with self._tx():
             for session in ids:
-                search.drop_docs(self.db, session)
+                search.drop_docs(self.db, session, forget=True)
                 self.db.execute("DELETE FROM sessions WHERE id = ?", (session,))
 
     def _tx(self) -> _Tx:
@@ -263,6 +282,7 @@ class Catalog:
         gone = [i for i in known if i not in seen]
         stats["removed"] = len(gone)
         self.remove(gone)
+        self.give_back()
         if progress is not None:
             progress(len(files), len(files))
         return stats
@@ -320,7 +340,7 @@ class Catalog:
     def secrets_of(self, session_id: str) -> int:
         """How many secrets the indexed text of a session held."""
         row = self.db.execute(
-            "SELECT coalesce(sum(secrets), 0) FROM docs WHERE session = ? AND secrets > 0",
+            f"SELECT coalesce(sum(secrets), 0) FROM docs WHERE session = {NUMBER_OF.format('?')} AND secrets > 0",
             (session_id,),
         ).fetchone()
         return int(row[0])

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..ranking import NUMBER_OF
+
 # Each sort key's SQL over a catalog row; numbers except the two times.
 _STAT = "json_extract(stats, '$.{}')"
 SORTS: dict[str, str] = {
@@ -66,7 +68,8 @@ class Listing:
         if self.errors is not None:
             where.append(f"{SORTS['tool_errors']} {'>' if self.errors else '='} 0")
         if self.secrets is not None:
-            held = "EXISTS (SELECT 1 FROM docs WHERE docs.session = sessions.id AND secrets > 0)"
+            number = NUMBER_OF.format("sessions.id")
+            held = f"EXISTS (SELECT 1 FROM docs WHERE docs.session = {number} AND secrets > 0)"
             where.append(held if self.secrets else f"NOT {held}")
         if self.top_level:
             where.append("parent_source IS NULL")

@@ -12,9 +12,10 @@ import orjson
 
 from ...storage.summary import SessionInfo, Stats
 from .. import search
+from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 10  # 10: no copy of the text, where each line is; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 10  # 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -87,7 +88,7 @@ PRAGMA user_version = {SCHEMA_VERSION};
 # How many secrets a session's indexed text held (each redacted in the index).
 SECRETS = (
     "(SELECT coalesce(sum(secrets), 0) FROM docs "
-    "WHERE docs.session = sessions.id AND docs.secrets > 0)"
+    f"WHERE docs.session = {NUMBER_OF.format('sessions.id')} AND docs.secrets > 0)"
 )
 UPSERT = (
     f"INSERT OR REPLACE INTO sessions ({', '.join(COLUMNS)}) "

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import read_bytes
+from ..ranking import WITH_SESSIONS
 from ..text import text_of
 
 if TYPE_CHECKING:
@@ -33,9 +34,8 @@ def texts_of(
         chunk = rowids[start : start + _BATCH]
         marks = ", ".join("?" * len(chunk))
         rows = db.execute(
-            "SELECT d.rowid, d.session, s.slug, d.seq, d.kind, d.pos, d.size FROM docs d "
-            f"JOIN sessions s ON s.id = d.session WHERE d.rowid IN ({marks}) "
-            "ORDER BY d.session, d.pos",
+            "SELECT d.rowid, k.id, s.slug, d.seq, d.kind, d.pos, d.size FROM docs d "
+            f"{WITH_SESSIONS} WHERE d.rowid IN ({marks}) ORDER BY d.session, d.pos",
             chunk,
         ).fetchall()
         for rowid, session, slug, seq, kind, pos, size in rows:

@@ -181,6 +181,7 @@ class CatalogWorker:
             if memory and self.memory_doc is not None:
                 self.catalog.refresh_memory(memory, self.memory_doc)
             if dirty or removed:
+                self.catalog.give_back()
                 self.embed_later(compact=bool(removed))
         except Exception as exc:
             # Derived data: keep what is pending and try again on the next flush.

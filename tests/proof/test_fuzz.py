@@ -4,7 +4,6 @@ is what was written."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from aster_persist.errors import Invalid
 from aster_persist.importers import FORMATS
 from aster_persist.importers import read as read_import
 from aster_persist.index.search import SCHEMA
+from aster_persist.index.sqlite import sqlite3
 from aster_persist.index.text import parse_query
 from aster_persist.schemas import frontmatter
 from aster_persist.schemas.validation import validate_events

@@ -8,7 +8,6 @@ value, so replaying one is harmless.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -27,7 +26,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 from ..text import Doc, Query, docs_at
-from .files import GONE, FileEntry, continues, read_files, summarize_file
+from .files import GONE, FileEntry, continues, read_files, summarize_file, written_lines
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, row_of
 from .texts import texts_of
@@ -169,7 +168,7 @@ class Catalog:
                 if stop is not None and stop():
                     done = n
                     break
-                lines, starts, sizes = _written(
+                lines, starts, sizes = written_lines(
                     held.get(info.id) if held else None, offset, info.offset
                 )
                 if lines and lines[0].get("seq") == last_seq + 1:
@@ -486,17 +485,3 @@ class _Tx:
 
 
 MemoryDoc = Callable[[str, str], "dict[str, Any] | None"]  # (scope, name) -> document or None
-
-
-def _written(
-    held: list[Written] | None, start: int, end: int
-) -> tuple[list[dict[str, Any]], list[int], list[int]]:
-    """The lines of bytes ``start``..``end``, with each one's offset and size, when
-    ``held`` (an unbroken run of writes, as the worker keeps them) is exactly them; none
-    when it is not (the file is read)."""
-    if not held or held[0].start != start or held[-1].end != end:
-        return [], [], []
-    lines = [line for written in held for line in written.records]
-    sizes = [size for written in held for size in written.sizes]
-    starts = list(itertools.accumulate(sizes[:-1], initial=start))
-    return lines, starts, sizes

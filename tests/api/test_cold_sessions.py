@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ..conftest import CLAUDE_SMALL, FakeClock, assistant, make_client, new_session, user
@@ -156,3 +157,37 @@ def test_a_compressed_transcript_that_does_not_read_back_is_listed_damaged(
         r = client.get(f"/v1/sessions/{sid}/events")
         assert r.status_code >= 500 and r.headers["content-type"] == "application/problem+json"
         assert "compressed transcript" in r.json()["detail"]
+
+
+def test_info_says_what_the_home_takes_and_what_could_be_freed(
+    home: Path, clock: FakeClock
+) -> None:
+    with make_client(home, clock) as client:
+        noise = [user(f"turn {n}: the same words again and again") for n in range(60)]
+        ids = [new_session(client, root) for root in ("/srv/a", "/srv/a", "/srv/b")]
+        for sid in ids:
+            assert client.post(f"/v1/sessions/{sid}/events", json=noise).status_code == 201
+        assert client.delete(f"/v1/sessions/{ids[2]}").status_code == 204
+        clock.advance(days=20)
+        assert "space" not in client.get("/v1/info").json()  # only when asked
+        space = client.get("/v1/info?space=true").json()["space"]
+        files = {p.name: p.stat().st_size for p in (home / "sessions").rglob("*") if p.is_file()}
+        live = [files[f"{sid}.jsonl"] for sid in ids[:2]]
+        assert space["kinds"]["plain"] == sum(live)
+        assert space["projects"] == [
+            {"repo_root": "/srv/a", "slug": space["projects"][0]["slug"], "sessions": 2,
+             "bytes": sum(live)}
+        ]  # fmt: skip
+        assert space["tools"] == [{"tool": "api", "sessions": 2, "bytes": sum(live)}]
+        trashed = files[f"{ids[2]}.jsonl"] + files[f"{ids[2]}.jsonl.trashed"]
+        assert space["trash"] == {"sessions": 1, "bytes": trashed}
+        cold = space["compression"]
+        assert cold["sessions"] == 2 and cold["bytes"] == sum(live) and cold["after_days"] == 14
+        assert cold["sampled_bytes"] == sum(live) and 0 < cold["ratio"] < 0.2
+
+        done = client.post("/v1/sessions/compress", json={"dry_run": False}).json()
+        assert done["freed_bytes"] == pytest.approx(cold["would_free"], rel=0.01)
+        after = client.get("/v1/info?space=true").json()["space"]
+        assert after["kinds"]["plain"] == 0
+        assert after["kinds"]["compressed"] == done["compressed_bytes"]
+        assert after["compression"]["sessions"] == 0 and after["compression"]["would_free"] == 0

@@ -221,6 +221,17 @@ def test_search_for_people_and_programs(cli: Cli, session: str) -> None:
         assert (code, out) == (2, "") and "say what to search for" in err
 
 
+def test_du_for_people_and_programs(cli: Cli, session: str) -> None:
+    space = cli.json("du")
+    assert space["kinds"]["plain"] > 0 and space["total"] >= space["kinds"]["plain"]
+    [project] = [p for p in space["projects"] if p["repo_root"] == ROOT]
+    assert project["sessions"] >= 1 and project["bytes"] > 0
+    code, out, _err = cli("du")
+    rows = [line.split("\t") for line in out.splitlines() if line]
+    assert code == 0 and ["plain", rows[0][1]] == rows[0] and rows[0][1].endswith("B")
+    assert any(row[0] == "total" for row in rows) and any(row[0] == ROOT for row in rows)
+
+
 def test_a_stopped_daemon_is_exit_code_3(capsys: pytest.CaptureFixture[str]) -> None:
     cli = Cli(capsys, f"http://127.0.0.1:{free_port()}")
     for args in (("sessions", "list"), ("memory", "context"), ("search", "x")):

@@ -16,7 +16,7 @@ import pytest
 # (and `follow`, `hooks` and `mcp`, added since; `hook`, what hooks run, is hidden).
 BEFORE = {
     (): [
-        *("serve", "reindex", "search", "mcp", "doctor", "openapi"),
+        *("serve", "reindex", "search", "du", "mcp", "doctor", "openapi"),
         *("sessions", "memory", "follow", "hooks", "service", "journal"),
     ],  # journal: a group since revert
     ("service",): ["install", "uninstall"],

@@ -46,8 +46,10 @@ async def readyz(request: Request) -> Response:
 
 
 @router.get("/v1/info", operation_id="ops-info", response_model=dict[str, Any])
-async def info(request: Request) -> Response:
-    """Version, data home, settings in force and counts."""
+async def info(request: Request, space: bool = False) -> Response:
+    """Version, data home, settings in force and counts; with `space=true`, what the
+    data home takes by kind, project and tool, and what emptying the trash or
+    compressing cold sessions would free (as `aster-persist du` shows it)."""
     state, given = running(request), configured(request)
     settings = given.settings
     sessions = state.sessions
@@ -88,6 +90,7 @@ async def info(request: Request) -> Response:
                 "dropped": state.feed.dropped,
                 "max": settings.max_subscribers,
             },
+            **({"space": await sessions.space()} if space else {}),
         }
     )
 

@@ -8,7 +8,8 @@ One module per command group, registered here in the order ``--help`` lists them
     maintenance.py  reindex, doctor (a home with the daemon stopped), openapi
     journal.py      journal (list, filter, follow) and journal revert
     search.py       search
-    sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/import
+    space.py        du (what the data home takes, and what could be freed)
+    sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/compress/import
     memory.py       memory list/show/add/remove/archive/restore/context/search
     follow.py       follow add/remove/list (the folders of other agents' sessions)
     hooks.py        hooks claude (print, install, uninstall), and hook claude-code
@@ -43,6 +44,7 @@ from .search import search_command
 from .server import serve, settings_help
 from .service import service_app
 from .sessions import sessions_app
+from .space import du_command
 from .writing import memory_failure, memory_success, sessions_append, sessions_create
 
 __all__ = [
@@ -99,6 +101,7 @@ app.add_typer(service_app, name="service")
 app.add_typer(hook_app, name="hook")
 app.add_typer(journal_app, name="journal")
 app.command("search")(search_command)
+app.command("du")(du_command)
 app.command("mcp")(mcp_command)
 app.command()(doctor)
 app.command()(openapi)

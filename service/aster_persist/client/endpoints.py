@@ -32,9 +32,16 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         return Call("GET", "/readyz", read_model(Readiness), answers=(503,))
 
     @endpoint
-    def info() -> Call[dict[str, Any]]:
-        """``GET /v1/info``: version, data home, settings in effect, counts."""
-        return Call("GET", "/v1/info", read_json)
+    def info(*, space: bool = False) -> Call[dict[str, Any]]:
+        """``GET /v1/info``: version, data home, settings in effect, counts; with
+        ``space``, what the home takes and what could be freed."""
+        return Call(
+            "GET",
+            "/v1/info",
+            read_json,
+            params={"space": space or None},
+            timeout=300 if space else None,
+        )
 
     @endpoint
     def metrics() -> Call[str]:

@@ -327,6 +327,11 @@ class Catalog:
         )
         return [(str(i), str(slug), int(size)) for i, slug, size in rows]
 
+    def sizes(self) -> list[tuple[str, str, str, str | None, int]]:
+        """Every session's id, project slug and root, source tool and bytes of content."""
+        rows = self.db.execute("SELECT id, slug, repo_root, source_tool, file_size FROM sessions")
+        return [(str(i), str(s), str(r), t, int(n)) for i, s, r, t, n in rows]
+
     def all(self) -> list[SessionInfo]:
         return [info_of(r) for r in self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM sessions")]
 

@@ -35,7 +35,7 @@ from ...storage.home import normalize_repo_root
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
 from ...storage.transcripts import AppendResult
-from . import creation, outside, prune
+from . import creation, outside, prune, usage
 from .cold import Cold
 from .imports import Importer
 from .parts import Parts
@@ -86,6 +86,11 @@ class Sessions:
         self.import_stream = self._importer.import_stream
         self.compress_cold = self._cold.sweep  # on request (POST /v1/sessions/compress)
         self.keep_cold = self._cold.run  # the daemon's own sweeps
+
+    async def space(self) -> dict[str, Any]:
+        """What the data home takes, by kind, project and tool, and what emptying the
+        trash or compressing cold sessions would free (``usage.py``)."""
+        return await usage.report(self._parts, self._cold)
 
     def now(self) -> datetime:
         """The time by the store's clock (a test's own, or UTC)."""

@@ -317,6 +317,8 @@ def test_files_moved_out_and_linked_back_are_never_written_again(tmp_path: Path)
             r = client.post("/v1/sessions", json={"id": sid, "repo_root": REPO})
             refused(r, f"sessions/{SLUG}/{sid}.jsonl")
             assert not (outside / "made.jsonl").exists()
+            # (the refusal is journaled on a thread of its own: written before the move)
+            wait_journaled(client, f"sessions/{SLUG}/{sid}.jsonl")
 
             # the journal itself moved out and linked back: nothing more is written to it
             journal = real / "journal.jsonl"

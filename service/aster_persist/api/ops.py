@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from .. import __version__
 from ..schemas.ops import Health, Readiness
-from .plumbing import configured, json_response, running
+from .plumbing import ERRORS, configured, json_response, running
 
 router = APIRouter(tags=["operations"])
 
@@ -45,7 +45,12 @@ async def readyz(request: Request) -> Response:
     return json_response(body, 200 if status == "ready" else 503)
 
 
-@router.get("/v1/info", operation_id="ops-info", response_model=dict[str, Any])
+@router.get(
+    "/v1/info",
+    operation_id="ops-info",
+    response_model=dict[str, Any],
+    responses={422: ERRORS[422]},  # a `space` that is not a boolean
+)
 async def info(request: Request, space: bool = False) -> Response:
     """Version, data home, settings in force and counts; with `space=true`, what the
     data home takes by kind, project and tool, and what emptying the trash or

@@ -54,11 +54,13 @@ class Doc(NamedTuple):
     size: int = 0  # text: a hit's snippet is cut from the line, read again from there)
 
 
-def _doc(seq: int, kind: str, role: str | None, ts: str, text: str) -> Doc:
+def _doc(
+    seq: int, kind: str, role: str | None, ts: str, text: str, pos: int = 0, size: int = 0
+) -> Doc:
     """A document of ``text``, its secrets redacted (the index never holds one: a search
     neither finds nor shows it, and the vectors are made without it), then cut."""
     shown, secrets = redact_text(text[: MAX_TEXT + 1024])  # a secret across the cut too
-    return Doc(seq, kind, role, ts, shown[:MAX_TEXT], secrets)
+    return Doc(seq, kind, role, ts, shown[:MAX_TEXT], secrets, pos, size)
 
 
 def _period(text: str) -> tuple[str, str] | None:
@@ -76,8 +78,9 @@ def _period(text: str) -> tuple[str, str] | None:
     return None
 
 
-def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
-    """The documents of one stored line (the header gives its title, if any)."""
+def docs_of(line: dict[str, Any], header_ts: str = "", pos: int = 0, size: int = 0) -> list[Doc]:
+    """The documents of one stored line (the header gives its title, if any), the line
+    being ``size`` bytes at ``pos`` in its transcript."""
     seq = line.get("seq")
     if not isinstance(seq, int):
         return []
@@ -91,7 +94,8 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
         content = line.get("content")
         text = content if isinstance(content, str) else content_text(content)
         if text and not text.isspace():
-            out.append(_doc(seq, "tool_result" if role == "tool" else "message", role, ts, text))
+            named = "tool_result" if role == "tool" else "message"
+            out.append(_doc(seq, named, role, ts, text, pos, size))
         calls = line.get("tool_calls")
         if isinstance(calls, list) and calls:
             parts = []
@@ -101,7 +105,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
                     parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
             text = "\n".join(parts)
             if text.strip():
-                out.append(_doc(seq, "tool_call", role, ts, text))
+                out.append(_doc(seq, "tool_call", role, ts, text, pos, size))
     elif kind == "retraction" and isinstance(line.get("target_seq"), int):
         out.append(Doc(line["target_seq"], RETRACTED, None, ts, ""))  # takes its docs out
     elif kind in ("summary", "title", "session"):
@@ -110,7 +114,8 @@ def docs_of(line: dict[str, Any], header_ts: str = "") -> list[Doc]:
             created = line.get("created_at")
             seq, ts = 0, created if isinstance(created, str) else ts
         if isinstance(value, str) and value.strip():
-            out.append(_doc(seq, "summary" if kind == "summary" else "title", None, ts, value))
+            named = "summary" if kind == "summary" else "title"
+            out.append(_doc(seq, named, None, ts, value, pos, size))
     return out
 
 
@@ -120,9 +125,9 @@ def docs_at(
     """The documents of stored lines, each with where its line is (``starts``, ``sizes``:
     the byte offset and length of each line in its transcript)."""
     return [
-        doc._replace(pos=start, size=size)
+        doc
         for line, start, size in zip(lines, starts, sizes, strict=True)
-        for doc in docs_of(line, header_ts)
+        for doc in docs_of(line, header_ts, start, size)
     ]
 
 

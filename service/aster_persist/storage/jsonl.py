@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from . import fs, packed
-from .home import FILE_MODE, ensure_dir, fsync_dir
+from .home import FILE_MODE, PACKED, ensure_dir, fsync_dir
 
 TEMP_MARK = fs.TEMP_MARK
 SYNC_THREADS = 4  # files synced at once by write_whole: the disk queues them together
@@ -90,7 +90,7 @@ def parse(data: bytes, *, base: int = 0, first_line: int = 1) -> Parsed:
 def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> bytes:
     """Bytes ``start`` to ``end`` of a transcript's content, whichever form it is in
     (plain, or compressed: ``<ulid>.jsonl.zst``)."""
-    if packed.is_packed(path):
+    if os.fspath(path).endswith(PACKED):
         return packed.read_range(path, start, end)
     return fs.read_bytes(path, start, end)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ...errors import SessionNotFound, StorageFailed
-from ...schemas.names import check_session_id
+from ...schemas.names import check_session_id, check_slug
 from .. import fs, packed
 from ..home import PACKED, TRASH, Home, ensure_dir
 from .records import PLACED_KEPT, Location
@@ -77,10 +77,13 @@ class Places:
         return found
 
     def path_of(self, slug: str, session_id: str) -> Path:
-        """The transcript of a session of ``slug`` in the form it is in now."""
+        """The transcript of a session of ``slug`` in the form it is in now, named (its
+        folders are not looked at: what opens it refuses a link on the way, as every read
+        of the home does)."""
         where = self.locations.get(session_id)
         packed = where is not None and where.packed and where.slug == slug
-        return self.home.session_path(slug, session_id, packed=packed)
+        name = f"{check_session_id(session_id)}.jsonl{PACKED if packed else ''}"
+        return self.home.sessions / check_slug(slug) / name
 
     def path(self, session_id: str, where: Location) -> Path:
         """Where a session's transcript is, by ``where`` (live or trashed, either form)."""

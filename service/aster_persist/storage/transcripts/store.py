@@ -127,7 +127,9 @@ class TranscriptStore:
     def load_writer(self, session_id: str) -> Writer:
         """Open a session for appending (writer thread); a compressed one is made plain
         first."""
-        self._forms.unpack(session_id, {"by": "an append to a compressed session"})
+        where = self._places.locations.get(session_id)
+        if where is not None and where.packed:
+            self._forms.unpack(session_id, {"by": "an append to a compressed session"})
         return self._writers.load_writer(session_id)
 
     @property

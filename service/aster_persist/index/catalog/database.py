@@ -21,12 +21,12 @@ from ...errors import UnsafePath
 from ...storage import fs
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
-from ...storage.transcripts.records import Written
+from ...storage.transcripts.records import Written, written_lines
 from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 from ..text import Doc, Query, docs_at
-from .files import GONE, FileEntry, continues, read_files, summarize_file, written_lines
+from .files import GONE, FileEntry, continues, read_files, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, row_of
 from .texts import texts_of

@@ -6,7 +6,6 @@ Reads only; nothing here writes a file or the database.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import multiprocessing
 import os
@@ -21,7 +20,6 @@ from typing import Any
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.summary import SessionInfo
-from ...storage.transcripts.records import Written
 from ..text import Doc, docs_at
 
 log = logging.getLogger("aster_persist")
@@ -139,17 +137,3 @@ def continues(parsed: Any, start: int, first_seq: int) -> bool:
     if parsed.torn is not None and parsed.good_end == start:
         return False  # not even one whole line
     return not parsed.lines or parsed.lines[0].get("seq") == first_seq
-
-
-def written_lines(
-    held: list[Written] | None, start: int, end: int
-) -> tuple[list[dict[str, Any]], list[int], list[int]]:
-    """The lines of bytes ``start``..``end``, with each one's offset and size, when
-    ``held`` (an unbroken run of writes, as the worker keeps them) is exactly them; none
-    when it is not (the file is read)."""
-    if not held or held[0].start != start or held[-1].end != end:
-        return [], [], []
-    lines = [line for written in held for line in written.records]
-    sizes = [size for written in held for size in written.sizes]
-    starts = list(itertools.accumulate(sizes[:-1], initial=start))
-    return lines, starts, sizes

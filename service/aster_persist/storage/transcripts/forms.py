@@ -23,7 +23,6 @@ from ..home import fsync_dir
 from ..packed import Compressed
 from .places import Places
 from .records import Location
-from .writers import Writers
 
 # Told of each change of form once it is durable and before the old form is removed
 # (the journal): the session, ``session.compressed`` or ``session.decompressed``, its
@@ -34,9 +33,8 @@ OnForm = Callable[[str, str, str, dict[str, Any]], None]
 class Forms:
     """Compressing cold sessions, and making them plain again."""
 
-    def __init__(self, places: Places, writers: Writers, *, sync: bool, on_form: OnForm) -> None:
+    def __init__(self, places: Places, *, sync: bool, on_form: OnForm) -> None:
         self._places = places
-        self._writers = writers
         self._sync = sync
         self._on_form = on_form
 
@@ -48,15 +46,13 @@ class Forms:
         return packed.compress(self._places.path(session_id, where), sync=self._sync)
 
     def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
-        """Put a session's compressed copy in place of its plain file (writer thread):
-        only while no writer holds the session and the file is still the one compressed;
-        False (and the copy dropped) otherwise."""
+        """Put a session's compressed copy in place of its plain file (writer thread; the
+        caller has seen that no writer holds it): only while the file is still the one
+        compressed; False (and the copy dropped) otherwise."""
         where = self._places.locations.get(session_id)
         try:
             if where is None or where.trashed or where.packed:
                 return False
-            if self._writers.writer(session_id) is not None:
-                return False  # appended to since: it is not cold
             plain = self._places.path(session_id, where)
             stat = fs.lstat(plain)
             if plain != made.plain or stat is None or packed.identity(stat) != made.read_as:

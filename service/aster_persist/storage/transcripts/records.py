@@ -7,6 +7,7 @@ Plain values and pure functions: nothing here touches a file.
 from __future__ import annotations
 
 import errno
+import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,20 @@ class Written:
     end: int
     records: list[dict[str, Any]]
     sizes: list[int]  # the bytes of each record's line, in order
+
+
+def written_lines(
+    held: list[Written] | None, start: int, end: int
+) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """The lines of bytes ``start``..``end``, with each one's offset and size, when
+    ``held`` (an unbroken run of writes, as the worker keeps them) is exactly them; none
+    when it is not (the file is read)."""
+    if not held or held[0].start != start or held[-1].end != end:
+        return [], [], []
+    lines = [line for written in held for line in written.records]
+    sizes = [size for written in held for size in written.sizes]
+    starts = list(itertools.accumulate(sizes[:-1], initial=start))
+    return lines, starts, sizes
 
 
 class OnChange(Protocol):

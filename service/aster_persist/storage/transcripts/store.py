@@ -70,6 +70,11 @@ class TranscriptStore:
         self.clock = clock
         self.on_change: OnChange = on_change or (lambda info, written=(): None)
         self._places = Places(home)
+        self._forms = Forms(
+            self._places,
+            sync=durability != "none",
+            on_form=on_form or (lambda sid, op, slug, detail: None),
+        )
         self._writers = Writers(
             self._places,
             durability=durability,
@@ -77,20 +82,16 @@ class TranscriptStore:
             max_event_bytes=max_event_bytes,
             open_files=open_files,
             on_change=self.on_change,
+            unpack=self._forms.unpack,
         )
         self._trash = Trash(
             self._places, self._writers, clock=clock, on_remove=on_remove or (lambda sid: None)
-        )
-        self._forms = Forms(
-            self._places,
-            self._writers,
-            sync=durability != "none",
-            on_form=on_form or (lambda sid, op, slug, detail: None),
         )
         # what the objects it holds answer for it
         self.locations = self._places.locations  # each session's folder, live or trashed
         self.placed = self._places.placed  # files lately written whole: (size, mtime)
         self.live_path = self._places.live_path  # a live session's file (404 otherwise)
+        self.load_writer = self._writers.load_writer  # (a compressed session made plain)
         self.path_of = self._places.path_of  # a session's file in the form it is in now
         self.content_size = self._places.content_size
         self.settle = self._forms.settle  # at start: one form of each session found in two
@@ -119,18 +120,13 @@ class TranscriptStore:
     def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
         """Put a session's compressed copy in place of its plain file (writer thread; see
         ``Forms.pack``), and tell the index of the file it is now."""
+        if self._writers.writer(session_id) is not None:  # appended to since: not cold
+            fs.unlink(made.temp)
+            return False
         if not self._forms.pack(session_id, made, detail):
             return False
         self.on_change(self.summarize(session_id))
         return True
-
-    def load_writer(self, session_id: str) -> Writer:
-        """Open a session for appending (writer thread); a compressed one is made plain
-        first."""
-        where = self._places.locations.get(session_id)
-        if where is not None and where.packed:
-            self._forms.unpack(session_id, {"by": "an append to a compressed session"})
-        return self._writers.load_writer(session_id)
 
     @property
     def open_count(self) -> int:

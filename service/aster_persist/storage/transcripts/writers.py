@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,8 +64,10 @@ class Writers:
         max_event_bytes: int,
         open_files: int,
         on_change: OnChange,
+        unpack: Callable[[str, dict[str, Any]], None],
     ) -> None:
         self._places = places
+        self._unpack = unpack  # a compressed session made plain (``Forms.unpack``)
         self.durability = durability
         self.clock = clock
         self.max_event_bytes = max_event_bytes
@@ -78,7 +81,11 @@ class Writers:
     # -- writers: loaded on the writer thread, used on the event loop -------------------
 
     def load_writer(self, session_id: str) -> Writer:
-        """Open a session for appending: read it, quarantine a torn tail (writer thread)."""
+        """Open a session for appending: read it, quarantine a torn tail (writer thread);
+        a compressed one is made plain first."""
+        where = self._places.locations.get(session_id)
+        if where is not None and where.packed:
+            self._unpack(session_id, {"by": "an append to a compressed session"})
         path = self._places.live_path(session_id)
         fd = fs.open_file(path, os.O_RDWR | os.O_APPEND)
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,14 @@ def tree(home: Path) -> dict[str, bytes]:
         for p in sorted((home / "sessions").rglob("*"))
         if p.is_file()
     }
+
+
+def until(condition: Callable[[], bool], seconds: float = 30) -> None:
+    """Wait for what the daemon does on its own threads (the catalog, its sweeps)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)
 
 
 def views(client: TestClient, sid: str) -> dict[str, object]:
@@ -55,10 +64,7 @@ def test_idle_sessions_compressed_on_request_read_the_same_and_plain_again_on_ap
         )
         plain = next((home / "sessions").rglob(f"{old}.jsonl"))
         data = plain.read_bytes()
-        for _ in range(200):  # both indexed (the catalog follows appends on its thread)
-            if len(views(client, old)["search"]) == 21:  # type: ignore[arg-type]
-                break
-            time.sleep(0.02)
+        until(lambda: len(views(client, old)["search"]) == 21)  # type: ignore[arg-type]
         seen = views(client, old)
 
         before = tree(home)
@@ -107,10 +113,7 @@ def test_the_daemon_compresses_what_it_finds_cold_at_start(home: Path) -> None:
         sid = imported.json()["sessions"][0]["id"]
         exported = client.get(f"/v1/sessions/{sid}/export").content
     with make_client(home) as client:
-        for _ in range(200):
-            if not list((home / "sessions").rglob(f"{sid}.jsonl")):
-                break
-            time.sleep(0.05)
+        until(lambda: not list((home / "sessions").rglob(f"{sid}.jsonl")))
         assert list((home / "sessions").rglob(f"{sid}.jsonl.zst"))
         assert client.get(f"/v1/sessions/{sid}/export").content == exported
         entry = client.get("/v1/journal?op=session.compressed").json()["items"][0]
@@ -148,10 +151,7 @@ def test_a_compressed_transcript_that_does_not_read_back_is_listed_damaged(
     for suffix in ("-wal", "-shm"):
         (home / "index" / f"catalog.sqlite3{suffix}").unlink(missing_ok=True)
     with make_client(home, clock) as client:
-        for _ in range(200):  # the catalog caught up from the files
-            if client.get("/readyz").status_code == 200:
-                break
-            time.sleep(0.02)
+        until(lambda: client.get("/readyz").status_code == 200)  # caught up from the files
         [listed] = client.get("/v1/sessions").json()["items"]
         assert listed["id"] == sid and listed["state"] == "damaged"
         r = client.get(f"/v1/sessions/{sid}/events")

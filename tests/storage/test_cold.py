@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,32 @@ def test_a_file_changed_after_it_was_compressed_stays_plain(tmp_path: Path) -> N
     assert files_of(plain.parent) == [plain.name]
 
 
+def test_a_file_written_to_while_it_is_put_in_place_stays_plain(tmp_path: Path) -> None:
+    """Another program's write between the copy's link and the plain file's removal (here,
+    as the change is journaled) is never lost: the copy goes, and the journal says so."""
+    late = b'{"type":"message","role":"user","content":"late","seq":41}\n'
+    holder: list[Path] = []
+
+    class Writing(Forms):
+        def __call__(self, sid: str, op: str, slug: str, detail: dict[str, Any]) -> None:
+            super().__call__(sid, op, slug, detail)
+            if op == "session.compressed":
+                with holder[0].open("ab") as f:
+                    f.write(late)
+
+    forms = Writing()
+    store = store_in(tmp_path / "home", forms)
+    sid, plain, data = written_session(store)
+    holder.append(plain)
+    assert store.pack(sid, store.compress(sid), {}) is False
+    assert files_of(plain.parent) == [plain.name] and plain.read_bytes() == data + late
+    assert [op for _s, op, _slug, _d in forms.said] == [
+        "session.compressed",
+        "session.decompressed",
+    ]
+    assert store.live_path(sid) == plain
+
+
 def test_an_append_makes_a_packed_session_plain_again_byte_for_byte(tmp_path: Path) -> None:
     forms = Forms()
     store = store_in(tmp_path / "home", forms)
@@ -181,8 +208,13 @@ def test_a_compressed_copy_that_does_not_read_back_is_never_put_in_place(
 ) -> None:
     store = store_in(tmp_path / "home", Forms())
     sid, plain, data = written_session(store)
-    real = packed._decompress
-    monkeypatch.setattr(packed, "_decompress", lambda frame: real(frame)[:-1])
+    real = packed._chunks
+
+    def flipped(fd: int, size: int) -> Iterator[bytes]:  # a bit lost on its way in
+        for n, chunk in enumerate(real(fd, size)):
+            yield bytes([chunk[0] ^ 1]) + chunk[1:] if n == 0 else chunk
+
+    monkeypatch.setattr(packed, "_chunks", flipped)
     with pytest.raises(StorageFailed, match="did not read back whole"):
         store.compress(sid)
     assert files_of(plain.parent) == [plain.name] and plain.read_bytes() == data
@@ -194,7 +226,8 @@ def test_large_contents_are_read_by_range_without_the_cache(tmp_path: Path) -> N
     assert len(lines) > packed.CACHE_ONE
     plain = tmp_path / "big.jsonl"
     plain.write_bytes(lines)
-    made = packed.compress(plain, sync=False)
+    made = packed.compress(plain, sync=False)  # a step at a time, read back the same way
+    assert made.size == len(lines) and made.packed_size < len(lines) / 5
     os.rename(made.temp, tmp_path / "big.jsonl.zst")
     target = tmp_path / "big.jsonl.zst"
     assert packed.content_size(target) == len(lines)

@@ -13,8 +13,10 @@ stale); a large one is streamed to the range, never held whole.
 from __future__ import annotations
 
 import os
+import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,25 +56,68 @@ class Compressed:
 
 
 def compress(plain: Path, *, sync: bool = True) -> Compressed:
-    """Compress ``plain`` into a temporary file beside it, synced and verified against
-    what was read (``StorageFailed`` if it reads back differently; nothing is left)."""
+    """Compress ``plain`` into a temporary file beside it, a step at a time (a large file
+    is never held whole), synced, then read back and compared with the plain file step
+    by step; ``StorageFailed`` (and nothing left) if it reads back differently."""
     fd = fs.open_file(plain, os.O_RDONLY)
     try:
         stat = os.fstat(fd)
-        data = _read_fd(fd, stat.st_size)
+        temp = f"{plain.parent}/{fs.TEMP_MARK}{plain.name}{SUFFIX}.{secrets.token_hex(6)}"
+        out = fs.open_file(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            with open(out, "wb", closefd=False) as sink:
+                compressor = zstandard.ZstdCompressor(
+                    level=LEVEL, write_content_size=True, write_checksum=True
+                )
+                with compressor.stream_writer(sink, size=stat.st_size, closefd=False) as writer:
+                    for chunk in _chunks(fd, stat.st_size):
+                        writer.write(chunk)
+            if sync:
+                os.fsync(out)
+            packed_size = os.fstat(out).st_size
+        finally:
+            os.close(out)
+        try:
+            _same(temp, fd, stat.st_size, plain.name)
+        except BaseException:
+            fs.unlink(temp)
+            raise
     finally:
         os.close(fd)
-    frame = zstandard.ZstdCompressor(
-        level=LEVEL, write_content_size=True, write_checksum=True
-    ).compress(data)
-    temp = fs.write_temp(plain.with_name(plain.name + SUFFIX), frame, sync=sync)
-    try:
-        if _decompress(fs.read_bytes(temp)) != data:
-            raise StorageFailed(f"the compressed copy of {plain.name} did not read back whole")
-    except BaseException:
-        fs.unlink(temp)
-        raise
-    return Compressed(temp, plain, identity(stat), len(data), len(frame))
+    return Compressed(temp, plain, identity(stat), stat.st_size, packed_size)
+
+
+def _chunks(fd: int, size: int) -> Iterator[bytes]:
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, _STEP), pos)
+        if not chunk:
+            return
+        yield chunk
+        pos += len(chunk)
+
+
+def _same(temp: str, plain_fd: int, size: int, name: str) -> None:
+    """The compressed file ``temp`` holds exactly the ``size`` bytes of the open plain
+    file, and is one whole frame (``StorageFailed`` otherwise)."""
+    if _frame_size(fs.read_bytes(temp, 0, _HEAD)) != size:
+        raise StorageFailed(f"the compressed copy of {name} did not read back whole")
+    fd = fs.open_file(temp, os.O_RDONLY)
+    with open(fd, "rb", closefd=True) as file:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(file, read_size=_STEP)
+            pos = 0
+            while True:
+                got = reader.read(_STEP)
+                if not got:
+                    break
+                if got != os.pread(plain_fd, len(got), pos):
+                    raise StorageFailed(f"the compressed copy of {name} did not read back whole")
+                pos += len(got)
+        except zstandard.ZstdError as exc:
+            raise StorageFailed(f"the compressed copy of {name} cannot be read: {exc}") from None
+    if pos != size:
+        raise StorageFailed(f"the compressed copy of {name} did not read back whole")
 
 
 def compressed_size(data: bytes) -> int:

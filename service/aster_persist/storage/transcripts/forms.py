@@ -76,6 +76,17 @@ class Forms:
         except BaseException:
             fs.unlink(target)  # not journaled: the plain file stays the session
             raise
+        now = fs.lstat(plain)
+        if now is None or packed.identity(now) != made.read_as:
+            # another program wrote to it while it was put in place: it stays plain
+            fs.unlink(target)
+            self._on_form(
+                session_id,
+                "session.decompressed",
+                where.slug,
+                {"by": "another program wrote to it while it was compressed; it stays plain"},
+            )
+            return False
         self._places.locations[session_id] = Location(where.slug, packed=True)
         fs.unlink(plain)
         if self._sync:

@@ -76,6 +76,27 @@ def written_lines(
     return lines, starts, sizes
 
 
+def run_starts(runs: list[int]) -> dict[int, int]:
+    """Where each batch of ``runs`` (lengths) starts, and its length."""
+    out = {}
+    n = 0
+    for size in runs:
+        out[n] = size
+        n += size
+    return out
+
+
+def key_runs(keys: list[str | None], first: int) -> list[tuple[str | None, int, int]]:
+    """Runs of equal keys, each with the first and last seq it covers."""
+    runs: list[tuple[str | None, int, int]] = []
+    for seq, key in enumerate(keys, first):
+        if runs and runs[-1][0] == key:
+            runs[-1] = (key, runs[-1][1], seq)
+        else:
+            runs.append((key, seq, seq))
+    return runs
+
+
 class OnChange(Protocol):
     """Told of a session's new summary (any thread), with what was written since the
     one before when that is known (so an index need not read it back)."""

@@ -45,6 +45,8 @@ from .records import (
     Written,
     fold,
     incomplete_batch,
+    key_runs,
+    run_starts,
     storage_error,
 )
 
@@ -256,7 +258,7 @@ class Writers:
         result = AppendResult(lines.first, lines.last, lines.last + 1 - lines.first)
         if key is not None:
             self._remember(writer, key, result)
-        for own, first, last in _runs(request.keys or [], lines.first):
+        for own, first, last in key_runs(request.keys or [], lines.first):
             if own is not None:  # the events of one key are the append it stands for
                 self._remember(writer, own, AppendResult(first, last, last + 1 - first))
         if self.durability != "none":
@@ -294,7 +296,7 @@ class Writers:
         seq = first
         latest = ""  # the newest time among the lines, as a summary of the file reads it
         stats = Stats()
-        starts = _starts(runs if runs is not None else [batch])
+        starts = run_starts(runs if runs is not None else [batch])
         for event in events:
             line = {"type": event["type"], "seq": seq, **event}
             line["seq"] = seq  # validation refuses a client seq; this keeps it so regardless
@@ -457,27 +459,6 @@ class Writers:
                     writer.info = replace(writer.acked_info)
             writer.info.state = "read_only"
             self._on_change(replace(writer.info))
-
-
-def _starts(runs: list[int]) -> dict[int, int]:
-    """Where each batch of ``runs`` (lengths) starts, and its length."""
-    out = {}
-    n = 0
-    for size in runs:
-        out[n] = size
-        n += size
-    return out
-
-
-def _runs(keys: list[str | None], first: int) -> list[tuple[str | None, int, int]]:
-    """Runs of equal keys, each with the first and last seq it covers."""
-    runs: list[tuple[str | None, int, int]] = []
-    for seq, key in enumerate(keys, first):
-        if runs and runs[-1][0] == key:
-            runs[-1] = (key, runs[-1][1], seq)
-        else:
-            runs.append((key, seq, seq))
-    return runs
 
 
 def _load_keys(keys: OrderedDict[str, AppendResult], lines: list[dict[str, Any]]) -> None:

@@ -18,6 +18,7 @@ from aster_persist.errors import StorageFailed
 from aster_persist.storage import packed
 from aster_persist.storage.home import Home
 from aster_persist.storage.transcripts import AppendRequest, TranscriptStore
+from aster_persist.storage.transcripts.places import UNREAD
 
 EVENTS = [
     {"type": "message", "role": "user", "content": f"turn {n}: the deploy key rotation"}
@@ -102,7 +103,7 @@ def test_a_packed_session_is_a_zstd_file_every_reader_reads_as_the_plain_one(
     store.close()
     store.home.close()
     found = TranscriptStore(Home.open(tmp_path / "home")).scan()
-    assert [(f.id, f.path, f.size) for f in found] == [(sid, target, len(data))]
+    assert [(f.id, f.path, f.size) for f in found] == [(sid, target, UNREAD)]  # not opened
 
 
 def test_a_file_changed_after_it_was_compressed_stays_plain(tmp_path: Path) -> None:

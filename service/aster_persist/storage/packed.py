@@ -125,6 +125,15 @@ def compressed_size(data: bytes) -> int:
     return len(zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data))
 
 
+def content_size_or_own(path: Path | str) -> int:
+    """What a compressed transcript holds; its own size when it is not a zstd frame (it
+    is listed all the same, and reading it says it is damaged)."""
+    try:
+        return content_size(path)
+    except StorageFailed:
+        return os.lstat(path).st_size
+
+
 def content_size(path: Path | str) -> int:
     """The bytes of content a compressed file holds, from its frame header."""
     fd = fs.open_file(path, os.O_RDONLY)

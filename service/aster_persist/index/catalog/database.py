@@ -26,7 +26,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 from ..text import Doc, Query, docs_at
-from .files import GONE, FileEntry, continues, read_files, summarize_file
+from .files import GONE, FileEntry, continues, read_files, sized, summarize_file
 from .listing import API_SOURCE, NEWEST, Listing
 from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, row_of
 from .texts import texts_of
@@ -239,6 +239,7 @@ class Catalog:
         for entry in files:
             seen.add(entry.id)
             row = known.get(entry.id) or ()
+            entry = sized(entry, row)
             unchanged = row[:3] == (entry.slug, entry.size, entry.mtime_ns)
             if unchanged and row[3] != "read_only":
                 stats["unchanged"] += 1

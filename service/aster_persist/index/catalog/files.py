@@ -13,13 +13,15 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
+from ...storage.packed import content_size_or_own
 from ...storage.summary import SessionInfo
+from ...storage.transcripts.places import UNREAD
 from ..text import Doc, docs_at
 
 log = logging.getLogger("aster_persist")
@@ -34,6 +36,21 @@ class FileEntry:
     path: Path
     size: int
     mtime_ns: int
+
+
+def sized(entry: FileEntry, row: tuple[Any, ...]) -> FileEntry:
+    """``entry`` with the bytes of content it holds: a compressed transcript's (found
+    with ``UNREAD``) is the indexed ``row``'s (slug, size, mtime) when the file has not
+    changed since, else read from its frame (0 when it is gone or a link now: reading
+    it says so)."""
+    if entry.size != UNREAD:
+        return entry
+    if row[:1] == (entry.slug,) and row[2:3] == (entry.mtime_ns,):
+        return replace(entry, size=int(row[1]))
+    try:
+        return replace(entry, size=content_size_or_own(entry.path))
+    except (OSError, UnsafePath):
+        return replace(entry, size=0)
 
 
 def summarize_file(

@@ -5,21 +5,23 @@ lately written whole (so the watcher knows them as the daemon's own).
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
 
-from ...errors import SessionNotFound, StorageFailed
+from ...errors import SessionNotFound
 from ...schemas.names import check_session_id, check_slug
 from .. import fs, packed
 from ..home import PACKED, TRASH, Home, ensure_dir
 from .records import PLACED_KEPT, Location
 
+UNREAD = -1  # the content size of a compressed transcript, not read yet
+
 
 class Found(NamedTuple):
-    """A live transcript found on disk: ``size`` is of its content (what a compressed
-    one holds), ``mtime_ns`` of the file."""
+    """A live transcript found on disk: ``size`` is of its content, or ``UNREAD`` for a
+    compressed one (what it holds is read from its frame only when the index needs it:
+    a start never opens every compressed file), ``mtime_ns`` of the file."""
 
     id: str
     slug: str
@@ -67,7 +69,7 @@ class Places:
                 stat = fs.lstat(path)
                 if stat is None:
                     continue
-                size = _content_size(path, stat) if is_packed else stat.st_size
+                size = UNREAD if is_packed else stat.st_size
                 found.append(Found(sid, slug, path, size, stat.st_mtime_ns))
                 self.locations[sid] = Location(slug, packed=is_packed)
             trashed_plain, trashed_packed = _session_names(folder / TRASH)
@@ -109,15 +111,6 @@ class Places:
         except FileNotFoundError:
             return None
         return size, stat.st_mtime_ns
-
-
-def _content_size(path: Path, stat: os.stat_result) -> int:
-    """What a compressed transcript holds; its own size when it is not a zstd frame (it is
-    listed all the same, and reading it says it is damaged)."""
-    try:
-        return packed.content_size(path)
-    except StorageFailed:
-        return stat.st_size
 
 
 def _session_names(folder: Path) -> tuple[set[str], set[str]]:

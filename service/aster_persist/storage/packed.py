@@ -120,9 +120,19 @@ def _same(temp: str, plain_fd: int, size: int, name: str) -> None:
         raise StorageFailed(f"the compressed copy of {name} did not read back whole")
 
 
-def compressed_size(data: bytes) -> int:
-    """What ``data`` would take compressed (for an estimate; nothing is written)."""
-    return len(zstandard.ZstdCompressor(level=LEVEL, write_checksum=True).compress(data))
+def measure(plain: Path) -> tuple[int, int]:
+    """The bytes of ``plain`` and what they would take compressed, a step at a time
+    (nothing is written, and a large file is never held whole)."""
+    fd = fs.open_file(plain, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        compressor = zstandard.ZstdCompressor(
+            level=LEVEL, write_content_size=True, write_checksum=True
+        ).compressobj(size=size)
+        small = sum(len(compressor.compress(chunk)) for chunk in _chunks(fd, size))
+        return size, small + len(compressor.flush())
+    finally:
+        os.close(fd)
 
 
 def content_size_or_own(path: Path | str) -> int:

@@ -58,9 +58,8 @@ class Cold:
         for sid, _slug, _size in found:
             try:
                 if dry_run:
-                    data = await asyncio.to_thread(self._parts.store.export_bytes, sid)
-                    small = await asyncio.to_thread(packed.compressed_size, data)
-                    size = len(data)
+                    plain = self._parts.store.live_path(sid)
+                    size, small = await asyncio.to_thread(packed.measure, plain)
                 else:
                     packed_size = await self._compress(sid, days)
                     if packed_size is None:

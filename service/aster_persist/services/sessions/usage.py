@@ -71,11 +71,11 @@ async def _ratio(parts: Parts, ids: list[str]) -> tuple[float, int]:
             if before >= SAMPLE_BYTES:
                 break
             try:
-                data = parts.store.export_bytes(sid)
-            except Exception:  # deleted or unreadable meanwhile: not in the sample
+                size, small = packed.measure(parts.store.live_path(sid))
+            except Exception:  # deleted, compressed or unreadable meanwhile: not sampled
                 continue
-            before += len(data)
-            after += packed.compressed_size(data)
+            before += size
+            after += small
         return (after / before if before else 1.0), before
 
     return await asyncio.to_thread(sample)

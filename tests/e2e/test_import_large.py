@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import time
@@ -174,7 +175,8 @@ def test_the_cli_streams_a_file_and_shows_progress_by_bytes_on_stderr(tmp_path: 
         assert b"importing" not in out and b"sessions imported" not in out  # stdout: rows only
         assert "1 sessions imported" in drawn.decode(errors="replace")  # notices: stderr
         text = drawn.decode(errors="replace")
-        assert "importing" in text and "MB" in text  # by bytes, on stderr
+        assert "importing 0/1 files" in text and "MB" in text  # files and bytes, on stderr
+        assert "B/s" in text and re.search(r"\d:\d\d:\d\d", text)  # the rate, time left
         listed = json.loads(
             subprocess.run(
                 [sys.executable, "-m", "aster_persist", "sessions", "list", "--json"],

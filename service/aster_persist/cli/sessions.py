@@ -364,7 +364,8 @@ def import_command(
     url: Url = None,
 ) -> None:
     """Import transcripts written by other tools (a ~/.claude/projects or ~/.codex/sessions
-    tree, say). Importing the same files again creates nothing. Exits 1 if any failed."""
+    tree, say), showing files, bytes, rate and time left. Importing the same files again
+    creates nothing. Exits 1 if any failed."""
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
     from .. import client as api
@@ -388,8 +389,8 @@ def import_command(
         disable=json_out,
     )
     with daemon(url) as aster, bar:
-        task = bar.add_task("importing", total=total)
-        for path, _ in files:
+        task = bar.add_task(f"importing 0/{len(files)} files", total=total)
+        for n, (path, _) in enumerate(files, 1):
             row: dict[str, Any] = {"file": str(path)}
             try:
                 done = aster.import_file(
@@ -408,6 +409,7 @@ def import_command(
             except (api.ApiError, OSError) as exc:
                 row["failed"] = str(exc)
             results.append(row)
+            bar.update(task, description=f"importing {n}/{len(files)} files")
     failed = [r for r in results if "failed" in r]
     if json_out:
         emit_json({"files": results})

@@ -65,7 +65,7 @@ class Places:
                 is_packed = sid not in plain
                 if not is_packed and sid in compressed:
                     self.doubled.append((sid, slug))
-                path = self.home.session_path(slug, sid, packed=is_packed)
+                path = folder / f"{sid}.jsonl{PACKED if is_packed else ''}"
                 stat = fs.lstat(path)
                 if stat is None:
                     continue

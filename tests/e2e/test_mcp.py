@@ -244,7 +244,10 @@ def test_an_mcp_server_that_cannot_load_answers_503(
         assert answer.status_code == 503
         assert answer.headers["content-type"] == "application/problem+json"
         assert answer.json()["code"] == "mcp_unavailable"
-        assert client.get("/readyz").status_code == 200  # the store itself is fine
+        deadline = time.monotonic() + 20  # the store itself is fine, once caught up
+        while client.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert client.get("/readyz").status_code == 200
     assert "the MCP server did not load" in caplog.text
 
 

@@ -33,11 +33,12 @@ $(NPM_PROJECT)/node_modules/.installed: $(NPM_PROJECT)/package-lock.json
 	npm ci --prefix $(NPM_PROJECT) --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashboard, npm for the TypeScript client)
+test: $(STAMP)  ## the whole suite (curl for the README, Chromium for the dashboard, npm for the TypeScript client, zstd for compressed sessions)
 	@missing=""; \
 	  command -v curl >/dev/null || missing="$$missing curl"; \
 	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	  command -v zstdcat >/dev/null || missing="$$missing zstd"; \
 	  if [ -n "$$missing" ]; then apt-get update -qq && apt-get install -y -qq $$missing; fi
 	$(MAKE) --no-print-directory $(NPM_PROJECT)/node_modules/.installed
 	$(BIN)/python -m pytest -q --durations=25 -n 4 --dist load -m "not alone"

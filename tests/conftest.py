@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 
 from aster_persist.app import create_app
 from aster_persist.settings import Settings
+from aster_persist.storage.transcripts import AppendRequest
 
 from .model_server import ScriptedModel
 
@@ -65,6 +66,20 @@ def make_client(home: Path, clock: Any = None, **settings: Any) -> TestClient:
 def client(home: Path, clock: FakeClock) -> Iterator[TestClient]:
     with make_client(home, clock) as c:
         yield c
+
+
+def stored_session(store: Any, events: list[dict[str, Any]], repo_root: str = "/srv/x") -> str:
+    """A session written through a transcript store directly, synced, its writer closed
+    (as an idle session is): its id."""
+    header, writer = store.create(repo_root=repo_root)
+    sid = str(header["id"])
+    store.install(sid, writer)
+    store.append(AppendRequest(sid, events))
+    sync = store.begin_sync()
+    store.sync_fds(sync)
+    store.end_sync(sync)
+    store.release(sid)
+    return sid
 
 
 def new_session(client: TestClient | httpx.Client, repo_root: str = REPO, **fields: Any) -> str:

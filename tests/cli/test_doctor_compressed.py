@@ -13,7 +13,9 @@ import pytest
 
 from aster_persist.cli import main
 from aster_persist.storage.home import Home
-from aster_persist.storage.transcripts import AppendRequest, TranscriptStore
+from aster_persist.storage.transcripts import TranscriptStore
+
+from ..conftest import stored_session
 
 EVENTS = [{"type": "message", "role": "user", "content": f"turn {n}"} for n in range(20)]
 
@@ -33,14 +35,7 @@ def packed_sessions(root: Path, n: int) -> list[tuple[Path, bytes]]:
     store.scan()
     out = []
     for _ in range(n):
-        header, writer = store.create(repo_root="/srv/doctor")
-        sid = str(header["id"])
-        store.install(sid, writer)
-        store.append(AppendRequest(sid, EVENTS))
-        sync = store.begin_sync()
-        store.sync_fds(sync)
-        store.end_sync(sync)
-        store.release(sid)
+        sid = stored_session(store, EVENTS, "/srv/doctor")
         plain = store.live_path(sid)
         data = plain.read_bytes()
         assert store.pack(sid, store.compress(sid), {})

@@ -12,7 +12,9 @@ from aster_persist.index.catalog import files
 from aster_persist.index.catalog.database import Catalog
 from aster_persist.index.catalog.files import FileEntry
 from aster_persist.storage.home import Home
-from aster_persist.storage.transcripts import AppendRequest, TranscriptStore
+from aster_persist.storage.transcripts import TranscriptStore
+
+from ..conftest import stored_session
 
 EVENTS = [{"type": "message", "role": "user", "content": f"kestrel {n}"} for n in range(30)]
 
@@ -22,14 +24,7 @@ def test_an_unchanged_compressed_transcript_is_never_opened_at_start(
 ) -> None:
     store = TranscriptStore(Home.open(tmp_path / "home"))
     store.scan()
-    header, writer = store.create(repo_root="/srv/x")
-    sid = str(header["id"])
-    store.install(sid, writer)
-    store.append(AppendRequest(sid, EVENTS))
-    sync = store.begin_sync()
-    store.sync_fds(sync)
-    store.end_sync(sync)
-    store.release(sid)
+    sid = stored_session(store, EVENTS)
     size = store.live_path(sid).stat().st_size
     assert store.pack(sid, store.compress(sid), {})
     (tmp_path / "index").mkdir()

@@ -19,6 +19,8 @@ from aster_persist.storage.home import Home
 from aster_persist.storage.transcripts import AppendRequest, TranscriptStore
 from aster_persist.storage.transcripts.places import UNREAD
 
+from ..conftest import stored_session
+
 EVENTS = [
     {"type": "message", "role": "user", "content": f"turn {n}: the deploy key rotation"}
     for n in range(40)
@@ -49,14 +51,7 @@ def reopened(store: TranscriptStore, forms: Forms) -> TranscriptStore:
 
 
 def written_session(store: TranscriptStore) -> tuple[str, Path, bytes]:
-    header, writer = store.create(repo_root="/srv/x")
-    sid = str(header["id"])
-    store.install(sid, writer)
-    store.append(AppendRequest(sid, EVENTS))
-    sync = store.begin_sync()
-    store.sync_fds(sync)
-    store.end_sync(sync)
-    store.release(sid)
+    sid = stored_session(store, EVENTS)
     path = store.live_path(sid)
     return sid, path, path.read_bytes()
 

@@ -216,14 +216,7 @@ def _decompress(frame: bytes) -> bytes:
 
 
 def _read_fd(fd: int, size: int) -> bytes:
-    chunks, pos = [], 0
-    while pos < size:
-        chunk = os.pread(fd, min(size - pos, 1 << 22), pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)
+    return b"".join(_chunks(fd, size))
 
 
 class _Cache:

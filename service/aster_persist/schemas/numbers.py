@@ -24,6 +24,10 @@ WHOLE = BeforeValidator(integral)
 
 LOWEST, HIGHEST = -(2**63), 2**64 - 1  # what a line may hold: a signed or unsigned 64 bits
 _LONG = re.compile(rb"\d{19,}")  # the shortest integer past 64 bits has 19 digits
+# every digit as 0 and anything else as a space: a run of 19 zeros is a run of 19 digits,
+# found by a plain substring search (many times faster than the pattern on long text)
+_DIGITS = bytes(0x30 if 0x30 <= n <= 0x39 else 0x20 for n in range(256))
+_RUN = b"0" * 19
 
 
 def fits(number: int) -> bool:
@@ -34,6 +38,8 @@ def too_big(data: bytes) -> tuple[int, str] | None:
     """The line (from 1) and text of the first integer in JSON text ``data`` that does
     not fit in 64 bits (orjson would read it as a float, so what is stored would not be
     what was sent), else None. Only text with a run of 19 digits is read again."""
+    if _RUN not in data.translate(_DIGITS):
+        return None
     found = _LONG.search(data)
     if found is None:
         return None

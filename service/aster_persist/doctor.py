@@ -18,6 +18,10 @@ What it finds, in a home no daemon holds:
   under ``<home>/lost+found/<ts>/`` at the same relative path.
 - ``missing_blob``: an event that refers to a blob no longer on disk (reported: the
   bytes are gone, nothing can bring them back).
+- ``missing_base``: a copy whose header refers to events of another session of its
+  project that cannot be read whole (that session deleted by hand, say). Reported: its
+  own events are still served; the daemon never deletes a session a copy refers to
+  without writing those events into the copy first.
 - ``index_drift``: the index missing, unreadable, or disagreeing with the files.
   Repair rebuilds it from the files.
 - ``symlink``: a symbolic link anywhere in the home, which the daemon refuses to follow
@@ -44,6 +48,7 @@ from .storage.home import PACKED, Home, ensure_dir, fsync_dir
 from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
 from .storage.packed import is_packed
 from .storage.transcripts import incomplete_batch
+from .storage.transcripts.copies import BaseMissing, expanded
 
 Progress = Callable[[int, int], None]
 
@@ -148,6 +153,16 @@ class Doctor:
             parsed = self.jsonl(path, header=True)
         if path.parent.parent == self.home.sessions:  # not in a project's trash
             self.ends.setdefault(path.name.split(".", 1)[0], parsed.good_end)
+        try:
+            expanded(parsed, path.parent)
+        except BaseMissing as exc:
+            self._found(
+                "missing_base",
+                path,
+                f"a copy whose shared start cannot be read: {exc.detail}; its own events "
+                "are still served",
+                repairable=False,
+            )
         for ref in self.blobs.missing(parsed.lines):
             self._found(
                 "missing_blob",

@@ -19,6 +19,7 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
       PayloadTooLarge (413), InsufficientStorage (507)
       ModelUnavailable (502), TooManySubscribers (503)
       StorageFailed (500 storage_failed)
+        BaseMissing: the events a copy refers to cannot be read whole
     HomeUnavailable: the data home cannot be used (at start; never over HTTP);
       HomeInUse: another daemon holds it
 
@@ -189,6 +190,11 @@ class StorageFailed(AsterError):
     status = 500
     code = "storage_failed"
     title = "Storage failed"
+
+
+class BaseMissing(StorageFailed):
+    """The events a copy refers to (``storage/transcripts/copies.py``) cannot be read
+    whole: readers serve its own events and call it damaged."""
 
 
 class HomeUnavailable(Exception):

@@ -45,6 +45,9 @@ class Conversation:
     # each event's idempotency key: a native export's own, or the source record's
     keys: list[str | None] | None = None
     runs: list[int] | None = None  # the appends the events were, as lengths (an export's)
+    # the events it shares with a stored session (``services/sessions/shared.py``), when
+    # it refers to them instead of holding them
+    shared: Any = None
 
     def id(self) -> str:
         """The session id this conversation becomes (the first time: after that, the

@@ -13,7 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .ranking import NUMBER_OF, WITH_SESSIONS, candidates, conditions, fts, ranked
+from .ranking import (
+    WITH_SESSIONS,
+    candidates,
+    conditions,
+    fts,
+    ranked,
+    session_args,
+    session_clause,
+)
 from .sqlite import sqlite3
 from .text import Query
 
@@ -83,7 +91,8 @@ def nearest(db: sqlite3.Connection, query: Query, vectors: Vectors) -> list[int]
     only = None
     if query.session is not None:  # a session's few documents: compare only with them
         found = db.execute(
-            f"SELECT rowid FROM docs WHERE session = {NUMBER_OF.format('?')}", (query.session,)
+            f"SELECT rowid FROM docs WHERE {session_clause(query, 'session', 'seq')}",
+            session_args(query),
         )
         only = {r for (r,) in found}
     return vectors.nearest(query.words, keep, only=only, pool=POOL, batch=CHECK)

@@ -28,6 +28,17 @@ def fts(call: Any) -> Any:
         raise
 
 
+def session_clause(query: Query, column: str = "d.session", seq: str = "d.seq") -> str:
+    """The documents of ``query.session``, and of the start of each session it refers to."""
+    number = NUMBER_OF.format("?")
+    shared = [f"({column} = {number} AND {seq} <= ?)" for _ in query.shared]
+    return "(" + " OR ".join([f"{column} = {number}", *shared]) + ")"
+
+
+def session_args(query: Query) -> list[Any]:
+    return [query.session, *(value for pair in query.shared for value in pair)]
+
+
 def conditions(query: Query) -> tuple[list[str], list[Any]]:
     """The WHERE clauses of a query (the full-text match first) and their arguments."""
     where: list[str] = []
@@ -40,7 +51,7 @@ def conditions(query: Query) -> tuple[list[str], list[Any]]:
     if query.match is not None:
         add("doc_text MATCH ?", query.match)
     if query.session is not None:
-        add(f"d.session = {NUMBER_OF.format('?')}", query.session)
+        add(session_clause(query), *session_args(query))
     if query.repo is not None:
         add("s.repo_root = ?", query.repo)
     for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):

@@ -172,6 +172,9 @@ class Query:
     # the words of a query of plain words only (no phrase, prefix or operator), stop words
     # left out as in ``match``: what semantic search compares meaning with
     words: str | None = None
+    # with ``session``: the sessions whose leading events it refers to, each up to a seq
+    # (a copy's shared start is indexed once, under the session that holds it)
+    shared: list[tuple[str, int]] = field(default_factory=list)
 
 
 def _quote(words: list[str]) -> str:

@@ -55,6 +55,11 @@ OPS: dict[str, Op] = {
     "session.decompressed": Op(
         False, "a compressed session made plain again: appended to, or settled at start"
     ),
+    "session.made_whole": Op(
+        False,
+        "a copy that referred to another session's events given them itself, before that "
+        "session was deleted for good",
+    ),
     "session.appended": Op(False, "lines another program appended to a transcript"),
     "session.damaged": Op(False, "an unreadable line another program left"),
     "session.source_gone": Op(False, "a followed file deleted at its source; its session stays"),

@@ -243,6 +243,32 @@ class GroupCommitter:
                     )
             return self.store.detach(session_id)
 
+    async def rewrite(self, session_id: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)``, which replaces the session's file, on the writer thread once
+        nothing writes the session: its change of form, its appends and its load finish
+        first, its writer is closed, and an append that comes meanwhile loads the file
+        after it (as ``pack`` does, but waiting instead of giving up)."""
+        while True:
+            packing = self._packing.get(session_id)
+            if packing is not None:
+                await packing.wait()
+                continue
+            await self.quiesce(session_id)
+            loading = self._loading.get(session_id)
+            if loading is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(loading)
+                continue
+            if not self.store.busy(session_id):
+                break
+        self.store.release(session_id)
+        done = self._packing[session_id] = asyncio.Event()
+        try:
+            return await self.call(fn, *args)
+        finally:
+            del self._packing[session_id]
+            done.set()
+
     async def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
         """Put a cold session's compressed copy in place of its plain file, once nothing
         writes it: its writer (if one is open and idle) is closed first; a session being

@@ -180,6 +180,9 @@ class SessionInfo:
     alias: str | None = None  # the caller's own name for it (an agent framework's id)
     stats: Stats = field(default_factory=lambda: Stats())
     secrets: int = 0  # the secrets its text holds, as the catalog counted them
+    base: str | None = None  # the session whose leading events it refers to (a copy's)
+    # folded from the file's start by the last read (not from where the index left off)
+    whole: bool = field(default=False, compare=False, repr=False)
 
     def absorb(self, lines: list[dict[str, Any]], bad: list[int]) -> None:
         """Fold readable lines (and the numbers of bad ones) into the summary."""
@@ -196,6 +199,9 @@ class SessionInfo:
                         self.updated_at = self.created_at
                     alias = line.get("alias")
                     self.alias = alias if isinstance(alias, str) and alias else None
+                    base = line.get("base")
+                    base = base.get("session") if isinstance(base, dict) else None
+                    self.base = base if isinstance(base, str) else None
                     self._source(line)
                 continue
             self.events += 1

@@ -269,8 +269,8 @@ class Catalog:
                 broken.state = "damaged"
                 changed.append(broken)
             else:
-                if not grown and previous is not None:  # read again from the start
-                    replace.append(entry.id)
+                if previous is not None and (not grown or found[0].whole):
+                    replace.append(entry.id)  # read again from the start
                 changed.append(found[0])
                 docs[entry.id] = found[1]
             if len(changed) >= _BATCH:
@@ -296,7 +296,7 @@ class Catalog:
         grown = before is not None and before.slug == entry.slug and entry.size >= before.offset
         previous = replace(before, bad_lines=list(before.bad_lines)) if grown and before else None
         info, docs = summarize_file(entry, previous)
-        self.upsert([info], {entry.id: docs}, [] if grown else [entry.id])
+        self.upsert([info], {entry.id: docs}, [entry.id] if info.whole and before else [])
         kinds = sorted({_EVENT_KIND.get(doc.kind, doc.kind) for doc in docs})
         return before, info, kinds
 
@@ -409,6 +409,11 @@ class Catalog:
                 sid, spawned = found[info.parent_source]
                 out[info.id] = (sid, spawned.get(info.source_key or "") or None)
         return out
+
+    def referring_to(self, session_id: str) -> list[str]:
+        """The sessions whose header refers to events of ``session_id`` (its copies)."""
+        rows = self.db.execute("SELECT id FROM sessions WHERE base = ?", (session_id,))
+        return [str(sid) for (sid,) in rows]
 
     def begun_with(self, record: str) -> list[tuple[str, str | None, int]]:
         """The sessions whose first event came from the source record ``record``: id,

@@ -21,6 +21,7 @@ from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.packed import content_size_or_own
 from ...storage.summary import SessionInfo
+from ...storage.transcripts.copies import expanded_or_own
 from ...storage.transcripts.places import UNREAD
 from ..text import Doc, docs_at
 
@@ -56,14 +57,22 @@ def sized(entry: FileEntry, row: tuple[Any, ...]) -> FileEntry:
 def summarize_file(
     entry: FileEntry, previous: SessionInfo | None = None
 ) -> tuple[SessionInfo, list[Doc]]:
-    """Fold a transcript into a summary, from ``previous``'s offset when it still holds;
+    """Fold a transcript into a summary, from ``previous``'s offset when it still holds
+    (the bytes there begin the line after the last one folded: a file rewritten since,
+    a copy made whole say, is read from its start, and the summary says ``whole``);
     return it with the search documents of the lines read."""
     info = previous
     if info is None or entry.size < info.offset:
         info = SessionInfo(id=entry.id, slug=entry.slug)
     data = read_bytes(entry.path, info.offset, entry.size)
     parsed = parse(data, base=info.offset, first_line=info.lines + 1)
-    info.absorb(parsed.lines, parsed.bad)
+    if info.offset and not continues(parsed, info.offset, info.last_seq + 1):
+        return summarize_file(entry, None)
+    info.whole = not info.offset
+    shown, missing = (parsed, False) if info.offset else expanded_or_own(parsed, entry.path.parent)
+    info.absorb(shown.lines, parsed.bad)  # a copy's summary counts what it refers to
+    if missing:
+        info.state = "damaged"
     info.offset = parsed.good_end
     info.lines += parsed.line_count
     info.file_size = entry.size

@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 10  # 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 11  # 11: the session a copy refers to; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -41,6 +41,7 @@ COLUMNS = (
     "parent_source",
     "alias",
     "first_record",
+    "base",
     "stats",
 )
 SCHEMA = f"""
@@ -69,6 +70,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     parent_source TEXT,
     alias TEXT,
     first_record TEXT,
+    base TEXT,
     stats TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
@@ -79,6 +81,7 @@ CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_source)
 CREATE INDEX IF NOT EXISTS sessions_alias ON sessions (alias) WHERE alias IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
     WHERE first_record IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_base ON sessions (base) WHERE base IS NOT NULL;
 {search.SCHEMA}
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 -- which catalog this is: what is kept beside it (semantic vectors) names it
@@ -122,6 +125,7 @@ def row_of(info: SessionInfo) -> tuple[Any, ...]:
         info.parent_source,
         info.alias,
         info.stats.first_record if info.source_key else None,  # an import's record
+        info.base,
         orjson.dumps(asdict(info.stats)).decode(),
     )
 

@@ -253,6 +253,35 @@ class CatalogWorker:
         ]
         return min(earlier)[1] if earlier else None
 
+    def begun_with(self, record: str) -> Future[list[str]]:
+        """The sessions whose first event came from the source record ``record`` (pending
+        summaries weighed as they are), the one with the most events first."""
+        return self.executor.submit(self._begun_with, record)
+
+    def _begun_with(self, record: str) -> list[str]:
+        with self._lock:
+            pending = list(self._dirty.values())
+            gone = self._removed | self._dirty.keys()
+        found = [(n, sid) for sid, _c, n in self.catalog.begun_with(record) if sid not in gone]
+        found += [
+            (info.events, info.id)
+            for info in pending
+            if info.source_key and info.stats.first_record == record
+        ]
+        return [sid for _n, sid in sorted(found, reverse=True)]
+
+    def referring_to(self, session_id: str) -> Future[list[str]]:
+        """The sessions that refer to events of ``session_id`` (its copies), pending
+        summaries weighed as they are."""
+        return self.executor.submit(self._referring_to, session_id)
+
+    def _referring_to(self, session_id: str) -> list[str]:
+        with self._lock:
+            pending = list(self._dirty.values())
+            gone = self._removed | self._dirty.keys()
+        found = [sid for sid in self.catalog.referring_to(session_id) if sid not in gone]
+        return found + [info.id for info in pending if info.base == session_id]
+
     def run(self, fn: Callable[[Catalog], Any]) -> Any:
         """Run ``fn(catalog)`` on the catalog thread after flushing (blocking)."""
         return self.executor.submit(self._call, fn).result()

@@ -25,10 +25,13 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
+from ...errors import SessionNotFound
 from ...importers.records import earlier_keys
 from ...schemas.names import project_slug
+from ...storage.home import normalize_repo_root
 from ...storage.summary import SessionInfo
 from .parts import Appended
+from .shared import SharedStart
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -119,12 +122,16 @@ class Importer:
         return 0 if result.replayed else result.count
 
     def _announce(self, sid: str, last_seq: int, conversation: importers.Conversation) -> None:
-        """Tell the listeners of a new session's events (an import: nothing to learn)."""
-        if last_seq and self._parts.listeners:
+        """Tell the listeners of a new session's events (an import: nothing to learn);
+        a copy's own events go on after those it refers to."""
+        events = conversation.events
+        if events and self._parts.listeners:
             scope = self._parts.scope_of(sid)
-            events = conversation.events
+            first = last_seq - len(events) + 1
             source = conversation.fingerprint
-            self._parts.announce(Appended(sid, scope, 1, last_seq, events=events, source=source))
+            self._parts.announce(
+                Appended(sid, scope, first, last_seq, events=events, source=source)
+            )
 
     async def import_stream(
         self,
@@ -219,6 +226,18 @@ class Importer:
             if fork_of is not None:
                 conversation.source["fork_of"] = fork_of
         pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
+        if not here and scanned.first_record is not None:
+            # what a stored session holds already is referred to, not copied: the session
+            # it forks, else one that began the same (a resumed session stored before the
+            # one it resumes holds all of that one)
+            fork_of = conversation.source.get("fork_of")
+            began = await asyncio.wrap_future(self._parts.catalog.begun_with(scanned.first_record))
+            for base in dict.fromkeys([fork_of, *began] if fork_of else began):
+                shared = await self._shared_start(base, conversation, repo_root)
+                if shared is not None:
+                    pending = shared.skip(pending)
+                    conversation.shared = shared
+                    break
         try:
             written = await self._write_batches(
                 pending, format, conversation, sid, here, start, known, repo_root
@@ -295,6 +314,22 @@ class Importer:
                 self._write_imported, format, [conversation], repo_root
             )
         return written
+
+    async def _shared_start(
+        self, base: str, conversation: importers.Conversation, repo_root: str | None
+    ) -> SharedStart | None:
+        """What a new session may share with the stored session ``base`` it forks: its
+        events as stored, when it is of the same project and whole; else None."""
+        root = repo_root or conversation.source.get("repo_root") or conversation.cwd
+        store = self._parts.store
+        try:
+            parsed, info = await asyncio.to_thread(store.read, base)
+        except SessionNotFound:
+            return None
+        if info.state == "damaged" or info.slug != project_slug(normalize_repo_root(str(root))):
+            return None
+        stored, _changed = self._parts.blobs.inline(parsed.lines[1:])
+        return SharedStart(base, stored)
 
     def _which(self, conversation: importers.Conversation) -> tuple[str, bool]:
         """The session a conversation is (the one its source became, if the journal says
@@ -439,7 +474,9 @@ def _header_fields(
             }
         }
     )
+    shared = conversation.shared
     return {
+        "base": shared.ref() if isinstance(shared, SharedStart) else None,
         "repo_root": str(root),
         "session_id": conversation.id(),
         "cwd": conversation.cwd,

@@ -194,6 +194,14 @@ class Parts:
         writer = self.store.writer(session_id)
         return writer.keys if writer is not None else ()
 
+    async def _give_copies_their_events(self, session_id: str) -> None:
+        """Make whole each session that refers to events of ``session_id`` (the live ones
+        the catalog knows, and those in the trash), before it leaves."""
+        live = await asyncio.wrap_future(self.catalog.referring_to(session_id))
+        trashed = await self.committer.call(self.store.trashed_referring_to, session_id)
+        for copy in dict.fromkeys([*live, *trashed]):
+            await self.committer.rewrite(copy, self.store.make_whole, copy)
+
     async def delete(
         self,
         session_id: str,
@@ -213,6 +221,8 @@ class Parts:
                 return
         else:
             where = await self.committer.detach(session_id, if_match=if_match)
+        # a copy that refers to its events is given them first: nothing it shows is lost
+        await self._give_copies_their_events(session_id)
         if purge:
             deleted = await self.committer.call(
                 self.store.purge, session_id, where, only_trashed=only_trashed

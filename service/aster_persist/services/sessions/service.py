@@ -10,6 +10,7 @@ change feed, the learner) as an ``Appended`` notice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import tempfile
 import time
@@ -21,7 +22,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import orjson
 
-from ...errors import Conflict, Invalid, SessionExists, SessionNotFound
+from ...errors import Conflict, Invalid, InvalidName, SessionExists, SessionNotFound
 from ...index import search
 from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
 from ...index.fusion import MEMORY_RRF_K
@@ -391,10 +392,15 @@ class Sessions:
     async def search(
         self, query: Query, *, limit: int, cursor: str | None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        """Transcript hits for ``query``, best first; sees every acknowledged append."""
+        """Transcript hits for ``query``, best first; sees every acknowledged append. In
+        one session that refers to another's events (a copy), those are searched too, and
+        found as its own."""
         if query.repo is not None:
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
-        return await self.in_catalog(
+        if query.session is not None:
+            with contextlib.suppress(SessionNotFound, InvalidName):  # then no hit at all
+                query.shared = await asyncio.to_thread(self._store.shared_of, query.session)
+        hits, next_cursor = await self.in_catalog(
             lambda c: search.search_docs(
                 c.db,
                 query,
@@ -404,6 +410,9 @@ class Sessions:
                 vectors=c.fresh_vectors(query),
             )
         )
+        for hit in hits if query.shared else ():
+            hit["session_id"] = query.session
+        return hits, next_cursor
 
     async def search_grouped(self, query: Query, *, limit: int) -> list[dict[str, Any]]:
         """Sessions ranked by their turns' hits, each with its best turns as evidence."""

@@ -3,7 +3,8 @@
 ``Places`` knows where every session is and in which form; ``Writers`` holds the open
 files, appends to them and keeps the sync bookkeeping; ``Trash`` detaches, trashes,
 restores and purges; ``Forms`` keeps cold sessions compressed and makes them plain
-again before they are written.
+again before they are written; ``Copies`` makes whole a copy that refers to another
+session's events, before that session goes for good.
 The store makes new sessions (one header line, or whole files for an import, each
 appearing whole or not at all) and reads what was acknowledged.
 
@@ -34,6 +35,8 @@ from ..home import Home, ensure_dir, normalize_repo_root
 from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..packed import Compressed
 from ..summary import SessionInfo
+from . import copies
+from .copies import BaseMissing, Copies, Ref
 from .forms import Forms, OnForm
 from .lifecycle import Trash
 from .places import Found, Places
@@ -87,6 +90,12 @@ class TranscriptStore:
         self._trash = Trash(
             self._places, self._writers, clock=clock, on_remove=on_remove or (lambda sid: None)
         )
+        told = on_form or (lambda sid, op, slug, detail: None)
+        self._copies = Copies(
+            self._places,
+            sync=durability != "none",
+            on_whole=lambda sid, slug, detail: told(sid, "session.made_whole", slug, detail),
+        )
         # what the objects it holds answer for it
         self.locations = self._places.locations  # each session's folder, live or trashed
         self.placed = self._places.placed  # files lately written whole: (size, mtime)
@@ -112,6 +121,7 @@ class TranscriptStore:
         self.trashed_header = self._trash.trashed_header
         self.purge = self._trash.purge
         self.trashed_before = self._trash.trashed_before
+        self.trashed_referring_to = self._copies.trashed_referring_to  # (the catalog: live)
 
     def scan(self) -> list[Found]:
         """Every live transcript on disk, each session's place and form remembered."""
@@ -126,6 +136,17 @@ class TranscriptStore:
         if not self._forms.pack(session_id, made, detail):
             return False
         self.on_change(self.summarize(session_id))
+        return True
+
+    def make_whole(self, session_id: str) -> bool:
+        """Write the events a copy refers to into it (writer thread; see
+        ``Copies.make_whole``: the caller has closed its writer), and tell the index of
+        the file it is now."""
+        if not self._copies.make_whole(session_id):
+            return False
+        where = self._places.locations.get(session_id)
+        if where is not None and not where.trashed:
+            self.on_change(self.summarize(session_id))
         return True
 
     @property
@@ -164,6 +185,7 @@ class TranscriptStore:
         created_at: str | None = None,
         extra: dict[str, Any] | None = None,
         roots: dict[str, tuple[str, str]] | None = None,
+        base: Ref | None = None,
     ) -> tuple[dict[str, Any], bytes, str]:
         """A new session's header, its line and its project slug; checked, nothing written.
         ``roots`` keeps each repo root's normal form and slug across calls (an import)."""
@@ -197,6 +219,8 @@ class TranscriptStore:
                     errors=[{"loc": f"header.{key}", "msg": "set by the server; leave it out"}],
                 )
             header.setdefault(key, value)
+        if base is not None:  # a copy: the events it refers to instead of holding them
+            header[copies.BASE] = base.field()
         validate_header(header)
         try:
             data = orjson.dumps(header, option=NL)
@@ -277,6 +301,9 @@ class TranscriptStore:
             ids.add(header["id"])
             info = SessionInfo(id=header["id"], slug=slug)
             info.absorb([header], [])
+            base = copies.ref_of(header)
+            if base is not None:  # its own events go on after those it refers to
+                info.absorb(copies.base_part(self.home.project_dir(slug), base).lines, [])
             info.lines = 1
             chunks = [head]
             records[header["id"]] = kept = [header]
@@ -358,9 +385,10 @@ class TranscriptStore:
         cut = incomplete_batch(parsed)
         if cut is not None:
             parsed = parse(data[:cut])
+        parsed, missing = copies.expanded_or_own(parsed, path.parent)
         info = SessionInfo(id=session_id, slug=slug)
         info.absorb(parsed.lines, parsed.bad)
-        if not parsed.lines or parsed.lines[0].get("type") != "session":
+        if missing or not parsed.lines or parsed.lines[0].get("type") != "session":
             info.state = "damaged"
         if self._writers.read_only(session_id):
             info.state = "read_only"
@@ -381,5 +409,16 @@ class TranscriptStore:
             parsed = parse(data[: cut - offset], base=offset)
         return parsed.lines, parsed.good_end if parsed.line_count else offset
 
+    def shared_of(self, session_id: str) -> list[tuple[str, int]]:
+        """The sessions whose leading events a live session refers to, and through which
+        seq of each (``copies.shared_of``)."""
+        return [(r.session, r.through_seq) for r in copies.shared_of(self.live_path(session_id))]
+
     def export_bytes(self, session_id: str) -> bytes:
-        return self._bytes(session_id, 0, None)[1]
+        """The session's transcript as one file holding all it shows (a copy's with the
+        events it refers to in it)."""
+        path, data = self._bytes(session_id, 0, None)
+        try:
+            return copies.whole_bytes(data, path.parent)
+        except BaseMissing:
+            return data  # what is left of it: its own lines (reading it says it is damaged)

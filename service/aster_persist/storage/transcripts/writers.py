@@ -32,6 +32,7 @@ from ...schemas.conditions import holds, named
 from .. import fs
 from ..jsonl import Parsed, parse, read_bytes, write_new
 from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
+from .copies import expanded_or_own
 from .places import Places
 from .records import (
     KEYS_KEPT,
@@ -100,8 +101,9 @@ class Writers:
             if parsed.torn is not None:
                 self._quarantine(path, fd, data, parsed)
             info = SessionInfo(id=session_id, slug=self._places.locations[session_id].slug)
-            info.absorb(parsed.lines, parsed.bad)
-            if not parsed.lines or parsed.lines[0].get("type") != "session":
+            shown, missing = expanded_or_own(parsed, path.parent)  # a copy: what it refers to
+            info.absorb(shown.lines, parsed.bad)
+            if missing or not parsed.lines or parsed.lines[0].get("type") != "session":
                 info.state = "damaged"
             info.offset = parsed.good_end
             info.lines = parsed.line_count

@@ -1,0 +1,69 @@
+"""An import whose leading events a stored session holds already (Claude Code's resumed
+session begins with the records of the one it resumes): those events are left out of
+the new session, which refers to them instead (``storage/transcripts/copies.py``).
+
+An event is the stored one when the two are equal but for what only says where each is
+kept (its seq, and the idempotency key naming its own source); a large content kept as a
+blob is compared as its text. Matching stops at the first that differs, and at least one
+event is always the new session's own (its key is how a later import of its grown file
+finds where it left off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ...importers.lines import Batch
+from ...storage.transcripts.copies import Ref
+
+WHERE_KEPT = ("seq", "idempotency_key")  # what differs between an event and its copy
+
+
+class SharedStart:
+    """The events a new session shares with a stored one ``base`` (its events 1..n as
+    stored, large contents put back), counted as the import's batches go by."""
+
+    def __init__(self, base: str, stored: list[dict[str, Any]]) -> None:
+        self.base = base
+        self._stored = stored
+        self.through = 0  # how many leading events the new session refers to
+
+    def ref(self) -> Ref | None:
+        """The reference the new session's header makes (None: it shares nothing)."""
+        return Ref(self.base, self.through) if self.through else None
+
+    def skip(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        """``batches`` without the leading events the base holds. Only a source keyed by
+        its records (no appends of an export to keep) is matched."""
+        matching = True
+        last: tuple[dict[str, Any], str | None] | None = None
+        for batch in batches:
+            if not matching or batch.runs is not None:
+                matching = False
+                yield batch
+                continue
+            n = 0
+            stored = self._stored
+            while (
+                n < len(batch.events)
+                and self.through + n < len(stored)
+                and _same(batch.events[n], stored[self.through + n])
+            ):
+                n += 1
+            if n:
+                self.through += n
+                last = (batch.events[n - 1], batch.keys[n - 1])
+            if n < len(batch.events):
+                matching = False
+                yield Batch(batch.events[n:], batch.keys[n:], None)
+        if matching and last is not None:  # all of it is the base's: the last is its own
+            self.through -= 1
+            event, key = last
+            yield Batch([event], [key], None)
+
+
+def _same(event: dict[str, Any], stored: dict[str, Any]) -> bool:
+    return len(stored) - sum(k in stored for k in WHERE_KEPT) == len(event) - sum(
+        k in event for k in WHERE_KEPT
+    ) and all(stored.get(k) == v for k, v in event.items() if k not in WHERE_KEPT)

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import StorageFailed, UnsafePath
+from .errors import BaseMissing, StorageFailed, UnsafePath
 from .index.sqlite import sqlite3
 from .schemas.clock import Clock, format_ts, utc_now
 from .storage.blobs import BlobStore
@@ -48,7 +48,7 @@ from .storage.home import PACKED, Home, ensure_dir, fsync_dir
 from .storage.jsonl import TEMP_MARK, Parsed, atomic_write, parse, read_bytes, write_new
 from .storage.packed import is_packed
 from .storage.transcripts import incomplete_batch
-from .storage.transcripts.copies import BaseMissing, expanded
+from .storage.transcripts.copies import expanded
 
 Progress = Callable[[int, int], None]
 

@@ -25,13 +25,11 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
-from ...errors import SessionNotFound
 from ...importers.records import earlier_keys
 from ...schemas.names import project_slug
-from ...storage.home import normalize_repo_root
 from ...storage.summary import SessionInfo
 from .parts import Appended
-from .shared import SharedStart
+from .shared import SharedStart, shared_start
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -227,17 +225,11 @@ class Importer:
                 conversation.source["fork_of"] = fork_of
         pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
         if not here and scanned.first_record is not None:
-            # what a stored session holds already is referred to, not copied: the session
-            # it forks, else one that began the same (a resumed session stored before the
-            # one it resumes holds all of that one)
-            fork_of = conversation.source.get("fork_of")
-            began = await asyncio.wrap_future(self._parts.catalog.begun_with(scanned.first_record))
-            for base in dict.fromkeys([fork_of, *began] if fork_of else began):
-                shared = await self._shared_start(base, conversation, repo_root)
-                if shared is not None:
-                    pending = shared.skip(pending)
-                    conversation.shared = shared
-                    break
+            # what a stored session holds already is referred to, not copied
+            shared = await shared_start(self._parts, scanned.first_record, conversation, repo_root)
+            if shared is not None:
+                pending = shared.skip(pending)
+                conversation.shared = shared
         try:
             written = await self._write_batches(
                 pending, format, conversation, sid, here, start, known, repo_root
@@ -314,22 +306,6 @@ class Importer:
                 self._write_imported, format, [conversation], repo_root
             )
         return written
-
-    async def _shared_start(
-        self, base: str, conversation: importers.Conversation, repo_root: str | None
-    ) -> SharedStart | None:
-        """What a new session may share with the stored session ``base`` it forks: its
-        events as stored, when it is of the same project and whole; else None."""
-        root = repo_root or conversation.source.get("repo_root") or conversation.cwd
-        store = self._parts.store
-        try:
-            parsed, info = await asyncio.to_thread(store.read, base)
-        except SessionNotFound:
-            return None
-        if info.state == "damaged" or info.slug != project_slug(normalize_repo_root(str(root))):
-            return None
-        stored, _changed = self._parts.blobs.inline(parsed.lines[1:])
-        return SharedStart(base, stored)
 
     def _which(self, conversation: importers.Conversation) -> tuple[str, bool]:
         """The session a conversation is (the one its source became, if the journal says

@@ -11,11 +11,19 @@ finds where it left off).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ...errors import SessionNotFound
+from ...importers import Conversation
 from ...importers.lines import Batch
+from ...schemas.names import project_slug
+from ...storage.home import normalize_repo_root
 from ...storage.transcripts.copies import Ref
+
+if TYPE_CHECKING:
+    from .parts import Parts
 
 WHERE_KEPT = ("seq", "idempotency_key")  # what differs between an event and its copy
 
@@ -67,3 +75,25 @@ def _same(event: dict[str, Any], stored: dict[str, Any]) -> bool:
     return len(stored) - sum(k in stored for k in WHERE_KEPT) == len(event) - sum(
         k in event for k in WHERE_KEPT
     ) and all(stored.get(k) == v for k, v in event.items() if k not in WHERE_KEPT)
+
+
+async def shared_start(
+    parts: Parts, first_record: str, conversation: Conversation, repo_root: str | None
+) -> SharedStart | None:
+    """What a new session (whose first event came from ``first_record``) may share with
+    a stored one: the session it forks, else one that began the same (a resumed session
+    stored before the one it resumes holds all that one says), the one with the most
+    events first; the first of them of its project and whole. None when there is none."""
+    fork_of = conversation.source.get("fork_of")
+    began = await asyncio.wrap_future(parts.catalog.begun_with(first_record))
+    root = repo_root or conversation.source.get("repo_root") or conversation.cwd
+    slug = project_slug(normalize_repo_root(str(root)))
+    for base in dict.fromkeys([fork_of, *began] if isinstance(fork_of, str) else began):
+        try:
+            parsed, info = await asyncio.to_thread(parts.store.read, base)
+        except SessionNotFound:
+            continue
+        if info.state != "damaged" and info.slug == slug:
+            stored, _changed = parts.blobs.inline(parsed.lines[1:])
+            return SharedStart(base, stored)
+    return None

@@ -25,7 +25,7 @@ import orjson
 from ulid import ULID
 
 from ... import __version__
-from ...errors import InvalidEvent, SessionExists, SessionNotFound
+from ...errors import BaseMissing, InvalidEvent, SessionExists, SessionNotFound
 from ...schemas.clock import Clock, format_ts, utc_now
 from ...schemas.events import RESERVED_HEADER_KEYS
 from ...schemas.names import check_session_id, project_slug
@@ -36,7 +36,7 @@ from ..jsonl import Parsed, parse, read_bytes, write_new, write_whole
 from ..packed import Compressed
 from ..summary import SessionInfo
 from . import copies
-from .copies import BaseMissing, Copies, Ref
+from .copies import Copies, Ref
 from .forms import Forms, OnForm
 from .lifecycle import Trash
 from .places import Found, Places

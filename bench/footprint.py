@@ -4,7 +4,8 @@ compression off, and with the default settings once the compression threshold ha
 passed (their own times are months old: the daemon compresses them at its next start).
 
 The home is measured by kind (plain and compressed transcripts, the catalog with its
-write-ahead log, blobs, the journal) against the bytes of the source files.
+write-ahead log, blobs, the journal) against the bytes of the source files. Beside it,
+what a resumed Claude Code session adds when the one it resumes is stored (``bench_copies``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import httpx
+import orjson
 
 from bench.harness import ROOT, add, daemon
 
@@ -108,4 +110,67 @@ def bench_footprint(work: Path) -> None:
             "target <= 1.0x"
             if name == "compression off"
             else f"target <= 0.4x ({count} compressed)",
+        )
+
+
+def resumed(path: Path, session: str) -> bytes:
+    """What Claude Code writes when the session of ``path`` is resumed: a new file under a
+    new session id holding every old record, then the user and the assistant going on."""
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    copied = [{**r, "sessionId": session} if r.get("sessionId") else r for r in records]
+    last = next(r for r in reversed(records) if r.get("uuid"))
+    base = {k: last[k] for k in ("cwd", "timestamp", "version") if k in last}
+    more = [
+        {
+            **base,
+            "type": "user",
+            "sessionId": session,
+            "uuid": f"{session}-1",
+            "parentUuid": last["uuid"],
+            "message": {"role": "user", "content": "go on with the next step"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "sessionId": session,
+            "uuid": f"{session}-2",
+            "parentUuid": f"{session}-1",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+        },
+    ]
+    return b"".join(orjson.dumps(r) + b"\n" for r in [*copied, *more])
+
+
+def bench_copies(work: Path) -> None:
+    """Each Claude Code fixture and a resumed copy of it imported (the original first, and
+    in a second home the copy first): the bytes the later one's transcript adds, against
+    the bytes of its source file (target: at most a tenth)."""
+    originals = sorted(p for p in (FIXTURES / "claude-code").rglob("*.jsonl") if p.stat().st_size)
+    for order in ("original first", "copy first"):
+        home = work / f"copies-{order.split()[0]}"
+        server = daemon(home, ASTER_COMPRESS_AFTER_DAYS="0")
+        added = sources = 0
+        try:
+            with httpx.Client(base_url=server.url, timeout=600) as http:
+                for n, path in enumerate(originals):
+                    copy = resumed(path, f"5e55a0e0-0000-4000-8000-{n:012d}")
+                    pair = [path.read_bytes(), copy]
+                    if order == "copy first":
+                        pair.reverse()
+                    ids = []
+                    for data in pair:
+                        r = http.post("/v1/sessions/import", content=data)
+                        assert r.status_code == 201, r.text
+                        ids.append(r.json()["sessions"][0]["id"])
+                    [later] = home.rglob(f"sessions/*/{ids[1]}.jsonl")
+                    added += later.stat().st_size
+                    sources += len(pair[1])
+        finally:
+            server.stop()
+        add(
+            f"a resumed Claude Code session imported beside the one it resumes ({order}, "
+            f"{len(originals)} fixtures)",
+            f"{added / sources:.3f}x of its source's bytes ({added / 1e3:.0f} kB)",
+            f"{sources / 1e6:.2f} MB of sources",
+            "target <= 0.1x",
         )

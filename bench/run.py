@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 
 from bench.appends import bench_appends
 from bench.following import bench_follow, bench_tree
-from bench.footprint import bench_footprint
+from bench.footprint import bench_copies, bench_footprint
 from bench.harness import fsync_probe, print_table
 from bench.imports import bench_import
 from bench.learning import bench_learning
@@ -78,6 +78,7 @@ def main() -> None:
             bench_import(work)
         if args.only in (None, "footprint"):
             bench_footprint(work)
+            bench_copies(work)
         if args.only in (None, "tree"):
             bench_tree(work, args.tree_mb)
             bench_follow(work)

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from aster_persist.cli import main
 
-from ..conftest import CLAUDE_SMALL, FakeClock, make_client, new_session
+from ..conftest import CLAUDE_SMALL, FIXTURES, FakeClock, make_client, new_session
 from .test_import_safety import resumed
 
 RECORDS = [orjson.loads(line) for line in CLAUDE_SMALL.read_bytes().splitlines()]
@@ -265,3 +265,29 @@ def test_the_catalog_rebuilt_from_the_files_counts_what_a_copy_refers_to(home: P
         listed = {s["id"]: s for s in client.get("/v1/sessions").json()["items"]}[sid]
     assert after == before
     assert listed["events"] == before["events"] == before["last_seq"] > 2
+
+
+def test_a_copy_whose_records_name_the_new_session_still_refers(home: Path, tmp_path: Path) -> None:
+    """Claude Code's copy of an old record names the new session: in the records an
+    import keeps beside a turn too. Those are the stored events still, and the copy shows
+    them as they were stored (naming the session they were first written in)."""
+    source = FIXTURES / "claude-code" / "spotter" / "tool_heavy.jsonl"
+    records = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    data = resumed(records, RESUMED)
+    assert b'"sessionId":"' + RESUMED.encode() in data  # in records an import keeps
+    with make_client(tmp_path / "alone") as client:
+        sid = imported(client, data)["id"]
+        alone = client.get(f"/v1/sessions/{sid}/events?raw=false").json()
+    with make_client(home) as client:
+        original = imported(client, source.read_bytes())["id"]
+        copy = imported(client, data)
+        assert copy["id"] == sid
+        stored = transcript(home, sid)
+        assert orjson.loads(stored.read_bytes().split(b"\n")[0])["base"]["session"] == original
+        assert stored.stat().st_size <= 0.1 * len(data)
+        assert client.get(f"/v1/sessions/{sid}/events?raw=false").json() == alone
+        through = orjson.loads(stored.read_bytes().split(b"\n")[0])["base"]["through_seq"]
+        shared = client.get(f"/v1/sessions/{sid}/export").content.splitlines()[1 : through + 1]
+        old = next(r["sessionId"] for r in records if r.get("sessionId"))
+        assert any(old.encode() in line for line in shared)
+        assert not any(RESUMED.encode() in line for line in shared)

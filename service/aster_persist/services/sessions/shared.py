@@ -3,8 +3,8 @@ session begins with the records of the one it resumes): those events are left ou
 the new session, which refers to them instead (``storage/transcripts/copies.py``).
 
 An event is the stored one when the two are equal but for what only says where each is
-kept (its seq, and the idempotency key naming its own source); a large content kept as a
-blob is compared as its text. Matching stops at the first that differs, and at least one
+kept (its seq, the idempotency key naming its own source, and the session id in the
+source records it keeps); a large content kept as a blob is compared as its text. Matching stops at the first that differs, and at least one
 event is always the new session's own (its key is how a later import of its grown file
 finds where it left off).
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ...errors import SessionNotFound
 from ...importers import Conversation
@@ -32,9 +34,12 @@ class SharedStart:
     """The events a new session shares with a stored one ``base`` (its events 1..n as
     stored, large contents put back), counted as the import's batches go by."""
 
-    def __init__(self, base: str, stored: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, base: str, stored: list[dict[str, Any]], renamed: tuple[str, str] | None = None
+    ) -> None:
         self.base = base
         self._stored = stored
+        self._renamed = renamed  # the new source's own session id, and the stored one's
         self.through = 0  # how many leading events the new session refers to
 
     def ref(self) -> Ref | None:
@@ -56,7 +61,7 @@ class SharedStart:
             while (
                 n < len(batch.events)
                 and self.through + n < len(stored)
-                and _same(batch.events[n], stored[self.through + n])
+                and _same(batch.events[n], stored[self.through + n], self._renamed)
             ):
                 n += 1
             if n:
@@ -71,10 +76,21 @@ class SharedStart:
             yield Batch([event], [key], None)
 
 
-def _same(event: dict[str, Any], stored: dict[str, Any]) -> bool:
-    return len(stored) - sum(k in stored for k in WHERE_KEPT) == len(event) - sum(
-        k in event for k in WHERE_KEPT
-    ) and all(stored.get(k) == v for k, v in event.items() if k not in WHERE_KEPT)
+def _same(event: dict[str, Any], stored: dict[str, Any], renamed: tuple[str, str] | None) -> bool:
+    """Whether ``event`` is ``stored`` but for where each is kept; with ``renamed`` (the
+    new source's session id and the stored one's), also where the one names its source
+    and the other the other (a resumed session's copies of the old records name the new
+    session: in the records kept, in a sub-agent's link)."""
+    mine = {k: v for k, v in event.items() if k not in WHERE_KEPT}
+    theirs = {k: v for k, v in stored.items() if k not in WHERE_KEPT}
+    if mine == theirs:
+        return True
+    if renamed is None or mine.keys() != theirs.keys():
+        return False
+    new, old = renamed
+    return orjson.dumps(mine, option=orjson.OPT_SORT_KEYS).replace(
+        new.encode(), old.encode()
+    ) == orjson.dumps(theirs, option=orjson.OPT_SORT_KEYS)
 
 
 async def shared_start(
@@ -95,5 +111,16 @@ async def shared_start(
             continue
         if info.state != "damaged" and info.slug == slug:
             stored, _changed = parts.blobs.inline(parsed.lines[1:])
-            return SharedStart(base, stored)
+            return SharedStart(base, stored, _renamed(conversation, parsed.lines[0]))
+    return None
+
+
+def _renamed(conversation: Conversation, header: dict[str, Any]) -> tuple[str, str] | None:
+    """The source session ids of a new conversation and of a stored session's header,
+    when both name one and they differ."""
+    new = conversation.source.get("session_id")
+    found = header.get("x_import")
+    old = found.get("session_id") if isinstance(found, dict) else None
+    if isinstance(new, str) and isinstance(old, str) and new and old and new != old:
+        return new, old
     return None

@@ -62,6 +62,20 @@ class AsterError(Exception):
     def problem(self) -> dict[str, Any]:
         return problem_body(self.status, self.code, self.title, self.detail, self.errors)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled whole (an import's reading process raises these): every field kept."""
+        return (_rebuilt, (type(self), self.detail, self.errors, self.current, self.retry_after))
+
+
+def _rebuilt(
+    kind: type[AsterError],
+    detail: str,
+    errors: list[dict[str, Any]] | None,
+    current: str | None,
+    retry_after: int | None,
+) -> AsterError:
+    return kind(detail, errors=errors, current=current, retry_after=retry_after)
+
 
 class NotFound(AsterError):
     status = 404

@@ -292,6 +292,29 @@ def test_a_repeated_key_in_an_import_is_422_naming_line_and_key(
     assert snapshot(home) == before
 
 
+def test_every_import_path_refuses_a_repeated_key_as_its_reader_parses(tmp_path: Path) -> None:
+    """The rule is the readers' own, so it holds for a file the command line imports
+    offline or a followed folder hands over, not only for the HTTP route."""
+    from aster_persist import importers
+    from aster_persist.importers import lines
+
+    claude = (
+        b'{"type":"user","sessionId":"s","uuid":"u1","cwd":"/srv/a","timestamp":'
+        b'"2026-01-01T00:00:01Z","message":{"role":"user","content":"hi","role":"system"}}\n'
+    )
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(claude)
+    with path.open("rb") as handle:
+        form = importers.named(importers.detect_file(handle))
+        with pytest.raises(body.ValidationFailed, match="line 1: message.role"):
+            lines.scan(form, handle, None)
+    with pytest.raises(body.ValidationFailed, match="role"):
+        importers.read(claude)
+    chats = b'[{"messages": [{"role": "user", "content": "a", "content": "b"}]}]'
+    with pytest.raises(body.ValidationFailed, match="content"):
+        importers.read(chats, "openai-chat")
+
+
 def test_the_fast_path_and_the_framework_refuse_a_repeated_key_alike(client: TestClient) -> None:
     """An unknown query parameter hands a request to the framework's route."""
     sid = new_session(client)

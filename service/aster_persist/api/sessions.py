@@ -296,8 +296,7 @@ async def import_sessions(
     sessions = running(request).sessions
     limit = configured(request).settings.max_import_bytes
     with await asyncio.to_thread(sessions.spool) as spool:
-        await _spooled(request, spool, limit)
-        await asyncio.to_thread(strict.check_file, spool)
+        await _spooled(request, spool, limit)  # (its reader checks each line as it parses)
         result = await sessions.import_stream(
             spool, format=format, repo_root=repo_root, modified_at=modified_at
         )

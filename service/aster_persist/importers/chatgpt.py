@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from ..schemas.strict import check_document
 from .reader import Conversation, Format, Head, ImportProblem
 from .records import Events, by_source, fingerprint, refuse_too_big
 from .records import message as message_event
@@ -62,6 +63,7 @@ def read(data: bytes) -> list[Conversation]:
             f"not JSON ({exc}); a ChatGPT export is one JSON array of conversations"
         ) from None
     refuse_too_big(data)
+    check_document(data)  # no key twice in an object, not too deep
     records = document if isinstance(document, list) else [document]
     if not records:
         raise ImportProblem("the file holds no conversation")

@@ -36,6 +36,16 @@ CHUNK = 1 << 20  # bytes read from a file at once
 KEEP = 8 << 20  # a file this small keeps its events from the first read to the second
 
 
+def key_hash(key: str | None) -> int:
+    """A key's 64 bits, the same in every process (``hash`` of a string is not: a file
+    scanned on a reading process is matched here against the keys a session holds); 0
+    for an event with none."""
+    if key is None:
+        return 0
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
 def converted(
     reader: LineReader, records: Iterable[tuple[int, dict[str, Any]]]
 ) -> Iterator[list[dict[str, Any]]]:
@@ -120,7 +130,7 @@ class Scan:
     digest: str  # of the bytes read
     events: int = 0
     first_ts: str | None = None  # the first time any event has
-    # a hash of each event's key (the part after its source's prefix), in order
+    # the key_hash of each event's key (the part after its source's prefix), in order
     keys: array[int] = field(default_factory=lambda: array("q"))
     first_record: str | None = None  # the first source record known by its own id
     # a small file's events as checked (``batches`` then reads it no more), else None
@@ -129,7 +139,7 @@ class Scan:
     def after(self, known: Iterable[str]) -> int | None:
         """Where the events after the last one keyed as in ``known`` start (None: no
         event is): a source grows at its end, so what is new follows it."""
-        held = {hash(key.removeprefix(self.prefix)) for key in known}
+        held = {key_hash(key.removeprefix(self.prefix)) for key in known}
         for n in range(len(self.keys) - 1, -1, -1):
             if self.keys[n] in held:
                 return n + 1
@@ -150,7 +160,7 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     keys = array("q")
     events = 0
     first_ts = first_record = None
-    size = _size(handle, limit)
+    size = read_size(handle, limit)
     kept: list[Batch] | None = [] if size <= KEEP else None
     for batch in converted(reader, numbered_records(file_lines(handle, limit, digest))):
         own = reader.keys(batch)  # a native export's own keys, taken off as the import will
@@ -158,7 +168,7 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
         for key in suffixes.of(batch):
             if first_record is None and key and not key.startswith("#"):
                 first_record = key  # the first record known by its own id, not a place
-            keys.append(hash(key))
+            keys.append(key_hash(key))
         for event in batch:
             first_ts = first_ts or event.get("ts")
         checked = _checked(form, batch, events)
@@ -185,7 +195,7 @@ def scan(form: Format, handle: BinaryIO, limit: int | None) -> Scan:
     )
 
 
-def _size(handle: BinaryIO, limit: int | None) -> int:
+def read_size(handle: BinaryIO, limit: int | None) -> int:
     """How many bytes of an open file an import reads."""
     size = os.fstat(handle.fileno()).st_size if _has_fd(handle) else _seek_size(handle)
     return size if limit is None else min(size, limit)

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..schemas.numbers import too_big
+from ..schemas.strict import check_document, check_line
 from .reader import ImportProblem
 
 
@@ -26,6 +27,7 @@ def documents(data: bytes) -> list[Any]:
     except orjson.JSONDecodeError:
         return json_lines(data)
     refuse_too_big(data)
+    check_document(data)  # no key twice in an object, not too deep
     return document if isinstance(document, list) else [document]
 
 
@@ -76,6 +78,7 @@ def numbered_records(lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, An
                 f"line {number}: expected a JSON object, found {type(record).__name__}"
             )
         refuse_too_big(line, number)
+        check_line(line, record, number)  # no key twice in an object, not too deep
         found = True
         yield number, record
     if not found:

@@ -20,16 +20,16 @@ from collections.abc import (
     Container,
     Iterable,
     Iterator,
-    Mapping,
 )
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ... import importers
-from ...importers.records import earlier_keys
+from ...importers.pool import ScanPool
 from ...schemas.names import project_slug
 from ...storage.summary import SessionInfo
 from .parts import Appended
-from .shared import SharedStart, shared_start
+from .shared import shared_start
+from .written import completing, header_fields, keyed_runs, runs_of
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -41,6 +41,22 @@ class Importer:
 
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
+        self._readers = ScanPool()  # files read on other processes, where that pays
+
+    def close(self) -> None:
+        self._readers.close()
+
+    async def _scan(
+        self, form: importers.Format, handle: BinaryIO, limit: int | None
+    ) -> importers.lines.Scan:
+        """``lines.scan`` of the file, on a reading process where that pays."""
+        found = await asyncio.to_thread(self._readers.scan, form, handle, limit)
+        try:
+            return await asyncio.wrap_future(found)
+        except BaseException as exc:
+            if not self._readers.failed(exc):
+                raise
+        return await asyncio.to_thread(importers.lines.scan, form, handle, limit)
 
     async def import_file(
         self,
@@ -158,7 +174,7 @@ class Importer:
                 repo_root=repo_root,
                 modified_at=modified_at,
             )
-        scanned = await asyncio.to_thread(importers.lines.scan, form, handle, limit)
+        scanned = await self._scan(form, handle, limit)
         conversation = scanned.conversation
         conversation.created_at = conversation.created_at or modified_at
         _check_project(conversation, repo_root)
@@ -275,7 +291,7 @@ class Importer:
                 created = False
                 conversation.events = [e for e, w in zip(events, wanted, strict=True) if w]
                 conversation.keys = [k for k, w in zip(keys, wanted, strict=True) if w]
-                conversation.runs = _runs_of(batch.runs, wanted)
+                conversation.runs = runs_of(batch.runs, wanted)
                 [done] = await self._parts.committer.call(
                     self._write_imported, format, [conversation], repo_root
                 )
@@ -287,7 +303,7 @@ class Importer:
                 wanted = [
                     w and (k is None or k not in known) for k, w in zip(keys, wanted, strict=True)
                 ]
-            todo = _completing(
+            todo = completing(
                 [(e, k) for e, k, w in zip(events, keys, wanted, strict=True) if w], known
             )
             if todo:
@@ -295,7 +311,7 @@ class Importer:
                     sid,
                     [event for event, _key in todo],
                     keys=[key for _event, key in todo],
-                    runs=_runs_of(batch.runs, wanted),
+                    runs=runs_of(batch.runs, wanted),
                     learn=False,
                     source=conversation.fingerprint,
                 )
@@ -338,9 +354,9 @@ class Importer:
             events = conversation.events
             if self._parts.blobs.needed(events):  # large contents go to blobs first, synced
                 events = self._parts.blobs.extract(events)
-            fields = _header_fields(found, conversation, repo_root)
+            fields = header_fields(found, conversation, repo_root)
             self._parts.aliases.keep_free(fields["extra"], taking)
-            whole.append((fields, _keyed_runs(events, conversation.keys, conversation.runs)))
+            whole.append((fields, keyed_runs(events, conversation.keys, conversation.runs)))
         written = self._parts.aliases.create_whole(whole)
         if self._parts.journal is not None:
             new = [done[0] for done in written if done is not None]
@@ -374,29 +390,6 @@ async def _one_at_a_time(source: str) -> AsyncIterator[None]:
         yield
 
 
-def _completing(
-    todo: list[tuple[dict[str, Any], str | None]], known: Container[str]
-) -> list[tuple[dict[str, Any], str | None]]:
-    """``todo``, where an event completes one the session holds (a turn written over
-    several records, stored as it was when the file was read before its last record):
-    the stored part is taken back first, in the same append, so the session shows the
-    turn once, whole. Its retraction is keyed too, so a read again adds nothing."""
-    if not isinstance(known, Mapping):
-        return todo
-    out: list[tuple[dict[str, Any], str | None]] = []
-    for event, key in todo:
-        stored = next((known[k] for k in earlier_keys(event, key) if k in known), None)
-        if stored is not None and key is not None:
-            taken = {
-                "type": "retraction",
-                "target_seq": stored.first_seq,
-                "reason": "completed by a later record of the same turn",
-            }
-            out.append((taken, f"{key}:completes"[:200]))
-        out.append((event, key))
-    return out
-
-
 def _imported(found: str, results: list[dict[str, Any]]) -> dict[str, Any]:
     """An import's answer: the format, how many sessions each way, and each session."""
     return {
@@ -416,77 +409,6 @@ def _check_project(conversation: importers.Conversation, repo_root: str | None) 
         )
 
 
-def _runs_of(runs: list[int] | None, wanted: list[bool]) -> list[int] | None:
-    """The appends a batch's events were, as lengths, of the events that are written."""
-    if runs is None:
-        return None
-    out: list[int] = []
-    n = 0
-    for size in runs:
-        kept = sum(wanted[n : n + size])
-        out += [kept] if kept else []
-        n += size
-    return out
-
-
 def _keys(keys: Container[str]) -> Iterable[str]:
     """A session's remembered keys, as the container the writer keeps them in."""
     return keys if isinstance(keys, Iterable) else ()
-
-
-def _header_fields(
-    found: str, conversation: importers.Conversation, repo_root: str | None
-) -> dict[str, Any]:
-    """What ``create`` takes for a session an import makes of ``conversation``."""
-    root = repo_root or conversation.source.get("repo_root") or conversation.cwd
-    extra = (
-        {k: v for k, v in conversation.source.items() if k != "repo_root"}
-        if found == "native"
-        else {
-            "x_import": {
-                "format": found,
-                "fingerprint": conversation.fingerprint,
-                **conversation.source,
-            }
-        }
-    )
-    shared = conversation.shared
-    return {
-        "base": shared.ref() if isinstance(shared, SharedStart) else None,
-        "repo_root": str(root),
-        "session_id": conversation.id(),
-        "cwd": conversation.cwd,
-        "model": conversation.model,
-        "title": conversation.title,
-        "created_at": conversation.created_at,
-        "aster_version": conversation.source.get("aster_version") if found == "native" else None,
-        "extra": {k: v for k, v in extra.items() if k != "aster_version"},
-    }
-
-
-def _keyed_runs(
-    events: list[dict[str, Any]],
-    keys: list[str | None] | None,
-    runs: list[int] | None = None,
-) -> list[tuple[list[dict[str, Any]], str | None]]:
-    """Events to append, split where their idempotency key changes (a native export's
-    keyed appends come back as appends with those keys, so a retry is still known), or
-    as the appends they were (``runs``, an export's: each one key)."""
-    if not events:
-        return []
-    if runs is not None:
-        out: list[tuple[list[dict[str, Any]], str | None]] = []
-        n = 0
-        for size in runs:
-            out.append((events[n : n + size], keys[n] if keys else None))
-            n += size
-        return out
-    if not keys or not any(keys):
-        return [(events, None)]
-    keyed: list[tuple[list[dict[str, Any]], str | None]] = []
-    for event, key in zip(events, keys, strict=True):
-        if keyed and keyed[-1][1] == key:
-            keyed[-1][0].append(event)
-        else:
-            keyed.append(([event], key))
-    return keyed

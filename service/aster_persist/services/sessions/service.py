@@ -149,6 +149,7 @@ class Sessions:
                 await self._catch_up
         finally:  # whatever became of the index, the transcripts are synced and closed
             await self._committer.close()
+            await asyncio.to_thread(self._importer.close)  # its reading processes
             await asyncio.to_thread(self._catalog.close)
 
     # -- writes ----------------------------------------------------------------

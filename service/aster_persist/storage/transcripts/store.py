@@ -307,8 +307,16 @@ class TranscriptStore:
             info.lines = 1
             chunks = [head]
             records[header["id"]] = kept = [header]
-            for events, key in runs:
-                lines = self._writers.lines(events, info.last_seq + 1, key, info.naming)
+            events = [event for run, _key in runs for event in run]
+            if events:  # every run in one pass, each event with its run's key
+                lines = self._writers.lines(
+                    events,
+                    info.last_seq + 1,
+                    None,
+                    info.naming,
+                    keys=[key for run, key in runs for _event in run],
+                    runs=[len(run) for run, _key in runs],
+                )
                 chunks.extend(lines.chunks)
                 kept.extend(lines.records)
                 fold(info, lines)

@@ -306,7 +306,7 @@ def test_every_import_path_refuses_a_repeated_key_as_its_reader_parses(tmp_path:
     path.write_bytes(claude)
     with path.open("rb") as handle:
         form = importers.named(importers.detect_file(handle))
-        with pytest.raises(body.ValidationFailed, match="line 1: message.role"):
+        with pytest.raises(body.ValidationFailed, match=r"line 1: message\.role"):
             lines.scan(form, handle, None)
     with pytest.raises(body.ValidationFailed, match="role"):
         importers.read(claude)

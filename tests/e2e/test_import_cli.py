@@ -38,8 +38,8 @@ def test_import_a_folder_twice(daemon: Daemon, tmp_path: Path) -> None:
     second = run(str(tree), "--url", daemon.url)
     assert second.returncode == 0, second.stderr
     assert (
-        f"0 sessions imported, 0 brought up to date, {files} already here, 0 files failed"
-        in second.stderr
+        f"0 sessions imported, 0 brought up to date, {files} already here ({files} files "
+        "unchanged, not sent), 0 files failed" in second.stderr
     )
     # a transcript its agent went on writing: brought up to date, in the same session
     [small] = sorted((tree / "claude").rglob("1af7fc5e-*.jsonl"))
@@ -106,3 +106,33 @@ def test_links_below_a_folder_named_are_not_followed(daemon: Daemon, tmp_path: P
     done = run(str(tree), "--json", "--url", daemon.url)
     assert done.returncode == 0, done.stderr
     assert [r["file"] for r in json.loads(done.stdout)["files"]] == [str(tree / "own.jsonl")]
+
+
+def test_an_interrupted_import_of_a_tree_sends_only_what_it_had_not(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    """A tree imported in part (the command stopped half way), then whole: the files
+    imported already are not sent again, the rest are; a file changed since is sent;
+    ``--again`` sends every one."""
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "claude-code", tree / "claude")
+    shutil.copytree(FIXTURES / "codex", tree / "codex")
+    files = sorted(tree.rglob("*.jsonl"))
+    half = files[: len(files) // 2]
+    first = run(*map(str, half), "--json", "--url", daemon.url)
+    assert first.returncode == 0, first.stderr
+    whole = run(str(tree), "--json", "--url", daemon.url)
+    rows = {r["file"]: r for r in json.loads(whole.stdout)["files"]}
+    assert {f for f, r in rows.items() if r.get("unchanged")} == {str(p) for p in half}
+    assert sum(r.get("imported", 0) for r in rows.values()) == len(files) - len(half)
+    with half[0].open("ab") as handle:  # grown since: sent, and brought up to date
+        last = half[0].read_bytes().splitlines(keepends=True)[-1]
+        handle.write(last.replace(b'"uuid":"', b'"uuid":"y', 1))
+    again = run(str(tree), "--json", "--url", daemon.url)
+    rows = {r["file"]: r for r in json.loads(again.stdout)["files"]}
+    assert [f for f, r in rows.items() if not r.get("unchanged")] == [str(half[0])]
+    assert rows[str(half[0])]["updated"] == 1
+    every = run(str(tree), "--again", "--json", "--url", daemon.url)
+    rows = {r["file"]: r for r in json.loads(every.stdout)["files"]}
+    assert not any(r.get("unchanged") for r in rows.values())
+    assert sum(r.get("already_imported", 0) for r in rows.values()) == len(files)

@@ -25,6 +25,8 @@ from .models import (
     CompressIn,
     CompressOut,
     ImportOut,
+    KnownFilesIn,
+    KnownFilesOut,
     ProjectList,
     PruneIn,
     PruneOut,
@@ -283,12 +285,15 @@ async def import_sessions(
     format: ImportFormat = "auto",
     repo_root: str | None = None,
     modified_at: str | None = None,
+    path: Annotated[str | None, Query(min_length=1, max_length=4096)] = None,
 ) -> Response:
     """Import a transcript file written by another tool, or exported from here: one
     session per conversation, in the project of the source's working folder (or
     `repo_root`). Importing the same source again creates nothing and says so (200);
     again once it grew, it appends what it gained to the same session (`updated`).
-    `modified_at`, the file's time, dates a file that holds no times of its own."""
+    `modified_at`, the file's time, dates a file that holds no times of its own. `path`,
+    where the file is as the caller names it, is remembered with its size and
+    `modified_at`, so `POST /v1/sessions/import/known` can say it need not be sent again."""
     if repo_root is not None:  # a bad parameter is said before the file is read
         await running(request).sessions.repo_root(repo_root)
     if modified_at is not None:
@@ -296,15 +301,33 @@ async def import_sessions(
     sessions = running(request).sessions
     limit = configured(request).settings.max_import_bytes
     with await asyncio.to_thread(sessions.spool) as spool:
-        await _spooled(request, spool, limit)  # (its reader checks each line as it parses)
+        size = await _spooled(request, spool, limit)  # (its reader checks each line)
         result = await sessions.import_stream(
             spool, format=format, repo_root=repo_root, modified_at=modified_at
         )
+    if path is not None and modified_at is not None:
+        ids = [s["id"] for s in result["sessions"]]
+        await sessions.remember_file(path, size, modified_at, ids)
     return json_response(result, 201 if result["imported"] else 200)
 
 
-async def _spooled(request: Request, spool: BinaryIO, limit: int) -> None:
-    """The body, as it arrives, into ``spool`` (a file: it may be larger than memory)."""
+@router.post(
+    "/sessions/import/known",
+    operation_id="sessions-import-known",
+    response_model=KnownFilesOut,
+    responses=ERRORS,
+)
+async def known_files(request: Request, body: KnownFilesIn) -> Response:
+    """Which of these files were imported (with `path`) as they are now, their sessions
+    still here: a tree imported again (after an interruption, say) sends only the rest."""
+    files = [f.model_dump() for f in body.files]
+    known = await running(request).sessions.known_files(files)
+    return json_response({"known": known})
+
+
+async def _spooled(request: Request, spool: BinaryIO, limit: int) -> int:
+    """The body, as it arrives, into ``spool`` (a file: it may be larger than memory);
+    how many bytes it was."""
     size = held = 0
     pending: list[bytes] = []
     async for chunk in request.stream():
@@ -319,6 +342,7 @@ async def _spooled(request: Request, spool: BinaryIO, limit: int) -> None:
             await asyncio.to_thread(_write_out, spool, pending)
             pending, held = [], 0
     await asyncio.to_thread(_write_out, spool, pending)
+    return size
 
 
 SPOOL_CHUNK = 1 << 20

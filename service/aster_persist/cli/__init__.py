@@ -36,6 +36,7 @@ from .. import __version__
 from .common import EXIT_CODES, load_settings
 from .follow import follow_app
 from .hooks import hook_app, hooks_app
+from .imports import import_command
 from .journal import journal_app
 from .maintenance import doctor, openapi, openapi_text, reindex
 from .mcp_stdio import mcp_command
@@ -89,6 +90,7 @@ def _options(
 # `--help` lists commands in the order they are registered, then the groups.
 app.command(epilog=settings_help())(serve)
 app.command()(reindex)
+sessions_app.command("import")(import_command)
 sessions_app.command("create")(sessions_create)
 sessions_app.command("append")(sessions_append)
 memory_app.command("success")(memory_success)

@@ -14,6 +14,7 @@ from ..schemas.sessions import (
     CompressOut,
     EventPage,
     ImportOut,
+    KnownFilesOut,
     ProjectList,
     PruneOut,
     SessionDetail,
@@ -195,19 +196,34 @@ class SessionEndpoints:
         format: str = "auto",
         repo_root: str | None = None,
         modified_at: str | None = None,
+        path: str | None = None,
     ) -> Call[ImportOut]:
         """``POST /v1/sessions/import``: one file's bytes (or, with the blocking client,
         its chunks as they are read: a file of any size is sent as a stream); importing
         it again adds nothing, and again once it grew adds what it gained.
-        ``modified_at`` (the file's time) dates a file that holds no times of its own."""
+        ``modified_at`` (the file's time) dates a file that holds no times of its own;
+        ``path`` (where the file is) is remembered with it, for ``known_files``."""
+        params = {"format": format, "repo_root": repo_root, "modified_at": modified_at}
         return Call(
             "POST",
             "/v1/sessions/import",
             read_model(ImportOut),
-            params={"format": format, "repo_root": repo_root, "modified_at": modified_at},
+            params=params | ({"path": path} if path is not None else {}),
             content=data,
             headers={"Content-Type": "application/octet-stream"},
             timeout=300,
+        )
+
+    @endpoint
+    def known_files(files: list[dict[str, Any]]) -> Call[KnownFilesOut]:
+        """``POST /v1/sessions/import/known``: which of ``files`` (each a ``path``, a
+        ``size`` and a ``modified_at``) were imported as they are now, their sessions
+        still here (an import of a tree sends only the others)."""
+        return Call(
+            "POST",
+            "/v1/sessions/import/known",
+            read_model(KnownFilesOut),
+            json={"files": files},
         )
 
     @endpoint

@@ -319,3 +319,46 @@ class ImportOut(BaseModel):
     updated: int = 0
     already_imported: int
     sessions: list[ImportedSession]
+
+
+class ImportedFile(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    size: Annotated[int, Field(ge=0), WHOLE]
+    modified_at: Annotated[str, Field(max_length=64)]
+
+
+class KnownFilesIn(BaseModel):
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "files": [
+                        {
+                            "path": "/home/me/.claude/projects/-srv-app/1af7fc5e.jsonl",
+                            "size": 26595,
+                            "modified_at": "2026-01-02T03:04:05.678Z",
+                        }
+                    ]
+                }
+            ]
+        },
+    )
+
+    files: Annotated[list[ImportedFile], Field(max_length=10_000)]
+
+
+class KnownFile(BaseModel):
+    path: str
+    sessions: list[str]
+
+
+class KnownFilesOut(BaseModel):
+    known: list[KnownFile] = Field(
+        description="The files imported before (with `path` on the import) that have the "
+        "same size and time now, and whose sessions are all still here: the sessions each "
+        "became. Any other file is not known, and is sent."
+    )

@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 11  # 11: the session a copy refers to; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 11  # 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -83,6 +83,14 @@ CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
     WHERE first_record IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_base ON sessions (base) WHERE base IS NOT NULL;
 {search.SCHEMA}
+-- the files the command line imported, as it named them: an import of a tree cut short
+-- skips those unchanged since (lost with the catalog: they are then sent again)
+CREATE TABLE IF NOT EXISTS imported_files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    modified_at TEXT NOT NULL,
+    sessions TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 -- which catalog this is: what is kept beside it (semantic vectors) names it
 INSERT OR IGNORE INTO meta VALUES ('generation', lower(hex(randomblob(16))));

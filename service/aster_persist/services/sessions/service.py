@@ -24,7 +24,7 @@ import orjson
 
 from ...errors import Conflict, Invalid, InvalidName, SessionExists, SessionNotFound
 from ...index import search
-from ...index.catalog import NEWEST, Catalog, FileEntry, Listing
+from ...index.catalog import NEWEST, Catalog, FileEntry, Listing, imported
 from ...index.fusion import MEMORY_RRF_K
 from ...index.text import Query
 from ...schemas.conditions import SeqCondition
@@ -381,6 +381,16 @@ class Sessions:
         """Ask the catalog (its facets, its activity…) on its own thread."""
         await self.ready.wait()
         return await asyncio.wrap_future(self._catalog.submit(ask))
+
+    async def remember_file(
+        self, path: str, size: int, modified_at: str, sessions: list[str]
+    ) -> None:
+        """An imported file, as the caller named it, and the sessions it became."""
+        await self.in_catalog(lambda c: imported.remember(c.db, path, size, modified_at, sessions))
+
+    async def known_files(self, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Those of ``files`` imported as they are now, their sessions still here."""
+        return await self.in_catalog(lambda c: imported.known(c.db, files))
 
     async def links(
         self, info: SessionInfo

@@ -14,7 +14,7 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
       PreconditionFailed (412 precondition_failed)
       Invalid (422 invalid)
         InvalidName, InvalidEvent, SecretDetected (secret_detected),
-        ImportProblem (importers/reader.py), ValidationFailed (api/body.py)
+        ImportProblem (importers/reader.py), ValidationFailed
       Unauthorized (401), Forbidden (403)
       PayloadTooLarge (413), InsufficientStorage (507)
       ModelUnavailable (502), TooManySubscribers (503)
@@ -204,6 +204,14 @@ class StorageFailed(AsterError):
     status = 500
     code = "storage_failed"
     title = "Storage failed"
+
+
+class ValidationFailed(Invalid):
+    """A body refused as the framework refuses one that does not validate (the rules:
+    ``schemas/strict.py``)."""
+
+    code = "validation_failed"
+    title = "Invalid request"
 
 
 class BaseMissing(StorageFailed):

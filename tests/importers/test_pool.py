@@ -13,10 +13,9 @@ import orjson
 import pytest
 
 from aster_persist import importers
-from aster_persist.errors import AsterError
+from aster_persist.errors import AsterError, ValidationFailed
 from aster_persist.importers import lines
 from aster_persist.importers.pool import SMALLEST, ScanPool
-from aster_persist.schemas.strict import ValidationFailed
 
 from ..conftest import FIXTURES
 

@@ -14,11 +14,11 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
+from ..errors import ValidationFailed
 from ..schemas.strict import (
     MAX_DEPTH,
     Loc,
     Path,
-    ValidationFailed,
     body_loc,
     brackets,
     check,

@@ -101,6 +101,7 @@ def import_command(
             results.append(row)
             bar.update(task, description=f"importing {n}/{len(files)} files")
     failed = [r for r in results if "failed" in r]
+    unsent = sum(bool(r.get("unchanged")) for r in results)
     if json_out:
         emit_json({"files": results})
     else:
@@ -126,9 +127,9 @@ def import_command(
         typer.echo(
             f"{sum(r.get('imported', 0) for r in results)} sessions imported, "
             f"{sum(r.get('updated', 0) for r in results)} brought up to date, "
-            f"{sum(r.get('already_imported', 0) for r in results)} already here "
-            f"({sum(bool(r.get('unchanged')) for r in results)} files unchanged, not sent), "
-            f"{len(failed)} files failed",
+            f"{sum(r.get('already_imported', 0) for r in results)} already here"
+            + (f" ({unsent} files unchanged, not sent)" if unsent else "")
+            + f", {len(failed)} files failed",
             err=True,  # a notice: stdout holds the rows
         )
     if failed:

@@ -348,7 +348,8 @@ class KnownFilesIn(BaseModel):
         },
     )
 
-    files: Annotated[list[ImportedFile], Field(max_length=10_000)]
+    # at most a thousand at once: the longest such list is well inside a body's limit
+    files: Annotated[list[ImportedFile], Field(max_length=1000)]
 
 
 class KnownFile(BaseModel):

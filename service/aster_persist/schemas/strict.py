@@ -30,12 +30,14 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import Invalid
 from .numbers import fits
+
+if TYPE_CHECKING:
+    from ..errors import ValidationFailed
 
 MAX_DEPTH = 128
 _WRITER_DEPTH = 254  # orjson.dumps refuses values nested deeper (a test pins it)
@@ -46,19 +48,16 @@ Path = tuple[str | int, ...]
 Loc = Callable[[Path], str]
 
 
-class ValidationFailed(Invalid):
-    """A body refused as the framework refuses one that does not validate."""
-
-    code = "validation_failed"
-    title = "Invalid request"
-
-
 def body_loc(path: Path) -> str:
     """A place in a body as the framework names it (``body.tags.0``)."""
     return ".".join(["body", *(str(part) for part in path)])
 
 
 def refuse(loc: str, msg: str, kind: str) -> ValidationFailed:
+    """The server's 422 for a body that breaks a rule (loaded when one is refused, so
+    loading these rules loads no server module)."""
+    from ..errors import ValidationFailed
+
     return ValidationFailed(f"{loc}: {msg}", errors=[{"loc": loc, "msg": msg, "type": kind}])
 
 
@@ -70,6 +69,8 @@ def refuse_unknown(names: Iterable[str], loc: Loc = body_loc) -> None:
     ]
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        from ..errors import ValidationFailed
+
         raise ValidationFailed(f"{errors[0]['loc']}: {errors[0]['msg']}{more}", errors=errors)
 
 

@@ -291,3 +291,40 @@ def test_a_copy_whose_records_name_the_new_session_still_refers(home: Path, tmp_
         old = next(r["sessionId"] for r in records if r.get("sessionId"))
         assert any(old.encode() in line for line in shared)
         assert not any(RESUMED.encode() in line for line in shared)
+
+
+def test_a_copy_made_whole_in_the_middle_of_an_append_keeps_every_event(
+    home: Path, tmp_path: Path
+) -> None:
+    """A long source is written in appends of many events, the first line of each saying
+    how many; a copy that shares only the start of one is made whole without that mark,
+    which at the end of the copy's shared part would read as an append cut short."""
+    from ..e2e.test_import_large import big_transcript
+
+    source = tmp_path / "long.jsonl"
+    big_transcript(source, 1_500_000)
+    records = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    with make_client(home) as client:
+        original = imported(client, source.read_bytes())
+        assert original["events"] > 1100
+        cut = records[: len(records) * 3 // 4]  # inside its second append
+        copy = imported(client, resumed(cut, RESUMED))
+        stored = orjson.loads(transcript(home, copy["id"]).read_bytes().split(b"\n")[0])
+        through = stored["base"]["through_seq"]
+        events = client.get(f"/v1/sessions/{original['id']}/events?limit=5000").json()
+        marks = [(e["seq"], e["batch_size"]) for e in events["events"] if e.get("batch_size")]
+        assert any(seq <= through < seq + size - 1 for seq, size in marks)  # mid-append
+
+        def shown() -> list[dict[str, Any]]:  # (the mark is how it was written, not what)
+            url = f"/v1/sessions/{copy['id']}/events?raw=false&limit=5000"
+            return [
+                {k: v for k, v in e.items() if k != "batch_size"}
+                for e in client.get(url).json()["events"]
+            ]
+
+        before = shown()
+        assert client.delete(f"/v1/sessions/{original['id']}?purge=true").status_code == 204
+        assert shown() == before and len(before) == copy["events"]
+        assert client.get(f"/v1/sessions/{copy['id']}").json()["state"] == "ok"
+    with make_client(home) as client:  # read again from the file alone
+        assert shown() == before

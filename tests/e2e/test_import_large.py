@@ -99,6 +99,9 @@ def test_a_20_mb_transcript_imports_as_a_stream_with_bounded_memory(tmp_path: Pa
         assert grew < SIZE // 2 // 1024, f"peak memory grew by {grew} kB"  # a stream's
         info = httpx.get(f"{daemon.url}/v1/sessions/{made['id']}").json()
         assert made["events"] == info["events"] > 10_000
+        # the second begins with the first's records (a resumed copy): it refers to them,
+        # read a line at a time as they are compared, never the first whole in memory
+        assert info["header"]["base"]["through_seq"] == info["events"] - 1
         exported = httpx.get(f"{daemon.url}/v1/sessions/{made['id']}/export", timeout=60)
         stored = [orjson.loads(line) for line in exported.content.splitlines()[1:]]
         assert len({e["idempotency_key"] for e in stored}) == len(stored)  # one per record

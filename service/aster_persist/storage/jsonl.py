@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +93,26 @@ def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> byte
     if os.fspath(path).endswith(PACKED):
         return packed.read_range(path, start, end)
     return fs.read_bytes(path, start, end)
+
+
+def stream_lines(path: Path | str) -> Iterator[bytes]:
+    """A transcript's whole lines from its start, whichever form it is in, read a step at
+    a time (a torn last piece, with no newline after it, is not one)."""
+    chunks = packed.stream(path) if os.fspath(path).endswith(PACKED) else _plain_chunks(path)
+    rest = b""
+    for chunk in chunks:
+        pieces = (rest + chunk).split(b"\n")
+        rest = pieces.pop()
+        yield from pieces
+
+
+def _plain_chunks(path: Path | str) -> Iterator[bytes]:
+    fd = fs.open_file(path, os.O_RDONLY)
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            yield chunk
+    finally:
+        os.close(fd)
 
 
 write_new = fs.write_new

@@ -191,6 +191,19 @@ def read_range(path: Path | str, start: int = 0, end: int | None = None) -> byte
         return b"".join(chunks)
 
 
+def stream(path: Path | str) -> Iterator[bytes]:
+    """What ``path`` holds, from its start, a step at a time (decompressed as it is read,
+    never whole in memory)."""
+    fd = fs.open_file(path, os.O_RDONLY)
+    with open(fd, "rb", closefd=True) as file:
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(file, read_size=_STEP)
+            while chunk := reader.read(_STEP):
+                yield chunk
+        except zstandard.ZstdError as exc:
+            raise StorageFailed(f"a compressed transcript cannot be read: {exc}") from None
+
+
 def _frame_size(head: bytes) -> int:
     """The content size a frame header declares; -1 when it declares none."""
     try:

@@ -21,7 +21,7 @@ from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.packed import content_size_or_own
 from ...storage.summary import SessionInfo
-from ...storage.transcripts.copies import expanded_or_own
+from ...storage.transcripts.copies import absorb_shown
 from ...storage.transcripts.places import UNREAD
 from ..text import Doc, docs_at
 
@@ -69,9 +69,9 @@ def summarize_file(
     if info.offset and not continues(parsed, info.offset, info.last_seq + 1):
         return summarize_file(entry, None)
     info.whole = not info.offset
-    shown, missing = (parsed, False) if info.offset else expanded_or_own(parsed, entry.path.parent)
-    info.absorb(shown.lines, parsed.bad)  # a copy's summary counts what it refers to
-    if missing:
+    if info.offset:
+        info.absorb(parsed.lines, parsed.bad)
+    elif absorb_shown(info, parsed, entry.path.parent):  # a copy's counts what it refers to
         info.state = "damaged"
     info.offset = parsed.good_end
     info.lines += parsed.line_count

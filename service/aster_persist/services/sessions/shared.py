@@ -3,10 +3,11 @@ session begins with the records of the one it resumes): those events are left ou
 the new session, which refers to them instead (``storage/transcripts/copies.py``).
 
 An event is the stored one when the two are equal but for what only says where each is
-kept (its seq, the idempotency key naming its own source, and the session id in the
-source records it keeps); a large content kept as a blob is compared as its text. Matching stops at the first that differs, and at least one
-event is always the new session's own (its key is how a later import of its grown file
-finds where it left off).
+kept (its seq, the idempotency key naming its own source, the length of the append it
+was written in, and the session id in the source records it keeps); a large content
+kept as a blob is compared as its text. Matching stops at the first that differs, and at
+least one event is always the new session's own (its key is how a later import of its
+grown file finds where it left off).
 """
 
 from __future__ import annotations
@@ -17,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ...errors import SessionNotFound
 from ...importers import Conversation
 from ...importers.lines import Batch
 from ...schemas.names import project_slug
 from ...storage.home import normalize_repo_root
+from ...storage.transcripts import copies
 from ...storage.transcripts.copies import Ref
 
 if TYPE_CHECKING:
     from .parts import Parts
 
-WHERE_KEPT = ("seq", "idempotency_key")  # what differs between an event and its copy
+WHERE_KEPT = ("seq", "idempotency_key", "batch_size")  # how each was written, not what
 
 
 class SharedStart:
@@ -35,10 +36,14 @@ class SharedStart:
     stored, large contents put back), counted as the import's batches go by."""
 
     def __init__(
-        self, base: str, stored: list[dict[str, Any]], renamed: tuple[str, str] | None = None
+        self,
+        base: str,
+        stored: Iterator[dict[str, Any]],
+        renamed: tuple[str, str] | None = None,
     ) -> None:
         self.base = base
-        self._stored = stored
+        self._stored = stored  # read as the batches go by, never all of it at once
+        self._next: dict[str, Any] | None = None  # the stored event compared next
         self._renamed = renamed  # the new source's own session id, and the stored one's
         self.through = 0  # how many leading events the new session refers to
 
@@ -57,12 +62,12 @@ class SharedStart:
                 yield batch
                 continue
             n = 0
-            stored = self._stored
-            while (
-                n < len(batch.events)
-                and self.through + n < len(stored)
-                and _same(batch.events[n], stored[self.through + n], self._renamed)
-            ):
+            while n < len(batch.events):
+                if self._next is None:
+                    self._next = next(self._stored, None)
+                if self._next is None or not _same(batch.events[n], self._next, self._renamed):
+                    break
+                self._next = None
                 n += 1
             if n:
                 self.through += n
@@ -105,13 +110,15 @@ async def shared_start(
     root = repo_root or conversation.source.get("repo_root") or conversation.cwd
     slug = project_slug(normalize_repo_root(str(root)))
     for base in dict.fromkeys([fork_of, *began] if isinstance(fork_of, str) else began):
-        try:
-            parsed, info = await asyncio.to_thread(parts.store.read, base)
-        except SessionNotFound:
+        where = parts.store.locations.get(base)
+        if where is None or where.trashed or where.slug != slug:
             continue
-        if info.state != "damaged" and info.slug == slug:
-            stored, _changed = parts.blobs.inline(parsed.lines[1:])
-            return SharedStart(base, stored, _renamed(conversation, parsed.lines[0]))
+        path = parts.store.path_of(slug, base)
+        header = await asyncio.to_thread(copies.header_at, path)
+        if header is None:
+            continue
+        stored = (parts.blobs.inline([event])[0][0] for event in copies.shown_events(path))
+        return SharedStart(base, stored, _renamed(conversation, header))
     return None
 
 

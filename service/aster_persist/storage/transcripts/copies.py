@@ -16,7 +16,7 @@ too); ``Copies`` does the writes, on the writer thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,13 @@ from ...errors import BaseMissing, StorageFailed, UnsafePath
 from ...schemas.names import ULID_RE
 from .. import fs
 from ..home import PACKED, TRASH, fsync_dir
-from ..jsonl import Parsed, parse, read_bytes
+from ..jsonl import Parsed, parse, read_bytes, stream_lines
+from ..summary import SessionInfo
 from .places import Places
 from .records import NL
 
 BASE = "base"  # the header field naming the events a copy refers to
+BATCH = "batch_size"  # on the first line of an append of several events: how many
 DEPTH = 16  # how many references deep (a copy of a copy of …) are followed
 
 
@@ -130,22 +132,90 @@ def shared_of(path: Path) -> list[Ref]:
     """What the transcript at ``path`` refers to, nearest first, each base's events up
     to the seq the whole chain shows of it ([] for a transcript that holds all its own)."""
     found: list[Ref] = []
-    header = _header_at(path)
+    header = header_at(path)
     while (ref := ref_of(header)) is not None and len(found) < DEPTH:
         through = min(ref.through_seq, found[-1].through_seq) if found else ref.through_seq
         found.append(Ref(ref.session, through))
         places = base_paths(path.parent, ref.session)
-        header = next((h for h in map(_header_at, places) if h is not None), None)
+        header = next((h for h in map(header_at, places) if h is not None), None)
     return found
 
 
-def _header_at(path: Path) -> dict[str, Any] | None:
+def shown_events(path: Path, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """The events the transcript at ``path`` shows, in order, read as they are needed (a
+    line at a time, never the whole file): those it refers to first, then its own. Ends
+    at the first line that is not a JSON object, or where what it refers to runs out."""
+    lines = stream_lines(path)
+    header = _loads(next(lines, b""))
+    ref = ref_of(header)
+    if ref is not None and depth < DEPTH:
+        place = next((p for p in base_paths(path.parent, ref.session) if fs.exists(p)), None)
+        if place is None:
+            return
+        seq = 0
+        for event in shown_events(place, depth + 1):
+            seq = event.get("seq", 0)
+            if not isinstance(seq, int) or seq > ref.through_seq:
+                break
+            yield event
+        if seq < ref.through_seq:
+            return
+    for line in lines:
+        if line.strip():
+            own = _loads(line)
+            if own is None:
+                return
+            yield own
+
+
+def base_events(folder: Path, ref: Ref) -> Iterator[dict[str, Any]]:
+    """The events 1..``ref.through_seq`` of the base ``ref`` names, read as they are
+    needed (``shown_events``); BaseMissing once they run out before the last."""
+    place = next((p for p in base_paths(folder, ref.session) if fs.exists(p)), None)
+    seq = 0
+    if place is not None:
+        for event in shown_events(place):
+            seq = event.get("seq", 0)
+            if not isinstance(seq, int) or seq > ref.through_seq:
+                break
+            yield event
+    if seq < ref.through_seq:
+        raise BaseMissing(
+            f"the session {ref.session} it refers to does not hold its events 1 to "
+            f"{ref.through_seq} whole"
+        )
+
+
+def header_at(path: Path) -> dict[str, Any] | None:
     """The first line of a transcript, as an object (None: gone, a link, or not one)."""
     try:
         head = read_bytes(path, 0, 1 << 16)
     except (OSError, UnsafePath, StorageFailed):
         return None
     return _loads(head.split(b"\n", 1)[0])
+
+
+def absorb_shown(info: SessionInfo, parsed: Parsed, folder: Path) -> bool:
+    """Fold what a transcript shows into ``info``: its header, the events it refers to
+    (read as they are needed, a thousand at a time, never the whole base), then its own
+    lines; True when what it refers to is missing (the session is then damaged)."""
+    lines = parsed.lines
+    info.absorb(lines[:1], [])
+    ref = ref_of(lines[0]) if lines else None
+    missing = False
+    if ref is not None:
+        held: list[dict[str, Any]] = []
+        try:
+            for event in base_events(folder, ref):
+                held.append(event)
+                if len(held) == 1024:
+                    info.absorb(held, [])
+                    held = []
+        except BaseMissing:
+            missing = True
+        info.absorb(held, [])
+    info.absorb(lines[1:], parsed.bad)
+    return missing
 
 
 def whole_bytes(data: bytes, folder: Path) -> bytes:
@@ -163,7 +233,18 @@ def whole_bytes(data: bytes, folder: Path) -> bytes:
     assert isinstance(header, dict)
     part = base_part(folder, ref)
     head = orjson.dumps({k: v for k, v in header.items() if k != BASE}, option=NL)
-    return b"".join([head, *(raw + b"\n" for raw in part.raw), data[end:]])
+    shared = [
+        raw + b"\n" if BATCH not in line else orjson.dumps(_unmarked(line), option=NL)
+        for line, raw in zip(part.lines, part.raw, strict=True)
+    ]
+    return b"".join([head, *shared, data[end:]])
+
+
+def _unmarked(line: dict[str, Any]) -> dict[str, Any]:
+    """A line without the mark saying how long the append that wrote it was: the copy
+    may hold only the start of that append, and such a mark at the end of what a file
+    holds would read as an append a crash cut short."""
+    return {k: v for k, v in line.items() if k != BATCH}
 
 
 # Told of each copy made whole, once it is durable: the copy, its project's slug, and
@@ -189,7 +270,7 @@ class Copies:
         for other, place in list(self._places.locations.items()):
             if not place.trashed or place.slug != where.slug or other == session_id:
                 continue
-            ref = ref_of(_header_at(self._places.path(other, place)))
+            ref = ref_of(header_at(self._places.path(other, place)))
             if ref is not None and ref.session == session_id:
                 found.append(other)
         return found

@@ -303,7 +303,8 @@ class TranscriptStore:
             info.absorb([header], [])
             base = copies.ref_of(header)
             if base is not None:  # its own events go on after those it refers to
-                info.absorb(copies.base_part(self.home.project_dir(slug), base).lines, [])
+                for event in copies.base_events(self.home.project_dir(slug), base):
+                    info.absorb([event], [])
             info.lines = 1
             chunks = [head]
             records[header["id"]] = kept = [header]

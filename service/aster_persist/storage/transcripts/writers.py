@@ -32,7 +32,7 @@ from ...schemas.conditions import holds, named
 from .. import fs
 from ..jsonl import Parsed, parse, read_bytes, write_new
 from ..summary import NAMING, Naming, SessionInfo, Stats, canonical_ts
-from .copies import expanded_or_own
+from .copies import absorb_shown
 from .places import Places
 from .records import (
     KEYS_KEPT,
@@ -101,8 +101,7 @@ class Writers:
             if parsed.torn is not None:
                 self._quarantine(path, fd, data, parsed)
             info = SessionInfo(id=session_id, slug=self._places.locations[session_id].slug)
-            shown, missing = expanded_or_own(parsed, path.parent)  # a copy: what it refers to
-            info.absorb(shown.lines, parsed.bad)
+            missing = absorb_shown(info, parsed, path.parent)  # a copy: what it refers to
             if missing or not parsed.lines or parsed.lines[0].get("type") != "session":
                 info.state = "damaged"
             info.offset = parsed.good_end

@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: import bench.*
 
+from bench.ann import bench_ann
 from bench.appends import bench_appends
 from bench.following import bench_follow, bench_tree
 from bench.footprint import bench_copies, bench_footprint
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--blocks", type=int, default=10_000)
     parser.add_argument("--tree-mb", type=int, default=1000, help="size of the import tree")
+    parser.add_argument("--vectors", type=int, default=1_000_000, help="for --only ann")
     parser.add_argument(
         "--only",
         choices=[
@@ -53,6 +55,7 @@ def main() -> None:
             "recall",
             "walk",
             "footprint",
+            "ann",
         ],
         default=None,
     )
@@ -88,6 +91,8 @@ def main() -> None:
             bench_recall(work)
         if args.only in (None, "walk"):
             bench_walk()
+        if args.only in (None, "ann"):
+            bench_ann(args.vectors)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -59,7 +59,7 @@ def test_a_turn_is_found_by_meaning_with_the_extra_and_not_without(
         assert texts(c, "build failure") == [CRASH]
         assert texts(c, "automobile") == []  # nothing near enough in meaning
         info = c.get("/v1/info").json()["semantic"]
-        assert info == {"enabled": True, "weight": 0.5, "vectors": 3, "pending": 0}
+        assert info == {"enabled": True, "weight": 0.5, "vectors": 3, "pending": 0, "graph": 0}
 
 
 def test_both_rankings_are_fused_by_weight(home: Path, clock: FakeClock) -> None:

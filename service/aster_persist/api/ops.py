@@ -67,6 +67,8 @@ async def info(request: Request, space: bool = False) -> Response:
                 "weight": settings.semantic_weight,
                 "vectors": c.vectors.size if c.vectors else 0,
                 "pending": c.vectors.pending(c.db) if c.vectors else 0,
+                # in the graph that searches them at scale (0: none yet, or not needed)
+                "graph": c.vectors.linked if c.vectors and c.vectors.ann else 0,
             }
         )
     return json_response(

@@ -26,6 +26,8 @@ import orjson
 
 from ..errors import UnsafePath
 from ..storage import fs
+from . import ann
+from .ann import Ann
 from .sqlite import sqlite3
 
 log = logging.getLogger("aster_persist")
@@ -118,12 +120,18 @@ class Vectors:
         self.memory_checked = 0  # how many were kept when removed blocks were last let go
         self.path: Path | None = None  # where they are kept, once attached
         self.header = b""
+        self.generation = ""  # the catalog's they were made for
+        # the graph for searches by meaning at scale (``ann.py``), once there are enough
+        # vectors; ``linked``: how many of them (in order) it holds
+        self.ann: Ann | None = None
+        self.linked = 0
         self.record = np.dtype([("rowid", "<i8"), ("vector", "<f2", (embedder.dim,))])
 
     def attach(self, db: sqlite3.Connection, path: Path) -> int:
         """Take up the vectors kept at ``path`` for this catalog; how many there were."""
         generation = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
         self.path = path
+        self.generation = str(generation)
         self.header = orjson.dumps(
             {"format": 1, "generation": generation, "dim": self.embedder.dim, "dtype": "<f2"}
         )
@@ -149,7 +157,35 @@ class Vectors:
         self.last = int(records["rowid"][-1]) if len(records) else 0
         if len(records) * self.record.itemsize != len(data) - len(self.header):
             self._rewrite()  # started again, or a record cut short left out
+        self.ann, self.linked = None, 0
+        if self.size >= ann.SMALLEST:  # the graph kept beside them, if it is theirs
+            graph = ann.Ann(self.embedder.dim)
+            if graph.load(self._graph_path(), self._stamp()):
+                self.ann, self.linked = graph, self.size
         return len(records)
+
+    def _graph_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name("vectors.ann")
+
+    def _stamp(self) -> dict[str, object]:
+        """What the graph is built from: this catalog's vectors, up to the last one."""
+        return {"generation": self.generation, "last": self.last, "size": self.size}
+
+    def link(self) -> int:
+        """Add the next vectors to the graph (made once there are enough of them), a step
+        at a time; how many were added (0: it holds them all, or none is needed). Kept
+        beside the catalog once it holds them all."""
+        if self.size < ann.SMALLEST or self.linked >= self.size:
+            return 0
+        if self.ann is None:
+            self.ann, self.linked = ann.Ann(self.embedder.dim), 0
+        end = min(self.size, self.linked + ann.STEP)
+        self.ann.add(self.rowids[self.linked : end], self.matrix[self.linked : end])
+        added, self.linked = end - self.linked, end
+        if self.linked == self.size and self.path is not None:
+            self.ann.save(self._graph_path(), self._stamp())
+        return added
 
     def _newest(self, db: sqlite3.Connection) -> int:
         row = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
@@ -197,10 +233,11 @@ class Vectors:
         batch: int = 256,
         *,
         compact: bool = True,
+        link: bool = True,
     ) -> int:
         """Embed the next ``batch`` documents in order (their ``texts`` read back from the
         transcripts); how many there were. With none left, drop the vectors of removed
-        documents if ``compact``."""
+        documents if ``compact``, then (if ``link``) add the next vectors to the graph."""
         self._check_numbers(db)
         numbers = [
             int(r)
@@ -212,12 +249,15 @@ class Vectors:
         if not numbers:
             if compact:
                 self._compact(db)
-            return 0
+            return self.link() if link else 0
         found = texts(numbers)
         rows = [(r, found.get(r, "")[:MAX_CHARS]) for r in numbers]
         vectors = self.embedder.embed([text for _, text in rows])
         rowids = np.array([r for r, _ in rows], dtype=np.int64)
         self._append(rowids, vectors)
+        if self.ann is not None and self.linked == self.size - len(rows):
+            self.ann.add(rowids, vectors)  # (a graph being built takes them in its turn)
+            self.linked = self.size
         self.last = int(rows[-1][0])
         self._keep(rowids, vectors)
         return len(rows)
@@ -226,6 +266,7 @@ class Vectors:
         """A catalog rebuilt from the files numbers its documents from 1 again."""
         if self._newest(db) < self.last:
             self.size, self.last = 0, 0
+            self.ann, self.linked = None, 0
             self._rewrite()
 
     def _append(self, rowids: np.ndarray, vectors: np.ndarray) -> None:
@@ -256,6 +297,7 @@ class Vectors:
         self.rowids[:count] = self.rowids[: self.size][kept]
         self.matrix[:count] = self.matrix[: self.size][kept]
         self.size = count
+        self.ann, self.linked = None, 0  # made again from those kept
         self._rewrite()
 
     def nearest(
@@ -273,6 +315,10 @@ class Vectors:
         query = self.embedder.embed([text])[0]
         if self.size == 0 or not query.any():
             return []
+        if only is None and self.ann is not None and self.linked == self.size:
+            near = self._nearest_in_graph(query, keep, pool=pool, batch=batch)
+            if near is not None:
+                return near
         rowids = self.rowids[: self.size]
         similarity = self.matrix[: self.size] @ query
         mask = similarity >= MIN_SIMILARITY
@@ -288,6 +334,30 @@ class Vectors:
                 if len(found) >= pool:
                     return found[:pool]
         return found
+
+    def _nearest_in_graph(
+        self, query: np.ndarray, keep: Callable[[list[int]], set[int]], *, pool: int, batch: int
+    ) -> list[int] | None:
+        """``nearest`` through the graph: its best candidates, four times as many as asked
+        and more while ``keep`` lets too few through; None (search them all) past
+        ``ann.WIDEST`` candidates, when the filters keep almost nothing."""
+        assert self.ann is not None
+        count = 4 * pool
+        while True:
+            rowids, similarity = self.ann.search(query, count)
+            wanted = rowids[similarity >= MIN_SIMILARITY]
+            found: list[int] = []
+            for start in range(0, len(wanted), batch):
+                asked = [int(r) for r in wanted[start : start + batch]]
+                kept = keep(asked)
+                found.extend(r for r in asked if r in kept)
+                if len(found) >= pool:
+                    return found[:pool]
+            if len(wanted) < len(rowids) or len(rowids) < count:
+                return found  # every candidate as near as asked for was weighed
+            if count >= ann.WIDEST:
+                return None
+            count *= 4
 
     @staticmethod
     def _best_first(similarity: np.ndarray, first: int) -> Iterator[np.ndarray]:

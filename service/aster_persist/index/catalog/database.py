@@ -112,7 +112,7 @@ class Catalog:
         the rest follow in the background."""
         done = 0
         while self.vectors is not None and query.words is not None and done < budget:
-            count = self.vectors.step(self.db, self.texts, compact=False)
+            count = self.vectors.step(self.db, self.texts, compact=False, link=False)
             if not count:
                 break
             done += count

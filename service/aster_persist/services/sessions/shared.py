@@ -104,11 +104,12 @@ async def shared_start(
     """What a new session (whose first event came from ``first_record``) may share with
     a stored one: the session it forks, else one that began the same (a resumed session
     stored before the one it resumes holds all that one says), the one with the most
-    events first; the first of them of its project and whole. None when there is none."""
+    events first; the first of them of its project. Its events are read as the import
+    compares them, a line at a time. None when there is none."""
     fork_of = conversation.source.get("fork_of")
     began = await asyncio.wrap_future(parts.catalog.begun_with(first_record))
     root = repo_root or conversation.source.get("repo_root") or conversation.cwd
-    slug = project_slug(normalize_repo_root(str(root)))
+    slug = project_slug(await asyncio.to_thread(normalize_repo_root, str(root)))
     for base in dict.fromkeys([fork_of, *began] if isinstance(fork_of, str) else began):
         where = parts.store.locations.get(base)
         if where is None or where.trashed or where.slug != slug:

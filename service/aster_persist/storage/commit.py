@@ -207,20 +207,18 @@ class GroupCommitter:
                 await asyncio.shield(self._passes[-1][1])
             await asyncio.sleep(0)  # let the done-callback settle the pass
 
-    async def detach(self, session_id: str, *, if_match: SeqCondition = None) -> Location:
-        """Quiesce, then close the session's writer and hide it from appends; with
-        ``if_match``, only if the session's last seq is that (checked in the same step as
-        the detach, so no append can come in between).
-
-        Appends that were waiting for the session to load resume before this does, and
-        may write; so wait until the session is idle and not loading at the same moment.
-        """
+    async def _until_idle(self, session_id: str, *, opened: bool = False) -> None:
+        """Return once the session is idle and not loading at the same moment (opened
+        first when ``opened``): its change of form is done whole, appends waiting for a
+        sync are synced, and appends that were waiting for it to load have written (they
+        resume before this does, and may write). No await follows the last look, so the
+        caller acts in the same step."""
         while True:
             packing = self._packing.get(session_id)
             if packing is not None:  # its change of form first, whole
                 await packing.wait()
                 continue
-            if if_match is not None:
+            if opened:
                 await self._ensure_writer(session_id)
             await self.quiesce(session_id)
             loading = self._loading.get(session_id)
@@ -228,8 +226,27 @@ class GroupCommitter:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(loading)
                 continue
-            if self.store.busy(session_id):
-                continue
+            if not self.store.busy(session_id):
+                return
+
+    async def _replacing(self, session_id: str, fn: Callable[..., T], *args: Any) -> T:
+        """Close the idle session's writer (no descriptor outlives its file) and run
+        ``fn(*args)``, which puts another file in its place, on the writer thread; a
+        delete waits until it is done, an append loads the file after it."""
+        self.store.release(session_id)
+        done = self._packing[session_id] = asyncio.Event()
+        try:
+            return await self.call(fn, *args)
+        finally:
+            del self._packing[session_id]
+            done.set()
+
+    async def detach(self, session_id: str, *, if_match: SeqCondition = None) -> Location:
+        """Wait until the session is idle, then close its writer and hide it from appends;
+        with ``if_match``, only if the session's last seq is that (checked in the same
+        step as the detach, so no append can come in between)."""
+        while True:
+            await self._until_idle(session_id, opened=if_match is not None)
             if if_match is not None:
                 writer = self.store.writer(session_id)
                 if writer is None:
@@ -245,29 +262,9 @@ class GroupCommitter:
 
     async def rewrite(self, session_id: str, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)``, which replaces the session's file, on the writer thread once
-        nothing writes the session: its change of form, its appends and its load finish
-        first, its writer is closed, and an append that comes meanwhile loads the file
-        after it (as ``pack`` does, but waiting instead of giving up)."""
-        while True:
-            packing = self._packing.get(session_id)
-            if packing is not None:
-                await packing.wait()
-                continue
-            await self.quiesce(session_id)
-            loading = self._loading.get(session_id)
-            if loading is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(loading)
-                continue
-            if not self.store.busy(session_id):
-                break
-        self.store.release(session_id)
-        done = self._packing[session_id] = asyncio.Event()
-        try:
-            return await self.call(fn, *args)
-        finally:
-            del self._packing[session_id]
-            done.set()
+        nothing writes the session (as ``pack`` does, but waiting instead of giving up)."""
+        await self._until_idle(session_id)
+        return await self._replacing(session_id, fn, *args)
 
     async def pack(self, session_id: str, made: Compressed, detail: dict[str, Any]) -> bool:
         """Put a cold session's compressed copy in place of its plain file, once nothing
@@ -279,13 +276,7 @@ class GroupCommitter:
         await self.quiesce(session_id)
         if self.store.busy(session_id) or session_id in self._loading:
             return False
-        self.store.release(session_id)  # idle: closed, so no descriptor outlives the file
-        done = self._packing[session_id] = asyncio.Event()
-        try:
-            return await self.call(self.store.pack, session_id, made, detail)
-        finally:
-            del self._packing[session_id]
-            done.set()
+        return await self._replacing(session_id, self.store.pack, session_id, made, detail)
 
     async def close(self) -> None:
         """Finish pending syncs, sync what interval mode left, close every file."""

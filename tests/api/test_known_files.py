@@ -47,9 +47,12 @@ def test_bad_input_is_a_422_that_changes_nothing(client: TestClient, home: Path)
         {"files": [{"path": "/a", "size": 1}]},
         {"files": "no"},
         {"files": [], "more": 1},
+        {"files": [{"path": "/a", "size": 1, "modified_at": WHEN}] * 1001},  # a thousand at most
+        {"files": [{"path": "/" + "a" * 4096, "size": 1, "modified_at": WHEN}]},
     ):
         r = client.post("/v1/sessions/import/known", json=body)
         assert_problem(r, 422)
-    r = client.post("/v1/sessions/import", content=b"{}", params={"path": ""})
-    assert_problem(r, 422)
+    for path in ("", "/" + "a" * 4096):
+        r = client.post("/v1/sessions/import", content=b"{}", params={"path": path})
+        assert_problem(r, 422)
     assert snapshot(home) == before

@@ -267,8 +267,9 @@ class Copies:
         if where is None:
             return []
         found = []
-        for other, place in list(self._places.locations.items()):
-            if not place.trashed or place.slug != where.slug or other == session_id:
+        for other in self._places.trashed_in(where.slug):
+            place = self._places.locations.get(other)
+            if other == session_id or place is None or not place.trashed:
                 continue
             ref = ref_of(header_at(self._places.path(other, place)))
             if ref is not None and ref.session == session_id:

@@ -78,6 +78,12 @@ class Places:
                 self.locations.setdefault(sid, where)
         return found
 
+    def trashed_in(self, slug: str) -> list[str]:
+        """The sessions in a project's trash, as its folder lists them (not every
+        session's place: a trash is small, a home may hold a hundred thousand)."""
+        plain, compressed = _session_names(self.home.sessions / check_slug(slug) / TRASH)
+        return sorted(plain | compressed)
+
     def path_of(self, slug: str, session_id: str) -> Path:
         """The transcript of a session of ``slug`` in the form it is in now, named (its
         folders are not looked at: what opens it refuses a link on the way, as every read

@@ -215,14 +215,16 @@ class Parts:
     ) -> None:
         """Move to the trash, or delete for good; appends waiting for a sync finish first.
         With ``if_match``, only while the session's last seq is that (else 412)."""
-        if only_trashed:
-            where = self.store.locations.get(session_id)
-            if where is None or not where.trashed:
-                return
+        trashed = self.store.locations.get(session_id)
+        if only_trashed and (trashed is None or not trashed.trashed):
+            return
+        # a copy that refers to its events is given them first, nothing it shows lost; a
+        # refusal on the way (a link for a trash) leaves the session as it was
+        await self._give_copies_their_events(session_id)
+        if only_trashed and trashed is not None:
+            where = trashed
         else:
             where = await self.committer.detach(session_id, if_match=if_match)
-        # a copy that refers to its events is given them first: nothing it shows is lost
-        await self._give_copies_their_events(session_id)
         if purge:
             deleted = await self.committer.call(
                 self.store.purge, session_id, where, only_trashed=only_trashed

@@ -124,3 +124,32 @@ def test_the_operations_and_actors_are_served_from_the_store_s_table(client: Tes
     }
     assert all(o["records"] for o in served["operations"])
     assert served["actors"] == list(ACTORS)
+
+
+def test_a_session_found_at_start_with_no_entry_is_journaled_as_what_its_file_says(
+    home: Path, clock: FakeClock
+) -> None:
+    # a crash between a session's sync and its journal line: the start journals it, an
+    # import as the import it was (so its source is known again), the rest as made
+    source = sorted((Path(__file__).parents[1] / "fixtures" / "codex").rglob("*.jsonl"))[0]
+    with make_client(home, clock) as c:
+        made = new_session(c)
+        r = c.post("/v1/sessions/import", content=source.read_bytes())
+        assert r.status_code == 201, r.text
+        sid = r.json()["sessions"][0]["id"]
+        before = entries(c, op="session.imported")[0]
+    journal = home / "journal.jsonl"
+    kept = [line for line in journal.read_bytes().splitlines(keepends=True) if sid not in str(line)]
+    kept = [line for line in kept if made not in str(line)]
+    journal.write_bytes(b"".join(kept))
+    with make_client(home, clock) as c:
+        found = {e["session"]: e for e in entries(c, limit="100")}
+        assert found[made]["op"] == "session.created"
+        assert found[made]["actor"] == "watcher"
+        assert found[sid]["op"] == "session.imported"
+        assert {k: found[sid]["detail"][k] for k in ("repo_root", "format", "source")} == {
+            k: before["detail"][k] for k in ("repo_root", "format", "source")
+        }
+        again = c.post("/v1/sessions/import", content=source.read_bytes()).json()
+        assert [s["status"] for s in again["sessions"]] == ["already_imported"]
+        assert [s["id"] for s in again["sessions"]] == [sid]

@@ -29,7 +29,7 @@ from ...schemas.names import project_slug
 from ...storage.summary import SessionInfo
 from .parts import Appended
 from .shared import shared_start
-from .written import completing, header_fields, keyed_runs, runs_of
+from .written import completing, header_fields, imported_detail, keyed_runs, runs_of
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -361,17 +361,11 @@ class Importer:
         if self._parts.journal is not None:
             new = [done[0] for done in written if done is not None]
             for n, header in enumerate(new, 1):
-                source = header.get("x_import") or {}
                 self._parts.journal.record(
                     "session.imported",
                     scope=f"project:{project_slug(header['repo_root'])}",
                     session=header["id"],
-                    detail={
-                        "repo_root": header["repo_root"],
-                        "format": source.get("format", "native"),
-                        "source": source.get("fingerprint", f"native:{header['id']}"),
-                        **{k: source[k] for k in ("rewrite_of", "fork_of") if k in source},
-                    },
+                    detail=imported_detail(header),
                     sync=n == len(new),
                 )
         return written

@@ -19,6 +19,7 @@ from ...storage import fs
 from ...storage.jsonl import parse, read_bytes
 from ...storage.transcripts import Found, Location
 from .parts import Appended
+from .written import imported_detail
 
 if TYPE_CHECKING:
     from .parts import Parts
@@ -28,7 +29,8 @@ log = logging.getLogger("aster_persist")
 
 async def journal_unrecorded(sessions: Parts, found: list[Found]) -> set[str]:
     """Journal each session on disk that no entry says was created (a crash between
-    its sync and its ``session.created`` line, or a file another program put here),
+    its sync and its ``session.created`` or ``session.imported`` line, or a file another
+    program put here),
     so everything on disk is in the journal. One that holds no whole line (a create
     cut short before its header was whole, so never acknowledged) is moved aside
     instead, so the client's retry with the same id finds the name free; the ids of
@@ -56,11 +58,19 @@ async def journal_unrecorded(sessions: Parts, found: list[Found]) -> set[str]:
                 aside.add(sid)
                 continue
         header = parse(head).lines[:1]
-        root = header[0].get("repo_root") if header else None
+        first = header[0] if header else {}
+        # an import's own file says so: journaled as the import it was, so its source
+        # is known again (a crash came between its sync and its journal line)
+        op = "session.imported" if isinstance(first.get("x_import"), dict) else "session.created"
+        detail = imported_detail(first) if op == "session.imported" else {}
         await sessions.record(
-            "session.created",
+            op,
             sid,
-            {"repo_root": root, "by": "found at start, with no journal entry"},
+            {
+                **detail,
+                "repo_root": first.get("repo_root"),
+                "by": "found at start, with no journal entry",
+            },
             slug=slug,
             actor="watcher",
         )

@@ -51,6 +51,18 @@ def runs_of(runs: list[int] | None, wanted: list[bool]) -> list[int] | None:
     return out
 
 
+def imported_detail(header: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``session.imported`` says of a session an import wrote, from its header: the
+    same whether the import journals it or a start finds it on disk without an entry."""
+    source = header.get("x_import") or {}
+    return {
+        "repo_root": header.get("repo_root"),
+        "format": source.get("format", "native"),
+        "source": source.get("fingerprint", f"native:{header.get('id')}"),
+        **{k: source[k] for k in ("rewrite_of", "fork_of") if k in source},
+    }
+
+
 def header_fields(
     found: str, conversation: importers.Conversation, repo_root: str | None
 ) -> dict[str, Any]:

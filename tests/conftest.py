@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,6 +134,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _log_folder() -> Path:
+    """A folder for a daemon's log, removed when the test process ends."""
+    folder = tempfile.mkdtemp(prefix="aster-logs-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder)
+
+
 @dataclass
 class Daemon:
     """aster-persist serve in a subprocess on a loopback port."""
@@ -141,7 +150,7 @@ class Daemon:
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
-    logs: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="aster-logs-")))
+    logs: Path = field(default_factory=_log_folder)
 
     @property
     def url(self) -> str:

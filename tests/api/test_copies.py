@@ -135,6 +135,43 @@ def test_the_original_imported_after_its_resumed_copy_refers_to_the_copy(
         assert views(client, sid) == alone
 
 
+def test_a_copy_of_a_copy_refers_on_and_the_original_after_them_too(
+    home: Path, tmp_path: Path
+) -> None:
+    """Resumed twice (and the two resumed files imported before the first): what each
+    shows of a copy names the source that copy was first written from (in the records
+    it keeps beside its tool calls), and still counts as stored."""
+    original = (FIXTURES / "claude-code" / "spotter" / "tool_heavy.jsonl").read_bytes()
+    records = [orjson.loads(line) for line in original.splitlines()]
+    files = [resumed(records, f"5e55a0e0-0000-4000-8000-00000000c0c{n}") for n in range(2)]
+    files.append(original)
+
+    def shown(client: TestClient, sid: str) -> list[Any]:
+        return [
+            client.get(f"/v1/sessions/{sid}/events?raw=false").json(),
+            client.get(f"/v1/sessions/{sid}/messages").json(),
+        ]
+
+    alone = []
+    for n, data in enumerate(files):
+        with make_client(tmp_path / f"alone-{n}") as client:
+            alone.append(shown(client, imported(client, data)["id"]))
+    with make_client(home) as client:
+        ids = [imported(client, data)["id"] for data in files]
+        bases = [
+            orjson.loads(transcript(home, sid).read_bytes().splitlines()[0]).get("base")
+            for sid in ids
+        ]
+        assert bases[0] is None
+        assert bases[1]["session"] == ids[0] and bases[2]["session"] in ids[:2]
+        for sid, data in zip(ids[1:], files[1:], strict=True):
+            assert transcript(home, sid).stat().st_size <= 0.1 * len(data)
+        assert [shown(client, sid) for sid in ids] == alone
+        for sid in ids[:2]:  # each deleted in turn: what refers to it is made whole first
+            assert client.delete(f"/v1/sessions/{sid}").status_code == 204
+        assert shown(client, ids[2]) == alone[2]
+
+
 def test_a_copy_that_grows_keeps_referring_and_takes_only_what_is_new(home: Path) -> None:
     with make_client(home) as client:
         imported(client, CLAUDE_SMALL.read_bytes())

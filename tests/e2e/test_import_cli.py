@@ -6,7 +6,12 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ..conftest import Daemon
 
@@ -136,3 +141,33 @@ def test_an_interrupted_import_of_a_tree_sends_only_what_it_had_not(
     rows = {r["file"]: r for r in json.loads(every.stdout)["files"]}
     assert not any(r.get("unchanged") for r in rows.values())
     assert sum(r.get("already_imported", 0) for r in rows.values()) == len(files)
+
+
+def test_files_are_sent_a_few_at_a_time_and_listed_in_their_order(
+    daemon: Daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from aster_persist.cli import imports, main
+
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "claude-code", tree)
+    files = sorted(str(p) for p in tree.rglob("*.jsonl"))
+    assert len(files) >= 2 and imports.IN_FLIGHT >= 2
+    # the first two files' bytes wait for each other: sent one after the other, the
+    # first would wait alone, and fail
+    together = threading.Barrier(2, timeout=20)
+    reading = imports.chunks
+
+    def chunks(path: Path, sent: Any) -> Iterator[bytes]:
+        if str(path) in files[:2]:
+            together.wait()
+        yield from reading(path, sent)
+
+    monkeypatch.setattr(imports, "chunks", chunks)
+    with pytest.raises(SystemExit) as done:
+        main(["sessions", "import", str(tree), "--json", "--url", daemon.url])
+    assert done.value.code in (0, None)
+    rows = json.loads(capsys.readouterr().out)["files"]
+    found, _missing = imports.transcript_files([tree])
+    assert [row["file"] for row in rows] == [str(path) for path, _size in found]  # in order
+    assert sorted(row["file"] for row in rows) == files  # each file once
+    assert all("failed" not in row and row["sessions"] for row in rows), rows

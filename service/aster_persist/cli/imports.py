@@ -7,8 +7,11 @@ every one).
 
 from __future__ import annotations
 
+import itertools
+import os
 import stat
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +24,7 @@ from ..importers import CHOICES, files_in
 from .common import EXIT_REFUSED, Json, Url, daemon, emit_json, fail, project, table
 
 ASKED = 1000  # files asked about at once
+IN_FLIGHT = min(4, (os.cpu_count() or 1) + 1)  # files sent at once
 
 
 def import_command(
@@ -72,34 +76,40 @@ def import_command(
         task = bar.add_task(f"importing 0/{len(files)} files", total=total)
         named = {path: (str(path.absolute()), size, file_time(path)) for path, size in files}
         unchanged = {} if again else _unchanged(aster, list(named.values()))
-        for n, (path, size) in enumerate(files, 1):
+        finished = itertools.count(1)
+
+        def sent(path: Path, size: int) -> dict[str, Any]:
             row: dict[str, Any] = {"file": str(path)}
             where, _size, modified_at = named[path]
             if where in unchanged:  # imported as it is now: not sent again
                 row |= {"already_imported": len(unchanged[where]), "unchanged": True}
                 row["sessions"] = unchanged[where]
-                results.append(row)
-                bar.update(task, advance=size, description=f"importing {n}/{len(files)} files")
-                continue
-            try:
-                done = aster.import_file(
-                    chunks(path, lambda n: bar.advance(task, n)),
-                    format=format,
-                    repo_root=repo_root,
-                    modified_at=modified_at,
-                    path=where,
-                )
-                row |= {
-                    "format": done.format,
-                    "imported": done.imported,
-                    "updated": done.updated,
-                    "already_imported": done.already_imported,
-                    "sessions": [s.id for s in done.sessions],
-                }
-            except (api.ApiError, OSError) as exc:
-                row["failed"] = str(exc)
-            results.append(row)
-            bar.update(task, description=f"importing {n}/{len(files)} files")
+                bar.advance(task, size)
+            else:
+                try:
+                    done = aster.import_file(
+                        chunks(path, lambda n: bar.advance(task, n)),
+                        format=format,
+                        repo_root=repo_root,
+                        modified_at=modified_at,
+                        path=where,
+                    )
+                    row |= {
+                        "format": done.format,
+                        "imported": done.imported,
+                        "updated": done.updated,
+                        "already_imported": done.already_imported,
+                        "sessions": [s.id for s in done.sessions],
+                    }
+                except (api.ApiError, OSError) as exc:
+                    row["failed"] = str(exc)
+            bar.update(task, description=f"importing {next(finished)}/{len(files)} files")
+            return row
+
+        # a few files on their way at once: the daemon reads one on each core while it
+        # writes another; the rows stay in the files' order
+        with ThreadPoolExecutor(IN_FLIGHT) as sending:
+            results += sending.map(lambda found: sent(*found), files)
     failed = [r for r in results if "failed" in r]
     unsent = sum(bool(r.get("unchanged")) for r in results)
     if json_out:

@@ -135,6 +135,9 @@ class Scan:
     first_record: str | None = None  # the first source record known by its own id
     # a small file's events as checked (``batches`` then reads it no more), else None
     kept: list[Batch] | None = None
+    # the redactions the index will ask of its events' documents, worked out by the
+    # reading process that scanned it (``redact.PRESCANNED``), else None
+    redactions: dict[bytes, tuple[str | None, int, int]] | None = None
 
     def after(self, known: Iterable[str]) -> int | None:
         """Where the events after the last one keyed as in ``known`` start (None: no

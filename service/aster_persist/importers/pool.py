@@ -22,6 +22,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO
 
+from ..secrets.redact import PRESCANNED
 from . import lines
 from .reader import Format
 
@@ -33,10 +34,15 @@ MOST = 2  # reading processes at most
 
 def scan_bytes(name: str, data: bytes) -> lines.Scan:
     """``lines.scan`` of a whole file in memory, by its format's name (on a reading
-    process: what crosses to it is plain bytes and a name)."""
+    process: what crosses to it is plain bytes and a name), with the redactions the
+    index will ask of its events, so that the daemon's process need not work them out."""
+    from ..index.text import redacted_ahead
     from . import named
 
-    return lines.scan(named(name), io.BytesIO(data), None)
+    found = lines.scan(named(name), io.BytesIO(data), None)
+    if found.kept is not None:
+        found.redactions = redacted_ahead(e for batch in found.kept for e in batch.events)
+    return found
 
 
 class ScanPool:
@@ -67,7 +73,9 @@ class ScanPool:
         handle.seek(0)
         data = handle.read() if limit is None else handle.read(limit)
         try:
-            return pool.submit(scan_bytes, form.name, data)
+            future = pool.submit(scan_bytes, form.name, data)
+            future.add_done_callback(_ahead)
+            return future
         except (BrokenProcessPool, RuntimeError) as exc:
             self._give_up(exc)
             _settle(done, lambda: lines.scan(form, io.BytesIO(data), None))
@@ -101,6 +109,15 @@ class ScanPool:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _ahead(future: Future[lines.Scan]) -> None:
+    """What a reading process redacted ahead, kept for the index (when it is taken)."""
+    if not future.cancelled() and future.exception() is None:
+        found = future.result()
+        if found.redactions:
+            PRESCANNED.add(found.redactions)
+            found.redactions = None
 
 
 def _settle(done: Future[lines.Scan], work: object) -> None:

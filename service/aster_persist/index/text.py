@@ -22,6 +22,7 @@ syntax unchecked; what cannot be understood is refused with a message saying why
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any, NamedTuple, get_args
@@ -32,7 +33,7 @@ from ..errors import Invalid
 from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
 from ..schemas.search import DocKind
-from ..secrets.redact import redact_text
+from ..secrets.redact import redact_text, redactions
 from .stopwords import is_stop_word
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
@@ -54,13 +55,38 @@ class Doc(NamedTuple):
     size: int = 0  # text: a hit's snippet is cut from the line, read again from there)
 
 
+Redact = Callable[[str], tuple[str, int]]
+
+
 def _doc(
-    seq: int, kind: str, role: str | None, ts: str, text: str, pos: int = 0, size: int = 0
+    seq: int,
+    kind: str,
+    role: str | None,
+    ts: str,
+    text: str,
+    pos: int = 0,
+    size: int = 0,
+    redact: Redact = redact_text,
 ) -> Doc:
     """A document of ``text``, its secrets redacted (the index never holds one: a search
     neither finds nor shows it, and the vectors are made without it), then cut."""
-    shown, secrets = redact_text(text[: MAX_TEXT + 1024])  # a secret across the cut too
+    shown, secrets = redact(text[: MAX_TEXT + 1024])  # a secret across the cut too
     return Doc(seq, kind, role, ts, shown[:MAX_TEXT], secrets, pos, size)
+
+
+def redacted_ahead(events: Iterable[dict[str, Any]]) -> dict[bytes, tuple[str | None, int, int]]:
+    """The redactions the index will ask of the documents of ``events`` (an import's,
+    before they are numbered), worked out here: for ``PRESCANNED`` on the process that
+    indexes them."""
+    texts: list[str] = []
+
+    def asked(text: str) -> tuple[str, int]:  # what ``_doc`` asks ``redact_text``
+        texts.append(text)
+        return text, 0
+
+    for event in events:
+        docs_of({**event, "seq": 1}, redact=asked)  # numbered as stored: no text holds it
+    return redactions(texts)
 
 
 def _period(text: str) -> tuple[str, str] | None:
@@ -78,7 +104,13 @@ def _period(text: str) -> tuple[str, str] | None:
     return None
 
 
-def docs_of(line: dict[str, Any], header_ts: str = "", pos: int = 0, size: int = 0) -> list[Doc]:
+def docs_of(
+    line: dict[str, Any],
+    header_ts: str = "",
+    pos: int = 0,
+    size: int = 0,
+    redact: Redact = redact_text,
+) -> list[Doc]:
     """The documents of one stored line (the header gives its title, if any), the line
     being ``size`` bytes at ``pos`` in its transcript."""
     seq = line.get("seq")
@@ -95,7 +127,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "", pos: int = 0, size: int =
         text = content if isinstance(content, str) else content_text(content)
         if text and not text.isspace():
             named = "tool_result" if role == "tool" else "message"
-            out.append(_doc(seq, named, role, ts, text, pos, size))
+            out.append(_doc(seq, named, role, ts, text, pos, size, redact))
         calls = line.get("tool_calls")
         if isinstance(calls, list) and calls:
             parts = []
@@ -105,7 +137,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "", pos: int = 0, size: int =
                     parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
             text = "\n".join(parts)
             if text.strip():
-                out.append(_doc(seq, "tool_call", role, ts, text, pos, size))
+                out.append(_doc(seq, "tool_call", role, ts, text, pos, size, redact))
     elif kind == "retraction" and isinstance(line.get("target_seq"), int):
         out.append(Doc(line["target_seq"], RETRACTED, None, ts, ""))  # takes its docs out
     elif kind in ("summary", "title", "session"):
@@ -115,7 +147,7 @@ def docs_of(line: dict[str, Any], header_ts: str = "", pos: int = 0, size: int =
             seq, ts = 0, created if isinstance(created, str) else ts
         if isinstance(value, str) and value.strip():
             named = "summary" if kind == "summary" else "title"
-            out.append(_doc(seq, named, None, ts, value, pos, size))
+            out.append(_doc(seq, named, None, ts, value, pos, size, redact))
     return out
 
 

@@ -16,8 +16,12 @@ finds exactly what scanning each whole line finds (a test holds it to that).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 from .scan import line_secrets
@@ -151,8 +155,78 @@ def kind_name(kind: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-")
 
 
+class Prescanned:
+    """Redactions worked out ahead, on another process, of texts this one will redact
+    soon (an import's reading process redacts what the index will make of each event it
+    read, where the index's thread would hold this process's interpreter for it): each is
+    kept, by the text's digest, until it has been asked as often as it was added (a text
+    many files hold is added by each), the oldest going past ``most``."""
+
+    def __init__(self, most: int = 100_000) -> None:
+        self._most = most
+        self._found: OrderedDict[bytes, tuple[str | None, int, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, found: dict[bytes, tuple[str | None, int, int]]) -> None:
+        """Take in ``redactions``' answer: by digest, the text redacted (None: as it
+        is), how many secrets, and how many times it will be asked."""
+        with self._lock:
+            for digest, (shown, count, times) in found.items():
+                before = self._found.pop(digest, None)
+                self._found[digest] = (shown, count, times + (before[2] if before else 0))
+            while len(self._found) > self._most:
+                self._found.popitem(last=False)
+
+    def take(self, text: str) -> tuple[str, int] | None:
+        """``redact_text(text)`` if it was worked out ahead, else None."""
+        if not self._found:  # nothing ahead: no digest taken
+            return None
+        digest = _digest(text)
+        with self._lock:
+            got = self._found.get(digest)
+            if got is None:
+                return None
+            shown, count, left = got
+            if left > 1:
+                self._found[digest] = (shown, count, left - 1)
+            else:
+                del self._found[digest]
+        return (text if shown is None else shown), count
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
+PRESCANNED = Prescanned()
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def redactions(texts: Iterable[str]) -> dict[bytes, tuple[str | None, int, int]]:
+    """What ``redact_text`` makes of each text, by digest, for ``PRESCANNED.add`` on the
+    process that will redact them: the text redacted (None: unchanged), how many secrets,
+    and how many of ``texts`` it is (each redacted once)."""
+    out: dict[bytes, tuple[str | None, int, int]] = {}
+    for text in texts:
+        digest = _digest(text)
+        known = out.get(digest)
+        if known is not None:
+            out[digest] = (known[0], known[1], known[2] + 1)
+            continue
+        shown, count = _redact(text)
+        out[digest] = (shown if count else None, count, 1)
+    return out
+
+
 def redact_text(text: str) -> tuple[str, int]:
     """``text`` with each secret replaced by ``[redacted: <kind>]``, and how many."""
+    known = PRESCANNED.take(text)
+    return known if known is not None else _redact(text)
+
+
+def _redact(text: str) -> tuple[str, int]:
     found = findings(text)
     if not found:
         return text, 0

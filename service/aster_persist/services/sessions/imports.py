@@ -42,6 +42,7 @@ class Importer:
     def __init__(self, parts: Parts) -> None:
         self._parts = parts
         self._readers = ScanPool()  # files read on other processes, where that pays
+        self._sharing = asyncio.Lock()  # new sessions that may share a start, in turn
 
     def close(self) -> None:
         self._readers.close()
@@ -230,31 +231,35 @@ class Importer:
                 known = await self._parts.recent_keys(sid) if here else ()
                 found = scanned.after(_keys(known))
             start = found or 0
-        if not here and scanned.first_record is not None:
-            # a source that begins with another's first record (Claude Code writes a resumed
-            # session to a new file that begins with the old one's records) forks it
-            record, began, events = scanned.first_record, conversation.created_at, scanned.events
-            fork_of = await asyncio.wrap_future(
-                self._parts.catalog.forked_from(record, began, events)
-            )
-            if fork_of is not None:
-                conversation.source["fork_of"] = fork_of
-        pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
-        if not here and scanned.first_record is not None:
-            # what a stored session holds already is referred to, not copied
-            shared = await shared_start(self._parts, scanned.first_record, conversation, repo_root)
-            if shared is not None:
-                pending = shared.skip(pending)
-                conversation.shared = shared
-        try:
-            written = await self._write_batches(
-                pending, format, conversation, sid, here, start, known, repo_root
-            )
-        except BaseException:
-            if not here and sid in self._parts.store.locations:
-                # a new session whose later batches failed: not kept half-written
-                await self._remove_unfinished(sid)
-            raise
+        # a new session that may share its start with a stored one is decided and written
+        # one at a time: of a copy and its original imported together, the later one
+        # refers to the earlier (the files are still read side by side)
+        first = None if here else scanned.first_record
+        async with self._sharing if first is not None else contextlib.nullcontext():
+            if first is not None:
+                # a source that begins with another's first record (Claude Code writes a resumed
+                # session to a new file that begins with the old one's records) forks it
+                fork_of = await asyncio.wrap_future(
+                    self._parts.catalog.forked_from(first, conversation.created_at, scanned.events)
+                )
+                if fork_of is not None:
+                    conversation.source["fork_of"] = fork_of
+            pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
+            if first is not None:
+                # what a stored session holds already is referred to, not copied
+                shared = await shared_start(self._parts, first, conversation, repo_root)
+                if shared is not None:
+                    pending = shared.skip(pending)
+                    conversation.shared = shared
+            try:
+                written = await self._write_batches(
+                    pending, format, conversation, sid, here, start, known, repo_root
+                )
+            except BaseException:
+                if not here and sid in self._parts.store.locations:
+                    # a new session whose later batches failed: not kept half-written
+                    await self._remove_unfinished(sid)
+                raise
         if not here:
             status = {"id": sid, "status": "imported", "events": written}
         elif written:

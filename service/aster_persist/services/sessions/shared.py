@@ -39,12 +39,13 @@ class SharedStart:
         self,
         base: str,
         stored: Iterator[dict[str, Any]],
-        renamed: tuple[str, str] | None = None,
+        renamed: tuple[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.base = base
         self._stored = stored  # read as the batches go by, never all of it at once
         self._next: dict[str, Any] | None = None  # the stored event compared next
-        self._renamed = renamed  # the new source's own session id, and the stored one's
+        # the new source's own session id, and those the stored events may name instead
+        self._renamed = renamed
         self.through = 0  # how many leading events the new session refers to
 
     def ref(self) -> Ref | None:
@@ -81,10 +82,12 @@ class SharedStart:
             yield Batch([event], [key], None)
 
 
-def _same(event: dict[str, Any], stored: dict[str, Any], renamed: tuple[str, str] | None) -> bool:
+def _same(
+    event: dict[str, Any], stored: dict[str, Any], renamed: tuple[str, tuple[str, ...]] | None
+) -> bool:
     """Whether ``event`` is ``stored`` but for where each is kept; with ``renamed`` (the
-    new source's session id and the stored one's), also where the one names its source
-    and the other the other (a resumed session's copies of the old records name the new
+    new source's session id and those the stored events may name), also where the one
+    names its source and the other one of those (a resumed session's copies of the old records name the new
     session: in the records kept, in a sub-agent's link)."""
     mine = {k: v for k, v in event.items() if k not in WHERE_KEPT}
     theirs = {k: v for k, v in stored.items() if k not in WHERE_KEPT}
@@ -92,10 +95,10 @@ def _same(event: dict[str, Any], stored: dict[str, Any], renamed: tuple[str, str
         return True
     if renamed is None or mine.keys() != theirs.keys():
         return False
-    new, old = renamed
-    return orjson.dumps(mine, option=orjson.OPT_SORT_KEYS).replace(
-        new.encode(), old.encode()
-    ) == orjson.dumps(theirs, option=orjson.OPT_SORT_KEYS)
+    new, olds = renamed
+    said = orjson.dumps(mine, option=orjson.OPT_SORT_KEYS)
+    stored_said = orjson.dumps(theirs, option=orjson.OPT_SORT_KEYS)
+    return any(said.replace(new.encode(), old.encode()) == stored_said for old in olds)
 
 
 async def shared_start(
@@ -115,20 +118,25 @@ async def shared_start(
         if where is None or where.trashed or where.slug != slug:
             continue
         path = parts.store.path_of(slug, base)
-        header = await asyncio.to_thread(copies.header_at, path)
-        if header is None:
+        headers = await asyncio.to_thread(copies.headers_along, path)
+        if headers[0] is None:
             continue
         stored = (parts.blobs.inline([event])[0][0] for event in copies.shown_events(path))
-        return SharedStart(base, stored, _renamed(conversation, header))
+        return SharedStart(base, stored, _renamed(conversation, headers))
     return None
 
 
-def _renamed(conversation: Conversation, header: dict[str, Any]) -> tuple[str, str] | None:
-    """The source session ids of a new conversation and of a stored session's header,
-    when both name one and they differ."""
+def _renamed(
+    conversation: Conversation, headers: list[dict[str, Any] | None]
+) -> tuple[str, tuple[str, ...]] | None:
+    """The source session id of a new conversation, and those a stored session's events
+    may name instead (its own source's, and each of its bases' along a chain of copies:
+    what it shows of a base names the base's), when there are any that differ."""
     new = conversation.source.get("session_id")
-    found = header.get("x_import")
-    old = found.get("session_id") if isinstance(found, dict) else None
-    if isinstance(new, str) and isinstance(old, str) and new and old and new != old:
-        return new, old
-    return None
+    olds = []
+    for header in headers:
+        found = header.get("x_import") if header is not None else None
+        old = found.get("session_id") if isinstance(found, dict) else None
+        if isinstance(old, str) and old and old != new and old not in olds:
+            olds.append(old)
+    return (new, tuple(olds)) if isinstance(new, str) and new and olds else None

@@ -132,12 +132,23 @@ def shared_of(path: Path) -> list[Ref]:
     """What the transcript at ``path`` refers to, nearest first, each base's events up
     to the seq the whole chain shows of it ([] for a transcript that holds all its own)."""
     found: list[Ref] = []
-    header = header_at(path)
-    while (ref := ref_of(header)) is not None and len(found) < DEPTH:
+    for header in headers_along(path)[:-1]:
+        ref = ref_of(header)
+        assert ref is not None
         through = min(ref.through_seq, found[-1].through_seq) if found else ref.through_seq
         found.append(Ref(ref.session, through))
+    return found
+
+
+def headers_along(path: Path) -> list[dict[str, Any] | None]:
+    """The header of the transcript at ``path``, then of each base it refers to, nearest
+    first (the last one None when a base is not there)."""
+    header = header_at(path)
+    found = [header]
+    while (ref := ref_of(header)) is not None and len(found) <= DEPTH:
         places = base_paths(path.parent, ref.session)
         header = next((h for h in map(header_at, places) if h is not None), None)
+        found.append(header)
     return found
 
 

@@ -96,7 +96,7 @@ def test_a_packed_session_is_a_zstd_file_every_reader_reads_as_the_plain_one(
     store.close()
     store.home.close()
     found = TranscriptStore(Home.open(tmp_path / "home")).scan()
-    assert [(f.id, f.path, f.size) for f in found] == [(sid, target, UNREAD)]  # not opened
+    assert [(f.id, f.path, f.size) for f in found] == [(sid, str(target), UNREAD)]  # not opened
 
 
 def test_a_file_changed_after_it_was_compressed_stays_plain(tmp_path: Path) -> None:
@@ -190,7 +190,7 @@ def test_both_forms_found_at_start_keep_the_plain_file(tmp_path: Path, which: st
     store.home.close()
     again = TranscriptStore(Home.open(tmp_path / "home"), on_form=forms)
     found = again.scan()
-    assert [(f.id, f.path, f.size) for f in found] == [(sid, plain, len(expected))]
+    assert [(f.id, f.path, f.size) for f in found] == [(sid, str(plain), len(expected))]
     assert again.settle() == [sid]
     assert files_of(plain.parent) == [plain.name] and plain.read_bytes() == expected
     assert [(s, op) for s, op, _slug, _d in forms.said] == [(sid, "session.decompressed")]

@@ -276,3 +276,24 @@ def test_a_secret_is_refused_before_anything_is_written(store: MemoryStore) -> N
         store.patch_block("global", "ci", {"description": token})
     assert not store.path("global", "ci").exists()
     assert store.count() == 0 and store.journal.entries() == []
+
+
+def test_recall_counts_are_read_back_from_the_journal_at_the_next_load(
+    store: MemoryStore, clock: FakeClock
+) -> None:
+    write(store, "port", "The API listens on 5433.")
+    write(store, "db", "The database is SQLite.")
+    for _ in range(3):
+        store.recall("global", "port")
+        clock.advance(seconds=60)
+    store.recall("global", "db")
+    # an entry that names the op in its text is not a recall
+    write(store, "ops", "A note that names memory.recall in its body.")
+    last = store.journal.of_op("memory.recall")[-2]["ts"]
+    store.load()
+    assert store.usage(store.block("global", "port")) == {
+        "recall_count": 3,
+        "last_recalled_at": last,
+    }
+    assert store.usage(store.block("global", "db"))["recall_count"] == 1
+    assert store.usage(store.block("global", "ops"))["recall_count"] == 0

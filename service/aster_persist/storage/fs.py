@@ -324,9 +324,9 @@ def fsync_dir(path: Path | str) -> None:
         os.close(fd)
 
 
-def listdir(path: Path | str) -> list[tuple[str, int]]:
-    """``(name, st_mode)`` of each entry of the folder ``path`` (links not followed);
-    empty when it is missing."""
+def entries(path: Path | str) -> list[tuple[str, os.stat_result]]:
+    """The name and status of each entry of the folder ``path``, by name (links not
+    followed); empty when it is missing."""
     try:
         fd = open_file(path, os.O_RDONLY | os.O_DIRECTORY)
     except (FileNotFoundError, NotADirectoryError):
@@ -338,25 +338,40 @@ def listdir(path: Path | str) -> list[tuple[str, int]]:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            out.append((name, st.st_mode))
-        return sorted(out)
+            out.append((name, st))
+        return sorted(out, key=lambda entry: entry[0])
     finally:
         os.close(fd)
+
+
+def listdir(path: Path | str) -> list[tuple[str, int]]:
+    """``(name, st_mode)`` of each entry of the folder ``path`` (links not followed);
+    empty when it is missing."""
+    return [(name, st.st_mode) for name, st in entries(path)]
 
 
 def names(path: Path | str, *, suffix: str = "", folders: bool = False) -> list[str]:
     """Names of the regular files (or with ``folders``, real folders) in ``path``; a
     link among them with that ending is reported (``refuse``) and left out, and so is
     a pipe, a socket or a device (``not_regular``)."""
+    return list(statuses(path, (suffix,), folders=folders))
+
+
+def statuses(
+    path: Path | str, suffixes: tuple[str, ...], *, folders: bool = False
+) -> dict[str, os.stat_result]:
+    """``names`` of any of the endings ``suffixes``, each with its status as listed (one
+    reading of the folder, however many files it holds)."""
     want = stat.S_ISDIR if folders else stat.S_ISREG
-    out = []
-    for name, mode in listdir(path):
-        if not name.endswith(suffix):
+    out = {}
+    for name, st in entries(path):
+        if not name.endswith(suffixes):
             continue
+        mode = st.st_mode
         if stat.S_ISLNK(mode) and confined(path):
             refuse(os.path.join(os.fspath(path), name))
         elif want(mode):
-            out.append(name)
+            out[name] = st
         elif not stat.S_ISDIR(mode) and not stat.S_ISREG(mode) and confined(path):
             not_regular(os.path.join(os.fspath(path), name))  # said, and left out
     return out

@@ -13,9 +13,8 @@ from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
@@ -28,13 +27,12 @@ from ..text import Doc, docs_at
 log = logging.getLogger("aster_persist")
 
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """A live transcript file found on disk."""
 
     id: str
     slug: str
-    path: Path
+    path: Path | str
     size: int
     mtime_ns: int
 
@@ -47,11 +45,11 @@ def sized(entry: FileEntry, row: tuple[Any, ...]) -> FileEntry:
     if entry.size != UNREAD:
         return entry
     if row[:1] == (entry.slug,) and row[2:3] == (entry.mtime_ns,):
-        return replace(entry, size=int(row[1]))
+        return entry._replace(size=int(row[1]))
     try:
-        return replace(entry, size=content_size_or_own(entry.path))
+        return entry._replace(size=content_size_or_own(entry.path))
     except (OSError, UnsafePath):
-        return replace(entry, size=0)
+        return entry._replace(size=0)
 
 
 def summarize_file(
@@ -71,7 +69,7 @@ def summarize_file(
     info.whole = not info.offset
     if info.offset:
         info.absorb(parsed.lines, parsed.bad)
-    elif absorb_shown(info, parsed, entry.path.parent):  # a copy's counts what it refers to
+    elif absorb_shown(info, parsed, Path(entry.path).parent):  # a copy's counts what it refers to
         info.state = "damaged"
     info.offset = parsed.good_end
     info.lines += parsed.line_count

@@ -67,8 +67,8 @@ class MemoryStore:
     def load(self) -> None:
         """Read every block's frontmatter once, and recall counts from the journal."""
         self._index.clear()
-        for entry in self.journal.entries():
-            if entry.get("op") == "memory.recall" and entry.get("name"):
+        for entry in self.journal.of_op("memory.recall"):
+            if entry.get("name"):
                 self._index.recalled(str(entry["scope"]), str(entry["name"]), entry.get("ts") or "")
         for scope, name, archived, data in self._files.blocks_on_disk():
             self._index.put(block_of(scope, name, archived, data))

@@ -5,6 +5,7 @@ lately written whole (so the watcher knows them as the daemon's own).
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
@@ -21,11 +22,12 @@ UNREAD = -1  # the content size of a compressed transcript, not read yet
 class Found(NamedTuple):
     """A live transcript found on disk: ``size`` is of its content, or ``UNREAD`` for a
     compressed one (what it holds is read from its frame only when the index needs it:
-    a start never opens every compressed file), ``mtime_ns`` of the file."""
+    a start never opens every compressed file), ``mtime_ns`` of the file. ``path`` is
+    a string: a hundred thousand ``Path`` objects would cost a start half a second."""
 
     id: str
     slug: str
-    path: Path
+    path: str
     size: int
     mtime_ns: int
 
@@ -60,15 +62,14 @@ class Places:
             if slug.startswith("."):
                 continue
             folder = root / slug
-            plain, compressed = _session_names(folder)
-            for sid in sorted(plain | compressed):
+            named = os.fspath(folder)
+            plain, compressed = _session_files(folder)  # with each one's status, as listed
+            for sid in sorted(plain.keys() | compressed.keys()):
                 is_packed = sid not in plain
                 if not is_packed and sid in compressed:
                     self.doubled.append((sid, slug))
-                path = folder / f"{sid}.jsonl{PACKED if is_packed else ''}"
-                stat = fs.lstat(path)
-                if stat is None:
-                    continue
+                path = f"{named}/{sid}.jsonl{PACKED if is_packed else ''}"
+                stat = compressed[sid] if is_packed else plain[sid]
                 size = UNREAD if is_packed else stat.st_size
                 found.append(Found(sid, slug, path, size, stat.st_mtime_ns))
                 self.locations[sid] = Location(slug, packed=is_packed)
@@ -122,8 +123,19 @@ class Places:
 def _session_names(folder: Path) -> tuple[set[str], set[str]]:
     """The ids of a folder's session files (regular files only): plain (``<ULID>.jsonl``)
     and compressed (``<ULID>.jsonl.zst``)."""
-    plain = {n[:-6] for n in fs.names(folder, suffix=".jsonl") if len(n) == 32}
+    plain, compressed = _session_files(folder)
+    return set(plain), set(compressed)
+
+
+def _session_files(
+    folder: Path,
+) -> tuple[dict[str, os.stat_result], dict[str, os.stat_result]]:
+    """``_session_names``, each with the status its file was listed with (one reading
+    of the folder)."""
+    packed = ".jsonl" + PACKED
+    found = fs.statuses(folder, (".jsonl", packed))
+    plain = {n[:-6]: st for n, st in found.items() if n.endswith(".jsonl") and len(n) == 32}
     compressed = {
-        n[: -6 - len(PACKED)] for n in fs.names(folder, suffix=".jsonl" + PACKED) if len(n) == 36
+        n[: -len(packed)]: st for n, st in found.items() if n.endswith(packed) and len(n) == 36
     }
     return plain, compressed

@@ -3,9 +3,12 @@
 One JSON record per line, each ``{timestamp, type, payload}``: ``session_meta``,
 ``turn_context``, ``response_item`` and ``event_msg``. The reader guarantees:
 
-- ``session_meta`` is the header: its time (else the first event's), its working
-  folder, and its ``id``, ``cli_version``, ``originator`` and ``model_provider`` under
-  the session's source; the model is the first ``turn_context``'s;
+- the first ``session_meta`` is the header: its time (else the first event's), its
+  working folder, and its ``id``, ``cli_version``, ``originator`` and
+  ``model_provider`` under the session's source (``forked_from_id`` as
+  ``forked_from``); the model is the first ``turn_context``'s. A later one is a forked
+  rollout's copy of its parent's (a fork replays its parent's records after its own
+  header), carried like any other record;
 - ``message`` items become messages (a role this store does not know becomes
   ``system``, the original kept as ``x_role``);
 - ``function_call`` / ``custom_tool_call`` items and their outputs become assistant
@@ -62,7 +65,12 @@ class Reader:
         ts = timestamp(record.get("timestamp"))
         item = payload.get("type")
         if kind == "session_meta":
-            self.meta = payload
+            if not self.meta:
+                self.meta = payload  # the rollout's own: the first
+                return
+            # a fork's (or a sub-agent's) rollout replays its parent's, header and all:
+            # a later header is the parent's, carried like any record, never the identity
+            out.keep(record)
             return
         if kind == "turn_context":
             self.turn_model = payload.get("model") or self.turn_model
@@ -114,6 +122,7 @@ class Reader:
     def conversation(self) -> tuple[Conversation, str | None]:
         """What the records said of the whole (no events), and the source's own id."""
         meta = self.meta
+        forked = meta.get("forked_from_id")
         git = meta.get("git")
         branch = git.get("branch") if isinstance(git, dict) else None
         conversation = Conversation(
@@ -129,6 +138,8 @@ class Reader:
                     for k in ("id", "cli_version", "originator", "model_provider")
                     if k in meta
                 },
+                # the rollout this one was forked from, which its start replays
+                **({"forked_from": forked} if isinstance(forked, str) and forked else {}),
                 **({"git_branch": branch} if isinstance(branch, str) and branch else {}),
             },
         )

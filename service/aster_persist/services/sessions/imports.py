@@ -235,8 +235,12 @@ class Importer:
         # one at a time: of a copy and its original imported together, the later one
         # refers to the earlier (the files are still read side by side)
         first = None if here else scanned.first_record
-        async with self._sharing if first is not None else contextlib.nullcontext():
-            if first is not None:
+        parent = None if here else self._forked_from(format, conversation)
+        sharing = first is not None or parent is not None
+        async with self._sharing if sharing else contextlib.nullcontext():
+            if parent is not None:  # a fork its source names (a Codex fork's header)
+                conversation.source["fork_of"] = parent
+            elif first is not None:
                 # a source that begins with another's first record (Claude Code writes a resumed
                 # session to a new file that begins with the old one's records) forks it
                 fork_of = await asyncio.wrap_future(
@@ -245,7 +249,7 @@ class Importer:
                 if fork_of is not None:
                     conversation.source["fork_of"] = fork_of
             pending = importers.lines.batches(form, handle, limit, scanned, modified_at)
-            if first is not None:
+            if sharing:
                 # what a stored session holds already is referred to, not copied
                 shared = await shared_start(self._parts, first, conversation, repo_root)
                 if shared is not None:
@@ -335,6 +339,15 @@ class Importer:
             conversation.session_id = self._parts.journal.sources.get(conversation.fingerprint)
         conversation.session_id = conversation.id()
         return conversation.session_id, conversation.session_id in self._parts.store.locations
+
+    def _forked_from(self, format: str, conversation: importers.Conversation) -> str | None:
+        """The stored session a new conversation's source says it was forked from (a
+        Codex rollout's ``forked_from_id``: the parent it replays), if it is stored."""
+        forked = conversation.source.get("forked_from")
+        if self._parts.journal is None or not isinstance(forked, str):
+            return None
+        parent = self._parts.journal.sources.get(f"{format}:source:{forked}")
+        return parent if parent in self._parts.store.locations else None
 
     def _last_seq(self, sid: str) -> int | None:
         """The last seq of a session open for appends (writer thread); None if it is not."""

@@ -40,8 +40,13 @@ class SharedStart:
         base: str,
         stored: Iterator[dict[str, Any]],
         renamed: tuple[str, tuple[str, ...]] | None = None,
+        replayed: bool = False,
     ) -> None:
         self.base = base
+        # a replay (a Codex fork writes its parent's records again, at the time of the
+        # fork, after its own header): times, and the parent's header, left out of the
+        # comparison; the stored events, with the times they were said, are shown
+        self._replayed = replayed
         self._stored = stored  # read as the batches go by, never all of it at once
         self._next: dict[str, Any] | None = None  # the stored event compared next
         # the new source's own session id, and those the stored events may name instead
@@ -66,7 +71,9 @@ class SharedStart:
             while n < len(batch.events):
                 if self._next is None:
                     self._next = next(self._stored, None)
-                if self._next is None or not _same(batch.events[n], self._next, self._renamed):
+                if self._next is None or not _same(
+                    batch.events[n], self._next, self._renamed, self._replayed
+                ):
                     break
                 self._next = None
                 n += 1
@@ -83,14 +90,20 @@ class SharedStart:
 
 
 def _same(
-    event: dict[str, Any], stored: dict[str, Any], renamed: tuple[str, tuple[str, ...]] | None
+    event: dict[str, Any],
+    stored: dict[str, Any],
+    renamed: tuple[str, tuple[str, ...]] | None,
+    replayed: bool = False,
 ) -> bool:
     """Whether ``event`` is ``stored`` but for where each is kept; with ``renamed`` (the
     new source's session id and those the stored events may name), also where the one
-    names its source and the other one of those (a resumed session's copies of the old records name the new
-    session: in the records kept, in a sub-agent's link)."""
+    names its source and the other one of those (a resumed session's copies of the old
+    records name the new session: in the records kept, in a sub-agent's link); with
+    ``replayed``, also but for when each was written (``_untimed``)."""
     mine = {k: v for k, v in event.items() if k not in WHERE_KEPT}
     theirs = {k: v for k, v in stored.items() if k not in WHERE_KEPT}
+    if replayed:
+        mine, theirs = _untimed(mine), _untimed(theirs)
     if mine == theirs:
         return True
     if renamed is None or mine.keys() != theirs.keys():
@@ -101,18 +114,44 @@ def _same(
     return any(said.replace(new.encode(), old.encode()) == stored_said for old in olds)
 
 
+def _untimed(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as a replay of it says it: without its time, and the records it keeps
+    without theirs and without a source's header (a replay carries its parent's)."""
+    out = {k: v for k, v in event.items() if k != "ts"}
+    kept = out.get("x_source")
+    if isinstance(kept, dict) and isinstance(kept.get("records"), list):
+        records = [
+            {k: v for k, v in r.items() if k != "timestamp"} if isinstance(r, dict) else r
+            for r in kept["records"]
+            if not (isinstance(r, dict) and r.get("type") == "session_meta")
+        ]
+        out["x_source"] = {**kept, "records": records}
+        if not records:
+            del out["x_source"]["records"]
+            if not out["x_source"]:
+                del out["x_source"]
+    return out
+
+
 async def shared_start(
-    parts: Parts, first_record: str, conversation: Conversation, repo_root: str | None
+    parts: Parts, first_record: str | None, conversation: Conversation, repo_root: str | None
 ) -> SharedStart | None:
-    """What a new session (whose first event came from ``first_record``) may share with
-    a stored one: the session it forks, else one that began the same (a resumed session
-    stored before the one it resumes holds all that one says), the one with the most
-    events first; the first of them of its project. Its events are read as the import
-    compares them, a line at a time. None when there is none."""
+    """What a new session (whose first event came from ``first_record``, when its source
+    names its records) may share with a stored one: the session it forks, else one that
+    began the same (a resumed session stored before the one it resumes holds all that
+    one says), the one with the most events first; the first of them of its project.
+    A fork its source names (``forked_from``: a replay of its parent) is compared as a
+    replay. Its events are read as the import compares them, a line at a time. None
+    when there is none."""
     fork_of = conversation.source.get("fork_of")
-    began = await asyncio.wrap_future(parts.catalog.begun_with(first_record))
+    began = (
+        await asyncio.wrap_future(parts.catalog.begun_with(first_record))
+        if first_record is not None
+        else []
+    )
     root = repo_root or conversation.source.get("repo_root") or conversation.cwd
     slug = project_slug(await asyncio.to_thread(normalize_repo_root, str(root)))
+    replayed = "forked_from" in conversation.source
     for base in dict.fromkeys([fork_of, *began] if isinstance(fork_of, str) else began):
         where = parts.store.locations.get(base)
         if where is None or where.trashed or where.slug != slug:
@@ -122,7 +161,7 @@ async def shared_start(
         if headers[0] is None:
             continue
         stored = (parts.blobs.inline([event])[0][0] for event in copies.shown_events(path))
-        return SharedStart(base, stored, _renamed(conversation, headers))
+        return SharedStart(base, stored, _renamed(conversation, headers), replayed)
     return None
 
 

@@ -5,7 +5,8 @@ import costs, and all of it holds the interpreter's lock: on its own thread it s
 core with the requests, the writer and the index. A file of ``SMALLEST`` to ``lines.KEEP``
 bytes is read once by the caller (the whole of it is kept anyway) and scanned on one of
 a few processes, started on the first such import and kept for the next (spawned, never
-forked from the threaded daemon); its checked events come back whole. A smaller file is
+forked from the threaded daemon, and ending with it: ``workers.started``); its checked
+events come back whole. A smaller file is
 read on a thread (a round trip to another process costs more than it saves), so is a
 larger one (read a batch at a time, never whole in memory), and so is every file where
 processes cannot be started, or once one dies.
@@ -22,6 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import BinaryIO
 
+from .. import workers
 from ..secrets.redact import PRESCANNED
 from . import lines
 from .reader import Format
@@ -86,7 +88,12 @@ class ScanPool:
             if self._pool is None and not self._broken:
                 try:
                     context = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(self._processes, mp_context=context)
+                    self._pool = ProcessPoolExecutor(
+                        self._processes,
+                        mp_context=context,
+                        initializer=workers.started,
+                        initargs=(os.getpid(),),
+                    )
                 except (OSError, ImportError, NotImplementedError) as exc:
                     self._give_up(exc)
             return self._pool

@@ -16,6 +16,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ... import workers
 from ...errors import StorageFailed, UnsafePath
 from ...storage.jsonl import parse, read_bytes
 from ...storage.packed import content_size_or_own
@@ -100,10 +101,10 @@ def _read(entry: FileEntry, previous: SessionInfo | None) -> Read:
         return f"{type(exc).__name__}: {exc}"
 
 
-def _behind() -> None:
+def _behind(parent: int) -> None:
     """A reading process gives way to the daemon (requests, and the catalog writing what
-    it read): it runs at a lower priority."""
-    os.nice(10)
+    it read): it runs at a lower priority, and ends with the daemon (``parent``)."""
+    workers.started(parent, nice=10)
 
 
 def _read_chunk(jobs: list[tuple[FileEntry, SessionInfo | None]]) -> list[Any]:
@@ -126,7 +127,7 @@ def read_files(
     secrets on other processes (one per processor, a few at most) while the caller
     writes what they gave: a rebuild is bound by that work, not by the database."""
     size = sum(e.size - (p.offset if p is not None else 0) for e, p in jobs)
-    workers = min(os.cpu_count() or 1, _POOL_MAX)
+    processes = min(os.cpu_count() or 1, _POOL_MAX)
     if size <= (POOL_BYTES if pool_bytes is None else pool_bytes) or len(jobs) <= _POOL_CHUNK:
         yield from (_read(entry, previous) for entry, previous in jobs)
         return
@@ -134,11 +135,13 @@ def read_files(
     chunks = [jobs[i : i + _POOL_CHUNK] for i in range(0, len(jobs), _POOL_CHUNK)]
     done = 0  # chunks handed on
     try:
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_behind) as pool:
+        with ProcessPoolExecutor(
+            processes, mp_context=context, initializer=_behind, initargs=(os.getpid(),)
+        ) as pool:
             pending: deque[Future[list[Any]]] = deque()
             for chunk in chunks:
                 pending.append(pool.submit(_read_chunk, chunk))
-                if len(pending) >= 4 * workers:  # a few ahead, never the whole home in memory
+                if len(pending) >= 4 * processes:  # a few ahead, never the whole home in memory
                     found = pending.popleft().result()
                     done += 1
                     yield from _from_chunk(found)

@@ -126,7 +126,11 @@ def create_app(
         home = Home.open(settings.home, fallback=settings.fallback)
     try:
         home.check_layout()
-    except HomeUnavailable:
+        if settings.semantic:  # the model read (once a process) before anything starts
+            from .index import encoder
+
+            encoder.load(settings.semantic_model)
+    except (HomeUnavailable, ValueError):
         home.close()
         raise
     token = load_token(home, enabled=settings.auth_enabled, given=settings.token)
@@ -299,11 +303,15 @@ def build_sessions(
     """The sessions service and its parts: the catalog worker (its own thread), the
     transcript store that tells it of every change, the committer that is the store's
     single writer thread, and the blob store."""
-    vectors = None
+    vectors = reranker = None
     if settings.semantic:  # numpy and the model come with the extra, checked at start
-        from .index.semantic import Embedder, Vectors
+        from .index import encoder
+        from .index.rerank import Reranker
+        from .index.semantic import Vectors
 
-        vectors = Vectors(Embedder(), settings.semantic_weight)
+        model = encoder.load(settings.semantic_model)
+        vectors = Vectors(model, settings.semantic_weight)
+        reranker = Reranker(model) if settings.rerank else None
 
     def locate(slug: str, session_id: str) -> Path:
         return store.path_of(slug, session_id)  # in the form it is in now
@@ -312,7 +320,9 @@ def build_sessions(
         if journal is not None:
             journal.record(op, scope=f"project:{slug}", session=session_id, detail=detail)
 
-    catalog = CatalogWorker(home.index, locate, memory_doc=memory_doc, vectors=vectors)
+    catalog = CatalogWorker(
+        home.index, locate, memory_doc=memory_doc, vectors=vectors, reranker=reranker
+    )
     store = TranscriptStore(
         home,
         durability=settings.durability,

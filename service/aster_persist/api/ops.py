@@ -65,6 +65,8 @@ async def info(request: Request, space: bool = False) -> Response:
         semantic |= await sessions.in_catalog(
             lambda c: {
                 "weight": settings.semantic_weight,
+                "model": c.vectors.embedder.identity if c.vectors else None,
+                "rerank": c.reranker is not None,
                 "vectors": c.vectors.size if c.vectors else 0,
                 "pending": c.vectors.pending(c.db) if c.vectors else 0,
                 # in the graph that searches them at scale (0: none yet, or not needed)

@@ -49,6 +49,7 @@ async def search(
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,
     group: Literal["session"] | None = None,
+    rerank: bool = True,
 ) -> Response:
     """Full-text search. Transcript hits (`kind=messages`, the default) carry their
     session, seq, role, a snippet with the `highlights` as `[start, end)` character
@@ -63,10 +64,14 @@ async def search(
     among the query's best hits, each with those turns as its evidence (transcripts
     only; one page). With search by meaning on (`ASTER_SEMANTIC`), a query of plain
     words is ranked by BM25 and by meaning fused, `score` being the fused score, and the
-    rest BM25 finds follows with `score` 0."""
+    rest BM25 finds follows with `score` 0; the best 30 of them are then weighed again,
+    word by word against the query (`ASTER_RERANK`, on by default with search by
+    meaning), and come in that order, with their fused scores; `rerank=false` leaves
+    them in the fused order (about 0.1 s sooner)."""
     sessions = running(request).sessions
     memory: Memory = running(request).memory
     query = parse_query(q)
+    query.rerank = rerank
     query.kinds += [k for k in kinds or [] if k not in query.kinds]
     query.roles += [r for r in role or [] if r not in query.roles]
     query.repo = query.repo or repo_root

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import Invalid
-from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor
+from ..schemas.cursors import BadCursor, ranked_cursor, read_ranked_cursor, reranked_cursor
 from ..secrets.redact import redact_text
 from . import ranking
 from .fusion import MEMORY_RRF_K, POOL, fuse, fused_page
@@ -28,6 +28,7 @@ from .sqlite import sqlite3
 from .text import RETRACTED, Doc, Query
 
 if TYPE_CHECKING:  # numpy and the model come with the semantic extra
+    from .rerank import Reranker
     from .semantic import Vectors
 
 SCHEMA = """
@@ -145,7 +146,7 @@ def marked(text: str) -> tuple[str, list[list[int]]]:
     return "".join(out), spans
 
 
-def _decode(cursor: str | None) -> tuple[float, int] | None:
+def _decode(cursor: str | None) -> tuple[float, int] | int | None:
     if cursor is None:
         return None
     try:
@@ -162,19 +163,35 @@ def search_docs(
     cursor: str | None,
     texts: Texts,
     vectors: Vectors | None = None,
+    reranker: Reranker | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Transcript hits, best first: session, seq, kind, role, snippet, score. With
     ``vectors`` (semantic search on) a query of plain words ranks by BM25 and by meaning,
-    fused (index/fusion.py), and its pages go on through the rest BM25 finds."""
+    fused (index/fusion.py), and its pages go on through the rest BM25 finds; with a
+    ``reranker`` too, and the query asking for it, the best of those are weighed again
+    (index/rerank.py) and pages go through them in their new order, then the rest."""
     after = _decode(cursor)
     fused = vectors is not None and query.words is not None and query.match is not None
-    if fused:
-        assert vectors is not None
-        ranked = fused_page(db, query, vectors, limit + 1, after)
+
+    def page(count: int, after: tuple[float, int] | None) -> list[tuple[int, float]]:
+        if fused:
+            assert vectors is not None
+            return fused_page(db, query, vectors, count, after)
+        return ranking.ranked(db, query, count, after)
+
+    if fused and query.rerank and reranker is not None and not isinstance(after, tuple):
+        assert query.sentence is not None
+        ranked, next_cursor = _reranked(page, query.sentence, reranker, texts, limit, after or 0)
+    elif isinstance(after, int):  # a place among reranked hits, with none reranked here
+        ranked = page(after + limit + 1, None)[after:]
+        more = len(ranked) > limit
+        ranked = ranked[:limit]
+        next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None
     else:
-        ranked = ranking.ranked(db, query, limit + 1, after)
-    more = len(ranked) > limit
-    ranked = ranked[:limit]
+        ranked = page(limit + 1, after)
+        more = len(ranked) > limit
+        ranked = ranked[:limit]
+        next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None
     marks = ", ".join("?" * len(ranked))
     details = {
         row[0]: row
@@ -207,8 +224,36 @@ def search_docs(
                 else round(-rank_value, 6),
             }
         )
-    next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None
     return hits, next_cursor
+
+
+def _reranked(
+    page: Callable[[int, tuple[float, int] | None], list[tuple[int, float]]],
+    words: str,
+    reranker: Reranker,
+    texts: Texts,
+    limit: int,
+    start: int,
+) -> tuple[list[tuple[int, float]], str | None]:
+    """The page from the ``start``-th of the reranked hits: the first ``depth`` of the
+    order weighed again, then those after them in their order; and the next cursor."""
+    window = page(reranker.depth, None)
+    found = texts([rowid for rowid, _ in window])
+    order = reranker.order(words, [(rowid, found.get(rowid, "")) for rowid, _ in window])
+    # the scores stay the window's, best first: each hit takes the score of its place
+    ordered = list(zip(order, sorted(rank for _, rank in window), strict=True))
+    ranked = ordered[start : start + limit + 1]
+    if len(ranked) <= limit and len(window) == reranker.depth:  # on through the rest
+        ranked += page(limit + 1 - len(ranked), (window[-1][1], window[-1][0]))
+    more = len(ranked) > limit
+    ranked = ranked[:limit]
+    if not more or not ranked:
+        return ranked, None
+    end = start + len(ranked)
+    if end < len(ordered):
+        return ranked, reranked_cursor(end)
+    last = ranked[-1] if end > len(ordered) else window[-1]  # after the window, or its end
+    return ranked, ranked_cursor(last[1], last[0])
 
 
 def _snippets(
@@ -314,11 +359,14 @@ def search_sessions(
     pool: int = POOL,
     texts: Texts,
     vectors: Vectors | None = None,
+    reranker: Reranker | None = None,
 ) -> list[dict[str, Any]]:
     """Sessions ranked by their turns' hits ("which session was that"): the best ``pool``
     hits grouped by session, each session scored by the sum of its best ``evidence``
     hits' scores, with those hits as its evidence, best first."""
-    hits, _next = search_docs(db, query, limit=pool, cursor=None, texts=texts, vectors=vectors)
+    hits, _next = search_docs(
+        db, query, limit=pool, cursor=None, texts=texts, vectors=vectors, reranker=reranker
+    )
     groups: dict[str, dict[str, Any]] = {}
     for hit in hits:  # best first, so each session's first hits are its best
         group = groups.setdefault(
@@ -350,6 +398,7 @@ def search_memory(
     k: int,
     vectors: Vectors | None = None,
     steepness: int = MEMORY_RRF_K,
+    reranker: Reranker | None = None,
 ) -> list[dict[str, Any]]:
     """Memory ranked by relevance, raised by recency: ``relevance * (1 + 0.5 * recency)``;
     of ``scopes``, or of every scope when None. Relevance is BM25's, or with ``vectors``
@@ -376,7 +425,7 @@ def search_memory(
     )
     found = {(row[0], row[1]): row for row in rows}
     relevance = {key: row[8] for key, row in found.items()}
-    if vectors is not None and query.words is not None:
+    if vectors is not None and query.sentence is not None:
         every = db.execute(
             f"SELECT {columns}, 0, substr(t.body, 1, 200), "
             f"t.name || ' ' || t.description || ' ' || t.tags || ' ' || substr(t.body, 1, 2000) "
@@ -385,7 +434,7 @@ def search_memory(
             where_args,
         ).fetchall()
         nearest = vectors.memory_order(
-            query.words,
+            query.sentence,
             [((row[0], row[1]), row[3], row[10]) for row in every],
             lambda: {(s, n) for s, n in db.execute("SELECT scope, name FROM memory_docs")},
         )[:POOL]
@@ -393,6 +442,10 @@ def search_memory(
             found.setdefault((row[0], row[1]), row[:10])
         rankings = [(1 - vectors.weight, list(relevance)), (vectors.weight, nearest)]
         relevance = dict(fuse(rankings, k=steepness))
+        if reranker is not None and query.rerank:  # the best weighed again: the same
+            texts = {(row[0], row[1]): row[10] for row in every}  # scores, a new order
+            order = reranker.order(query.sentence, [(key, texts[key]) for key in relevance])
+            relevance = dict(zip(order, relevance.values(), strict=True))
     hits = []
     for key, rel in relevance.items():
         scope, name, kind, etag, updated, importance, description, relations, _, snip = found[key]

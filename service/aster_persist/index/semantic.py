@@ -1,10 +1,8 @@
 """Optional semantic search: a small local embedding model ranks documents by meaning,
 and that ranking is fused with BM25's by weight (reciprocal rank fusion).
 
-The model is WordLlama's ``l2_supercat`` (256 dimensions: token embeddings averaged),
-whose weights and tokenizer ship inside the ``wordllama`` wheel that the ``semantic``
-extra installs; nothing is downloaded at run time (the package's own loader would ask
-Hugging Face for the tokenizer, so the files are read here). Vectors live in memory,
+The model is a sentence-embedding transformer run by ONNX Runtime (``encoder.py``),
+read from files on disk; nothing is downloaded at run time. Vectors live in memory,
 owned by the catalog thread like the database they are derived from: built in the
 background from the transcript documents (by their never-reused number) and kept beside
 the catalog for the next start (``Vectors``); for memory, from each file's text, kept by
@@ -14,10 +12,9 @@ on.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,75 +25,17 @@ from ..errors import UnsafePath
 from ..storage import fs
 from . import ann
 from .ann import Ann
+from .encoder import Encoder, SemanticUnavailable
 from .sqlite import sqlite3
+
+__all__ = ["MIN_SIMILARITY", "SemanticUnavailable", "Vectors"]
 
 log = logging.getLogger("aster_persist")
 
-EXTRA = "pip install '.[semantic]' in the checkout (see the README's Install)"
-MAX_CHARS = 2000  # of a document embedded: its start says what it is about
+MAX_CHARS = 2000  # of a document embedded (the model reads its first 256 tokens)
 # Cosine similarity below which a document is not taken as near in meaning: related texts
-# score 0.25 to 0.5 with this model, unrelated ones around 0 to 0.1.
+# score 0.3 and more with the default model, unrelated ones around 0 to 0.15.
 MIN_SIMILARITY = 0.2
-
-
-class SemanticUnavailable(RuntimeError):
-    """The setting asks for semantic search and this installation cannot give it."""
-
-
-class Embedder:
-    """Text to unit vectors: the mean of the text's token vectors, from the table and
-    tokenizer the ``semantic`` extra installs (read from its package, never imported)."""
-
-    def __init__(self) -> None:
-        try:
-            from safetensors import safe_open
-            from tokenizers import Tokenizer
-
-            spec = importlib.util.find_spec("wordllama")
-        except (ImportError, ValueError) as exc:
-            raise SemanticUnavailable(
-                f"semantic search needs the optional extra ({EXTRA}): {exc}"
-            ) from None
-        if spec is None or not spec.submodule_search_locations:
-            raise SemanticUnavailable(f"semantic search needs the optional extra ({EXTRA})")
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        weights = folder / "weights" / "l2_supercat_256.safetensors"
-        vocabulary = folder / "tokenizers" / "l2_supercat_tokenizer_config.json"
-        for needed in (weights, vocabulary):
-            if not needed.is_file():
-                raise SemanticUnavailable(
-                    f"the installed wordllama has no bundled {needed.name}; reinstall the extra "
-                    f"({EXTRA})"
-                )
-        with safe_open(str(weights), framework="np", device="cpu") as f:
-            self.table = np.ascontiguousarray(f.get_tensor("embedding.weight"), dtype=np.float32)
-        self.tokenizer = Tokenizer.from_file(str(vocabulary))
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
-        self.dim = int(self.table.shape[1])
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector a text (zeros for a text with no token the model knows)."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), 64):  # a few MB of token vectors at a time
-            out[start : start + 64] = self._embed(texts[start : start + 64])
-        return out
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        encoded = self.tokenizer.encode_batch(
-            [t[:MAX_CHARS] for t in texts], add_special_tokens=False
-        )
-        lengths = np.array([len(e.ids) for e in encoded], dtype=np.int64)
-        if not lengths.any():
-            return out
-        ids = np.concatenate([np.asarray(e.ids, dtype=np.int64) for e in encoded if e.ids])
-        np.clip(ids, 0, len(self.table) - 1, out=ids)
-        starts = np.concatenate(([0], np.cumsum(lengths[lengths > 0])[:-1]))
-        sums = np.add.reduceat(self.table[ids], starts, axis=0)  # the texts with tokens
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)  # the mean's direction is the sum's
-        out[lengths > 0] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
-        return out
 
 
 class Vectors:
@@ -109,13 +48,14 @@ class Vectors:
     of another catalog or format, or out of order, is started again; a record cut short
     is left out."""
 
-    def __init__(self, embedder: Embedder, weight: float) -> None:
+    def __init__(self, embedder: Encoder, weight: float) -> None:
         self.embedder = embedder
         self.weight = weight  # of the semantic ranking in the fusion; BM25's is 1 - weight
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, embedder.dim), dtype=np.float32)
         self.size = 0  # rows of the arrays in use (they grow by doubling)
         self.last = 0  # the highest document number embedded
+        self.epoch = 0  # changed each time they are started again (numbers mean others)
         self.memory: dict[tuple[str, str], tuple[str, np.ndarray]] = {}  # by ETag
         self.memory_checked = 0  # how many were kept when removed blocks were last let go
         self.path: Path | None = None  # where they are kept, once attached
@@ -133,7 +73,13 @@ class Vectors:
         self.path = path
         self.generation = str(generation)
         self.header = orjson.dumps(
-            {"format": 1, "generation": generation, "dim": self.embedder.dim, "dtype": "<f2"}
+            {
+                "format": 2,
+                "generation": generation,
+                "model": self.embedder.identity,
+                "dim": self.embedder.dim,
+                "dtype": "<f2",
+            }
         )
         self.header += b"\n"
         try:
@@ -153,6 +99,7 @@ class Vectors:
         if len(ids) and (np.any(np.diff(ids) <= 0) or ids[0] <= 0 or ids[-1] > newest):
             records = records[:0]  # not this catalog's numbers after all
         self.size = self.last = 0
+        self.epoch += 1
         self._append(records["rowid"].copy(), records["vector"].astype(np.float32))
         self.last = int(records["rowid"][-1]) if len(records) else 0
         if len(records) * self.record.itemsize != len(data) - len(self.header):
@@ -230,7 +177,7 @@ class Vectors:
         self,
         db: sqlite3.Connection,
         texts: Callable[[list[int]], dict[int, str]],
-        batch: int = 256,
+        batch: int = 32,
         *,
         compact: bool = True,
         link: bool = True,
@@ -238,6 +185,18 @@ class Vectors:
         """Embed the next ``batch`` documents in order (their ``texts`` read back from the
         transcripts); how many there were. With none left, drop the vectors of removed
         documents if ``compact``, then (if ``link``) add the next vectors to the graph."""
+        epoch, numbers, found = self.next_batch(db, texts, batch)
+        if not numbers:
+            if compact:
+                self._compact(db)
+            return self.link() if link else 0
+        return self.add(db, epoch, numbers, self.embedder.embed(found))
+
+    def next_batch(
+        self, db: sqlite3.Connection, texts: Callable[[list[int]], dict[int, str]], batch: int
+    ) -> tuple[int, list[int], list[str]]:
+        """The next ``batch`` documents to embed, in order, and their texts, with the
+        vectors' epoch (it changes when they are started again)."""
         self._check_numbers(db)
         numbers = [
             int(r)
@@ -246,26 +205,36 @@ class Vectors:
                 (self.last, batch),
             )
         ]
-        if not numbers:
-            if compact:
-                self._compact(db)
-            return self.link() if link else 0
-        found = texts(numbers)
-        rows = [(r, found.get(r, "")[:MAX_CHARS]) for r in numbers]
-        vectors = self.embedder.embed([text for _, text in rows])
-        rowids = np.array([r for r, _ in rows], dtype=np.int64)
+        found = texts(numbers) if numbers else {}
+        return self.epoch, numbers, [found.get(r, "")[:MAX_CHARS] for r in numbers]
+
+    def add(
+        self, db: sqlite3.Connection, epoch: int, numbers: list[int], vectors: np.ndarray
+    ) -> int:
+        """Take the ``vectors`` of the documents ``numbers`` (a batch ``next_batch`` gave
+        in ``epoch``, embedded meanwhile); those taken already, or numbered before the
+        vectors were started again, are let go. How many were taken."""
+        self._check_numbers(db)
+        if epoch != self.epoch:
+            return 0
+        rowids = np.array(numbers, dtype=np.int64)
+        wanted = rowids > self.last
+        rowids, vectors = rowids[wanted], vectors[wanted]
+        if not len(rowids):
+            return 0
         self._append(rowids, vectors)
-        if self.ann is not None and self.linked == self.size - len(rows):
+        if self.ann is not None and self.linked == self.size - len(rowids):
             self.ann.add(rowids, vectors)  # (a graph being built takes them in its turn)
             self.linked = self.size
-        self.last = int(rows[-1][0])
+        self.last = int(rowids[-1])
         self._keep(rowids, vectors)
-        return len(rows)
+        return len(rowids)
 
     def _check_numbers(self, db: sqlite3.Connection) -> None:
         """A catalog rebuilt from the files numbers its documents from 1 again."""
         if self._newest(db) < self.last:
             self.size, self.last = 0, 0
+            self.epoch += 1
             self.ann, self.linked = None, 0
             self._rewrite()
 

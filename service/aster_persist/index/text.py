@@ -204,9 +204,13 @@ class Query:
     # the words of a query of plain words only (no phrase, prefix or operator), stop words
     # left out as in ``match``: what semantic search compares meaning with
     words: str | None = None
+    # ... and those words as typed, stop words kept: what a model of sentences reads
+    sentence: str | None = None
     # with ``session``: the sessions whose leading events it refers to, each up to a seq
     # (a copy's shared start is indexed once, under the session that holds it)
     shared: list[tuple[str, int]] = field(default_factory=list)
+    # weigh the best hits again with the reranker, when there is one (ASTER_RERANK)
+    rerank: bool = True
 
 
 def _quote(words: list[str]) -> str:
@@ -266,11 +270,13 @@ def parse_query(text: str) -> Query:
                         stops.add(len(parts))
                 parts.append(term)
     plain = not any(part in _OPERATORS or part in "()" for part in parts)
+    typed = " ".join(plain_words.values())  # with its stop words, for the model to read
     if plain and stops and len(stops) < len(parts):
         parts = [part for n, part in enumerate(parts) if n not in stops]
         plain_words = {n: word for n, word in plain_words.items() if n not in stops}
     if parts and len(plain_words) == len(parts):
         query.words = " ".join(plain_words.values())
+        query.sentence = typed
     query.match = _combine(parts)
     return query
 

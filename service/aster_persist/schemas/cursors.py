@@ -7,7 +7,8 @@ refused (422 ``invalid``). The OpenAPI document shows these patterns, so a curso
 by the document is one the server takes.
 
 - a listing (sessions, memory blocks, projects): ``<time>~<key>``, newest first;
-- search hits: ``<rank>~<row>``, best first;
+- search hits: ``<rank>~<row>``, best first; or ``r<n>``, the ``n``-th of the hits a
+  reranker ordered (the first page's best, weighed again), and the rest after them;
 - a session's events: the last seq; the journal: the last entry id.
 """
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 import re
 
 LISTING = re.compile(r"^([0-9A-Za-z:.+_-]{0,64})~([0-9A-Za-z._-]{1,128})$")
-RANKED = re.compile(r"^(-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e[+-]?[0-9]{1,3})?)~([0-9]{1,18})$")
+RANKED = re.compile(
+    r"^(?:(-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e[+-]?[0-9]{1,3})?)~([0-9]{1,18})|r([0-9]{1,4}))$"
+)
 SEQ = re.compile(r"^[0-9]{1,18}$")
 
 
@@ -41,8 +44,16 @@ def ranked_cursor(rank: float, row: int) -> str:
     return f"{rank!r}~{row}"
 
 
-def read_ranked_cursor(cursor: str) -> tuple[float, int]:
+def reranked_cursor(place: int) -> str:
+    """The cursor after the ``place``-th hit of those a reranker ordered."""
+    return f"r{place}"
+
+
+def read_ranked_cursor(cursor: str) -> tuple[float, int] | int:
+    """A place in the ranked order, or in the reranked hits (a number)."""
     match = RANKED.match(cursor)
     if match is None:
         raise BadCursor(f"cursor must match {RANKED.pattern}")
+    if match[3] is not None:
+        return int(match[3])
     return float(match[1]), int(match[2])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -32,6 +33,7 @@ from .schema import COLUMNS, SCHEMA, SCHEMA_VERSION, SECRETS, UPSERT, info_of, r
 from .texts import texts_of
 
 if TYPE_CHECKING:  # the semantic extra's
+    from ..rerank import Reranker
     from ..semantic import Vectors
 
 log = logging.getLogger("aster_persist")
@@ -60,6 +62,7 @@ class Catalog:
         self.locate = locate  # a session's transcript, by its project and id
         self.db = self._open()
         self.vectors: Vectors | None = None  # semantic search's, when on
+        self.reranker: Reranker | None = None  # ... and its reranker
 
     def _open(self) -> sqlite3.Connection:
         for attempt in range(2):
@@ -106,16 +109,18 @@ class Catalog:
         self.db.execute("PRAGMA incremental_vacuum").fetchall()  # a row a page: step them all
         return free
 
-    def fresh_vectors(self, query: Query, budget: int = 256) -> Vectors | None:
+    def fresh_vectors(self, query: Query, budget: float = 0.1) -> Vectors | None:
         """Semantic search's vectors (None when it is off) with the documents waiting to
-        be embedded, up to ``budget`` of them, embedded now if ``query`` can use them;
-        the rest follow in the background."""
-        done = 0
-        while self.vectors is not None and query.words is not None and done < budget:
-            count = self.vectors.step(self.db, self.texts, compact=False, link=False)
-            if not count:
+        be embedded embedded now, a few at a time for at most ``budget`` seconds, if
+        ``query`` can use them; the rest follow in the background."""
+        deadline, took = time.monotonic() + budget, 0.0
+        while self.vectors is not None and query.words is not None:
+            started = time.monotonic()
+            if started + took > deadline:  # the next few would end past it
                 break
-            done += count
+            if not self.vectors.step(self.db, self.texts, 4, compact=False, link=False):
+                break
+            took = time.monotonic() - started
         return self.vectors
 
     def upsert(

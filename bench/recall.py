@@ -113,30 +113,15 @@ def load(raw: RawClient, records: list[dict[str, Any]]) -> dict[str, list[tuple[
 
 # What is compared: (name, the daemon's settings, the search's extra parameters). Every
 # configuration tried is kept here, so each run reports them all.
+SEMANTIC = {"ASTER_SEMANTIC": "true"}
+FUSED = {"rerank": "false"}
 MODES: list[tuple[str, dict[str, str], dict[str, str]]] = [
     ("words alone (BM25)", {}, {}),
-    (
-        "meaning alone (MiniLM)",
-        {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "1"},
-        {"rerank": "false"},
-    ),
-    ("meaning alone, reranked", {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "1"}, {}),
-    (
-        "fused, weight 0.3",
-        {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "0.3"},
-        {"rerank": "false"},
-    ),
-    (
-        "fused, weight 0.5",
-        {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "0.5"},
-        {"rerank": "false"},
-    ),
-    (
-        "fused, weight 0.7",
-        {"ASTER_SEMANTIC": "true", "ASTER_SEMANTIC_WEIGHT": "0.7"},
-        {"rerank": "false"},
-    ),
-    ("fused 0.5, reranked (ASTER_SEMANTIC=true)", {"ASTER_SEMANTIC": "true"}, {}),
+    ("meaning alone (MiniLM)", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "1"}, FUSED),
+    ("meaning alone, reranked", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "1"}, {}),
+    ("fused, weight 0.5", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "0.5"}, FUSED),
+    ("fused, weight 0.3 (rerank=false)", SEMANTIC, FUSED),
+    ("fused 0.3, reranked: ASTER_SEMANTIC=true", SEMANTIC, {}),
 ]
 BASELINE = MODES[0][0]
 

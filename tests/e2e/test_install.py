@@ -28,7 +28,7 @@ SCRIPT = str(Path(sys.executable).with_name("aster-persist"))
 def source_copy(into: Path) -> Path:
     """What an install reads (so a build never writes into the checkout)."""
     into.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "models.txt"):
         shutil.copy2(REPO / name, into / name)
     shutil.copytree(
         REPO / "service",
@@ -195,7 +195,8 @@ def test_every_install_line_of_the_readme_works_from_what_exists(tmp_path: Path)
         assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-4000:])
     imports = (
         "import aster_persist.integrations.openai_agents, aster_persist.integrations.langchain,"
-        " aster_persist.integrations.langgraph, wordllama, aster_persist;"
+        " aster_persist.integrations.langgraph, aster_persist;"
+        " from aster_persist.index import encoder; encoder.load();"  # the model, checked
         " print(aster_persist.__file__)"
     )
     done = subprocess.run(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,19 +103,59 @@ class Encoder:
         self.tokenizer.enable_truncation(
             max_length=min(TOKENS, int(config.get("max_position_embeddings", 512)))
         )
-        self.tokenizer.enable_padding(pad_id=int(config.get("pad_token_id", 0)))
+        self.tokenizer.no_padding()  # padded here, to each batch's longest
+        self.pad = int(config.get("pad_token_id", 0))
         self.dim = int(config["hidden_size"])
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.options = ort.SessionOptions()
+        self.options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
+        self.options.inter_op_num_threads = 1
+        self.options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # threads that wait spinning would take the cores from the other session's
+        self.options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(model, self.options, providers=["CPUExecutionProvider"])
+        self.graph: bytes | None = model  # until the quick session is made from it
+        self.quick: Any = None
+        self._making = threading.Lock()
 
-    def _run(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        encoded = self.tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encoded], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
+    def _quick(self) -> Any:
+        """A session of the model with its matrix products in 8-bit integers (per output
+        channel; about twice as fast here, token vectors within 0.006 of cosine of the
+        full model's), made the first time it is asked for. Used to rerank, never for
+        the vectors kept: those stay the full model's."""
+        with self._making:
+            if self.quick is None:
+                import onnx
+                import onnxruntime as ort
+                from onnxruntime.quantization import quantize_dynamic  # type: ignore[import-untyped]
+
+                assert self.graph is not None
+                with tempfile.TemporaryDirectory(prefix="aster-model-") as folder:
+                    made = Path(folder) / "quick.onnx"
+                    quantize_dynamic(
+                        onnx.load_from_string(self.graph),
+                        made,
+                        op_types_to_quantize=["MatMul"],
+                        per_channel=True,
+                    )
+                    self.quick = ort.InferenceSession(
+                        str(made), self.options, providers=["CPUExecutionProvider"]
+                    )
+                self.graph = None
+            return self.quick
+
+    def _run(
+        self, texts: Sequence[str], tokens: int = TOKENS, session: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The model's output for a batch of texts, each read up to ``tokens`` tokens (its
+        last one, [SEP], kept), and which of them are the texts' (the rest: padding)."""
+        rows = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        rows = [r if len(r) <= tokens else [*r[: tokens - 1], r[-1]] for r in rows]
+        ids = np.full((len(rows), max(map(len, rows))), self.pad, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for n, row in enumerate(rows):
+            ids[n, : len(row)], mask[n, : len(row)] = row, 1
+        run = (session or self.session).run
+        (hidden,) = run(None, {"input_ids": ids, "attention_mask": mask})
         return hidden, mask
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -135,13 +176,17 @@ class Encoder:
         pieces: list[str] = self.tokenizer.encode(text).tokens
         return pieces[1:-1]  # without [CLS] and [SEP]
 
-    def tokens(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Each text's token vectors, normalised (special tokens and padding left out)."""
+    def tokens(
+        self, texts: Sequence[str], tokens: int = TOKENS, *, quick: bool = False
+    ) -> list[np.ndarray]:
+        """Each text's token vectors, normalised (special tokens and padding left out),
+        of its first ``tokens`` tokens; by the 8-bit session if ``quick``."""
+        session = self._quick() if quick else None
         out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
         order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
         for start in range(0, len(order), BATCH):
             chosen = order[start : start + BATCH]
-            hidden, mask = self._run([texts[i] for i in chosen])
+            hidden, mask = self._run([texts[i] for i in chosen], tokens, session)
             for row, i in enumerate(chosen):
                 vectors = hidden[row, 1 : int(mask[row].sum()) - 1]  # without [CLS] and [SEP]
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -237,14 +237,13 @@ def _reranked(
 ) -> tuple[list[tuple[int, float]], str | None]:
     """The page from the ``start``-th of the reranked hits: the first ``depth`` of the
     order weighed again, then those after them in their order; and the next cursor."""
-    window = page(reranker.depth, None)
-    found = texts([rowid for rowid, _ in window])
-    order = reranker.order(words, [(rowid, found.get(rowid, "")) for rowid, _ in window])
+    found = page(max(reranker.depth, start + limit + 1), None)  # one pass of the order
+    window, beyond = found[: reranker.depth], found[reranker.depth :]
+    found_texts = texts([rowid for rowid, _ in window])
+    order = reranker.order(words, [(rowid, found_texts.get(rowid, "")) for rowid, _ in window])
     # the scores stay the window's, best first: each hit takes the score of its place
     ordered = list(zip(order, sorted(rank for _, rank in window), strict=True))
-    ranked = ordered[start : start + limit + 1]
-    if len(ranked) <= limit and len(window) == reranker.depth:  # on through the rest
-        ranked += page(limit + 1 - len(ranked), (window[-1][1], window[-1][0]))
+    ranked = [*ordered, *beyond][start : start + limit + 1]
     more = len(ranked) > limit
     ranked = ranked[:limit]
     if not more or not ranked:

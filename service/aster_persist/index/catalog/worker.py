@@ -58,6 +58,8 @@ class CatalogWorker:
         self.memory_doc = memory_doc  # what search indexes of a memory file
         self.catalog.vectors = vectors  # semantic search's, when on
         self.catalog.reranker = reranker
+        if reranker is not None:  # ready before the first question, off the catalog's thread
+            self._model.submit(reranker.warm)
         if vectors is not None:  # those kept from the last run, if they are this catalog's
             kept = self.executor.submit(vectors.attach, self.catalog.db, folder / VECTORS)
             log.info("semantic search: %d vectors kept from the last run", kept.result())

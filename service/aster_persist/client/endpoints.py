@@ -98,8 +98,10 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         cursor: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        rerank: bool | None = None,
     ) -> Call[SearchPage]:
-        """``GET /v1/search``: sessions (and memory with ``kind``), best first."""
+        """``GET /v1/search``: sessions (and memory with ``kind``), best first;
+        ``rerank=False`` keeps the fused order (search by meaning on)."""
         params = {
             "since": since,
             "until": until,
@@ -111,6 +113,7 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
             "session_id": session_id,
             "limit": limit,
             "cursor": cursor,
+            "rerank": None if rerank is None else str(rerank).lower(),
         }
         return Call("GET", "/v1/search", read_model(SearchPage), params=params)
 

@@ -44,7 +44,7 @@ def corpus(embedder: Encoder, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_graph_finds_what_the_exact_search_finds(embedder: Encoder, tmp_path: Path) -> None:
-    rowids, vectors = corpus(embedder, 3000)
+    rowids, vectors = corpus(embedder, 2000)
     graph = Ann(embedder.dim)
     graph.add(rowids, vectors)
     queries = embedder.embed(["the compiler crashed", "a puppy in the park", "friday deploy"])
@@ -53,13 +53,13 @@ def test_the_graph_finds_what_the_exact_search_finds(embedder: Encoder, tmp_path
         found, similarity = graph.search(query, 10)
         assert len(set(found) & set(exact)) >= 9
         assert np.all(np.diff(similarity) <= 1e-3)  # best first
-    stamp = {"generation": "g", "last": 3000, "size": 3000}
+    stamp = {"generation": "g", "last": 2000, "size": 2000}
     graph.save(tmp_path / "vectors.ann", stamp)
     again = Ann(embedder.dim)
     assert again.load(tmp_path / "vectors.ann", stamp)
     assert list(again.search(queries[0], 10)[0]) == list(graph.search(queries[0], 10)[0])
     other = Ann(embedder.dim)  # another catalog's, or vectors since: not taken up
-    assert not other.load(tmp_path / "vectors.ann", {**stamp, "last": 3001})
+    assert not other.load(tmp_path / "vectors.ann", {**stamp, "last": 2001})
     assert len(other) == 0
 
 

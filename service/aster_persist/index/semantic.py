@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,19 @@ class Vectors:
                 self._compact(db)
             return self.link() if link else 0
         return self.add(db, epoch, numbers, self.embedder.embed(found))
+
+    def catch_up(
+        self, db: sqlite3.Connection, texts: Callable[[list[int]], dict[int, str]], budget: float
+    ) -> None:
+        """Embed documents waiting, a few at a time, for at most ``budget`` seconds."""
+        deadline, took = time.monotonic() + budget, 0.0
+        while True:
+            started = time.monotonic()
+            if started + took > deadline:  # the next few would end past it
+                return
+            if not self.step(db, texts, 4, compact=False, link=False):
+                return
+            took = time.monotonic() - started
 
     def next_batch(
         self, db: sqlite3.Connection, texts: Callable[[list[int]], dict[int, str]], batch: int

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -110,17 +109,11 @@ class Catalog:
         return free
 
     def fresh_vectors(self, query: Query, budget: float = 0.1) -> Vectors | None:
-        """Semantic search's vectors (None when it is off) with the documents waiting to
-        be embedded embedded now, a few at a time for at most ``budget`` seconds, if
-        ``query`` can use them; the rest follow in the background."""
-        deadline, took = time.monotonic() + budget, 0.0
-        while self.vectors is not None and query.words is not None:
-            started = time.monotonic()
-            if started + took > deadline:  # the next few would end past it
-                break
-            if not self.vectors.step(self.db, self.texts, 4, compact=False, link=False):
-                break
-            took = time.monotonic() - started
+        """Semantic search's vectors (None when it is off), those waiting embedded for
+        at most ``budget`` seconds first if ``query`` can use them (the rest follow in
+        the background)."""
+        if self.vectors is not None and query.words is not None:
+            self.vectors.catch_up(self.db, self.texts, budget)
         return self.vectors
 
     def upsert(

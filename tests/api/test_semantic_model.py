@@ -206,3 +206,19 @@ def test_reranking_keeps_what_it_weighs_and_fuses_its_order() -> None:
     scores = reranker.scores("why did the production deploy fail", TURNS[:4])
     assert int(np.argmax(scores)) == 0  # the deploy that failed, word for word
     assert reranker.order("anything", ranked[:1]) == [0]
+
+
+def test_without_a_quick_session_reranking_uses_the_full_model(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import onnxruntime.quantization
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError("no temporary folder")
+
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", refuse)
+    model = Encoder()
+    quick = model.tokens(TURNS[:2], 64, quick=True)
+    full = model.tokens(TURNS[:2], 64)
+    assert all(np.array_equal(a, b) for a, b in zip(quick, full, strict=True))
+    assert "quick session cannot be made" in caplog.text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import tempfile
 import threading
@@ -32,6 +33,8 @@ UPSTREAM = {
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
 }
+log = logging.getLogger("aster_persist")
+
 TOKENS = 256  # of a text read: what the model was trained to read at most
 BATCH = 16  # texts run at once: similar lengths, little padding
 
@@ -129,17 +132,21 @@ class Encoder:
                 from onnxruntime.quantization import quantize_dynamic  # type: ignore[import-untyped]
 
                 assert self.graph is not None
-                with tempfile.TemporaryDirectory(prefix="aster-model-") as folder:
-                    made = Path(folder) / "quick.onnx"
-                    quantize_dynamic(
-                        onnx.load_from_string(self.graph),
-                        made,
-                        op_types_to_quantize=["MatMul"],
-                        per_channel=True,
-                    )
-                    self.quick = ort.InferenceSession(
-                        str(made), self.options, providers=["CPUExecutionProvider"]
-                    )
+                try:
+                    with tempfile.TemporaryDirectory(prefix="aster-model-") as folder:
+                        made = Path(folder) / "quick.onnx"
+                        quantize_dynamic(
+                            onnx.load_from_string(self.graph),
+                            made,
+                            op_types_to_quantize=["MatMul"],
+                            per_channel=True,
+                        )
+                        self.quick = ort.InferenceSession(
+                            str(made), self.options, providers=["CPUExecutionProvider"]
+                        )
+                except Exception as exc:  # no temporary folder, say: the full model
+                    log.warning("the model's quick session cannot be made (%s)", exc)
+                    self.quick = self.session
                 self.graph = None
             return self.quick
 

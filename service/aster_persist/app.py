@@ -129,7 +129,7 @@ def create_app(
         if settings.semantic:  # the model read (once a process) before anything starts
             from .index import encoder
 
-            encoder.load(settings.semantic_model)
+            encoder.load(settings.semantic_model, quick=settings.rerank)
     except (HomeUnavailable, ValueError):
         home.close()
         raise
@@ -309,7 +309,7 @@ def build_sessions(
         from .index.rerank import Reranker
         from .index.semantic import Vectors
 
-        model = encoder.load(settings.semantic_model)
+        model = encoder.load(settings.semantic_model, quick=settings.rerank)
         vectors = Vectors(model, settings.semantic_weight)
         reranker = Reranker(model) if settings.rerank else None
 

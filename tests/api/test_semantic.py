@@ -316,3 +316,6 @@ def test_every_cursor_is_a_place_in_the_fused_order(semantic: TestClient) -> Non
     bad = semantic.get("/v1/search", params={"q": "dog", "cursor": "dog~1"})
     assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
     assert bad.headers["content-type"].startswith("application/problem+json")
+    for cursor in ("r", "r12345", "r-1", "r1~2"):  # not a place among the reranked either
+        wrong = semantic.get("/v1/search", params={"q": "dog", "cursor": cursor})
+        assert wrong.status_code == 422 and "cursor" in wrong.json()["detail"], cursor

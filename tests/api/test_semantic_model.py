@@ -222,3 +222,14 @@ def test_without_a_quick_session_reranking_uses_the_full_model(
     full = model.tokens(TURNS[:2], 64)
     assert all(np.array_equal(a, b) for a, b in zip(quick, full, strict=True))
     assert "quick session cannot be made" in caplog.text
+
+
+def test_with_reranking_off_the_order_is_the_fused_one(home: Path, clock: FakeClock) -> None:
+    with make_client(home, clock, semantic=True) as c:
+        said(c, *(f"{t} Note {n}." for n in range(5) for t in TURNS))
+        embedded(c)
+        fused = pages(c, "why did the production deploy fail", 7, rerank="false")
+    with make_client(home, clock, semantic=True, rerank=False) as c:
+        assert c.get("/v1/info").json()["semantic"]["rerank"] is False
+        assert pages(c, "why did the production deploy fail", 7) == fused
+

@@ -18,7 +18,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,9 @@ class Encoder:
     """Texts to vectors with one model: a text's normalised mean (``embed``), or each of
     its tokens' normalised vectors (``tokens``, for reranking by late interaction)."""
 
-    def __init__(self, folder: Path | None = None, threads: int | None = None) -> None:
+    def __init__(
+        self, folder: Path | None = None, threads: int | None = None, *, quick: bool = True
+    ) -> None:
         try:
             import onnxruntime as ort  # type: ignore[import-untyped]
             from safetensors.numpy import load_file
@@ -116,7 +118,8 @@ class Encoder:
         # threads that wait spinning would take the cores from the other session's
         self.options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(model, self.options, providers=["CPUExecutionProvider"])
-        self.graph: bytes | None = model  # until the quick session is made from it
+        # kept until the quick session is made from it, if one will be
+        self.graph: bytes | None = model if quick else None
         self.quick: Any = None
         self._making = threading.Lock()
 
@@ -131,8 +134,9 @@ class Encoder:
                 import onnxruntime as ort
                 from onnxruntime.quantization import quantize_dynamic  # type: ignore[import-untyped]
 
-                assert self.graph is not None
                 try:
+                    if self.graph is None:
+                        raise RuntimeError("the model was loaded without one")
                     with tempfile.TemporaryDirectory(prefix="aster-model-") as folder:
                         made = Path(folder) / "quick.onnx"
                         quantize_dynamic(
@@ -165,12 +169,18 @@ class Encoder:
         (hidden,) = run(None, {"input_ids": ids, "attention_mask": mask})
         return hidden, mask
 
+    @staticmethod
+    def _batches(texts: Sequence[str]) -> Iterator[list[int]]:
+        """The places of the texts not empty, by length (little padding in a batch), a
+        batch at a time."""
+        order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
+        for start in range(0, len(order), BATCH):
+            yield [int(i) for i in order[start : start + BATCH]]
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One unit vector a text (zeros for an empty one), in the order given."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
-        for start in range(0, len(order), BATCH):  # by length: little padding in a batch
-            chosen = order[start : start + BATCH]
+        for chosen in self._batches(texts):
             hidden, mask = self._run([texts[i] for i in chosen])
             weights = mask[..., None].astype(np.float32)
             sums = (hidden * weights).sum(axis=1)
@@ -190,9 +200,7 @@ class Encoder:
         of its first ``tokens`` tokens; by the 8-bit session if ``quick``."""
         session = self._quick() if quick else None
         out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
-        order = [i for i in np.argsort([len(t) for t in texts], kind="stable") if texts[i].strip()]
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
+        for chosen in self._batches(texts):
             hidden, mask = self._run([texts[i] for i in chosen], tokens, session)
             for row, i in enumerate(chosen):
                 vectors = hidden[row, 1 : int(mask[row].sum()) - 1]  # without [CLS] and [SEP]
@@ -205,9 +213,10 @@ _loaded: dict[Path | None, Encoder] = {}
 _loading = threading.Lock()
 
 
-def load(folder: Path | None = None) -> Encoder:
-    """The model of ``folder`` (the default one when None), loaded once a process."""
+def load(folder: Path | None = None, *, quick: bool = True) -> Encoder:
+    """The model of ``folder`` (the default one when None), loaded once a process; with
+    a quick session to come if ``quick`` (reranking: its graph is kept till then)."""
     with _loading:
         if folder not in _loaded:
-            _loaded[folder] = Encoder(folder)
+            _loaded[folder] = Encoder(folder, quick=quick)
         return _loaded[folder]

@@ -76,8 +76,7 @@ class Reranker:
             return [k for k, _ in head] + rest
         scores = self.scores(question, [text for _, text in head])
         by_score = np.argsort(-scores, kind="stable")
-        fused = np.zeros(len(head))
-        fused += 1.0 / (K + 1 + np.arange(len(head)))
+        fused = 1.0 / (K + 1 + np.arange(len(head)))  # the order given, and the scores'
         fused[by_score] += 1.0 / (K + 1 + np.arange(len(head)))
         order = np.argsort(-fused, kind="stable")
         return [head[i][0] for i in order] + rest

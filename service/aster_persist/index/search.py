@@ -182,13 +182,9 @@ def search_docs(
     if fused and query.rerank and reranker is not None and not isinstance(after, tuple):
         assert query.sentence is not None
         ranked, next_cursor = _reranked(page, query.sentence, reranker, texts, limit, after or 0)
-    elif isinstance(after, int):  # a place among reranked hits, with none reranked here
-        ranked = page(after + limit + 1, None)[after:]
-        more = len(ranked) > limit
-        ranked = ranked[:limit]
-        next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None
-    else:
-        ranked = page(limit + 1, after)
+    else:  # (a place among reranked hits, with none reranked here: the order's n-th)
+        skip = after if isinstance(after, int) else 0
+        ranked = page(skip + limit + 1, None if isinstance(after, int) else after)[skip:]
         more = len(ranked) > limit
         ranked = ranked[:limit]
         next_cursor = ranked_cursor(ranked[-1][1], ranked[-1][0]) if more and ranked else None

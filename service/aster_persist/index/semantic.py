@@ -26,10 +26,8 @@ from ..errors import UnsafePath
 from ..storage import fs
 from . import ann
 from .ann import Ann
-from .encoder import Encoder, SemanticUnavailable
+from .encoder import Encoder
 from .sqlite import sqlite3
-
-__all__ = ["MIN_SIMILARITY", "SemanticUnavailable", "Vectors"]
 
 log = logging.getLogger("aster_persist")
 
@@ -188,10 +186,15 @@ class Vectors:
         documents if ``compact``, then (if ``link``) add the next vectors to the graph."""
         epoch, numbers, found = self.next_batch(db, texts, batch)
         if not numbers:
-            if compact:
-                self._compact(db)
-            return self.link() if link else 0
+            return self.settle(db, compact=compact, link=link)
         return self.add(db, epoch, numbers, self.embedder.embed(found))
+
+    def settle(self, db: sqlite3.Connection, *, compact: bool, link: bool = True) -> int:
+        """With every document embedded: drop the vectors of removed documents if
+        ``compact``, then (if ``link``) add the next vectors to the graph; how many."""
+        if compact:
+            self._compact(db)
+        return self.link() if link else 0
 
     def catch_up(
         self, db: sqlite3.Connection, texts: Callable[[list[int]], dict[int, str]], budget: float

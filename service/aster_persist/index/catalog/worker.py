@@ -235,7 +235,7 @@ class CatalogWorker:
                     lambda done: self._submit(self._take, epoch, numbers, done, compact)
                 )
                 return
-            again = bool(vectors.step(self.catalog.db, self.catalog.texts, compact=compact))
+            again = bool(vectors.settle(self.catalog.db, compact=compact))
         except Exception as exc:  # derived data: the next change tries again
             log.warning("embedding for semantic search failed (%s)", exc)
             again = False

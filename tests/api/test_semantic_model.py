@@ -233,3 +233,27 @@ def test_with_reranking_off_the_order_is_the_fused_one(home: Path, clock: FakeCl
         assert c.get("/v1/info").json()["semantic"]["rerank"] is False
         assert pages(c, "why did the production deploy fail", 7) == fused
 
+
+def test_the_runtime_writes_nothing_outside_the_home_and_sends_nothing(tmp_path: Path) -> None:
+    """ONNX Runtime keeps a device id and usage events under ~/.cache for Microsoft's
+    collector unless told not to; a fresh process embeds and reranks, and the user's
+    home it was given is left empty."""
+    import os
+    import subprocess
+    import sys
+
+    user = tmp_path / "user"
+    user.mkdir()
+    code = (
+        "from aster_persist.index.encoder import Encoder\n"
+        "m = Encoder()\n"
+        "m.embed(['a small dog'])\n"
+        "m.tokens(['a small dog'], 64, quick=True)\n"
+    )
+    env = {**os.environ, "HOME": str(user), "XDG_CACHE_HOME": str(user / ".cache")}
+    env.pop("ORT_DISABLE_TELEMETRY", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(user.rglob("*")) == []

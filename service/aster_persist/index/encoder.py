@@ -35,6 +35,11 @@ UPSTREAM = {
 }
 log = logging.getLogger("aster_persist")
 
+# ONNX Runtime's builds keep a device id and a queue of usage events under the user's
+# ~/.cache and would send them to Microsoft's collector: nothing of that, ever (it reads
+# this when it is first imported, which is below, from this module only).
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 TOKENS = 256  # of a text read: what the model was trained to read at most
 BATCH = 16  # texts run at once: similar lengths, little padding
 

@@ -230,7 +230,7 @@ def test_with_reranking_off_the_order_is_the_fused_one(home: Path, clock: FakeCl
         embedded(c)
         fused = pages(c, "why did the production deploy fail", 7, rerank="false")
     with make_client(home, clock, semantic=True, rerank=False) as c:
-        assert c.get("/v1/info").json()["semantic"]["rerank"] is False
+        assert embedded(c)["rerank"] is False
         assert pages(c, "why did the production deploy fail", 7) == fused
 
 

@@ -281,3 +281,22 @@ def test_aster_persist_mcp_answers_a_line_that_is_not_a_message(daemon: Daemon) 
     parse = next(r for r in replies if r.get("error", {}).get("code") == -32700)
     assert parse["error"]["message"].startswith("Parse error") and parse["jsonrpc"] == "2.0"
     assert by_id[1]["result"]["serverInfo"] and by_id[2]["result"] == {}
+
+
+async def test_an_agent_asking_what_it_said_finds_its_own_turns_first(daemon: Daemon) -> None:
+    """The agent is the asker of search_sessions: its "I" is the assistant's turns."""
+    same = "The cache key leaves out the lockfile hash."
+    sid = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": ROOT}).json()["id"]
+    turns = [
+        {"type": "message", "role": "user", "content": same},
+        {"type": "message", "role": "assistant", "content": same},
+    ]
+    httpx.post(f"{daemon.url}/v1/sessions/{sid}/events", json=turns).raise_for_status()
+    async with Client(f"{daemon.url}/mcp", mode="legacy") as mcp:
+        for question, roles in [
+            ("what did I find about the cache key lockfile", ["assistant", "user"]),
+            ("the cache key lockfile you told me about", ["user", "assistant"]),
+        ]:
+            result = await mcp.call_tool("search_sessions", {"query": question})
+            said(result)
+            assert [h["role"] for h in result.structured_content["items"]] == roles

@@ -15,6 +15,10 @@ from .text import Query
 NUMBER_OF = "(SELECT n FROM session_numbers WHERE id = {})"
 WITH_SESSIONS = "JOIN session_numbers k ON k.n = d.session JOIN sessions s ON s.id = k.id"
 DOC_RANK = "bm25(doc_text)"  # negative, lower is better (FTS5 floors each word's IDF above 0)
+# A turn of another speaker than the one a question asks for (index/speaker.py) counts
+# for this share of its BM25 score: kept, and below the asked-for speaker's as good.
+# Chosen on LongMemEval's even and odd questions alike (bench/, docs/BENCHMARKS.md).
+OTHER_SPEAKER = 0.35
 
 
 def fts(call: Any) -> Any:
@@ -73,13 +77,18 @@ def candidates(query: Query) -> tuple[str, list[Any]]:
     """SQL of the documents a query finds, as ``rowid, rank``: by BM25 for words, newest
     first for filters alone."""
     where, args = conditions(query)
-    if query.match is not None and not where[1:]:
+    if query.match is not None and not where[1:] and query.speaker is None:
         # Words alone: rank in the full-text table, then look up only the page's rows.
         sql = f"SELECT rowid, {DOC_RANK} AS rank FROM doc_text WHERE doc_text MATCH ?"
     elif query.match is not None:
+        rank = DOC_RANK
+        if query.speaker is not None:  # BM25 weighed by the speaker of each match
+            rank += f" * (CASE WHEN d.role = ? THEN 1.0 ELSE {OTHER_SPEAKER} END)"
+            args.insert(0, query.speaker)
+        sessions = WITH_SESSIONS if where[1:] else ""  # what the filters read
         sql = (
-            f"SELECT d.rowid AS rowid, {DOC_RANK} AS rank FROM doc_text "
-            f"JOIN docs d ON d.rowid = doc_text.rowid {WITH_SESSIONS} "
+            f"SELECT d.rowid AS rowid, {rank} AS rank FROM doc_text "
+            f"JOIN docs d ON d.rowid = doc_text.rowid {sessions} "
             "WHERE " + " AND ".join(where)
         )
     else:  # filters alone: newest first, and no full-text scan

@@ -34,6 +34,7 @@ from ..schemas.events import ROLES
 from ..schemas.rendering import content_text
 from ..schemas.search import DocKind
 from ..secrets.redact import redact_text, redactions
+from .speaker import Asker, sought
 from .stopwords import is_stop_word
 
 MAX_TEXT = 64 * 1024  # characters of one document that are indexed
@@ -211,6 +212,8 @@ class Query:
     shared: list[tuple[str, int]] = field(default_factory=list)
     # weigh the best hits again with the reranker, when there is one (ASTER_RERANK)
     rerank: bool = True
+    # the role whose turns the question asks for (index/speaker.py), weighed first
+    speaker: str | None = None
 
 
 def _quote(words: list[str]) -> str:
@@ -225,8 +228,9 @@ def _term(text: str, prefix: bool) -> str | None:
     return _quote(words) + ("*" if prefix else "")
 
 
-def parse_query(text: str) -> Query:
-    """Turn what a person typed into a ``Query``; raise Invalid saying what is wrong.
+def parse_query(text: str, asker: Asker = "user") -> Query:
+    """Turn what a person (or, as ``asker``, an agent) typed into a ``Query``; raise
+    Invalid saying what is wrong.
 
     Plain words are ORed and ranked by BM25; stop words among them ("the", "does") are
     dropped when the query has other words and no operator or parenthesis (a query of
@@ -277,6 +281,7 @@ def parse_query(text: str) -> Query:
     if parts and len(plain_words) == len(parts):
         query.words = " ".join(plain_words.values())
         query.sentence = typed
+        query.speaker = sought(typed, asker)
     query.match = _combine(parts)
     return query
 

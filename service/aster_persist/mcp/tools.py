@@ -312,7 +312,7 @@ def tools_of(front: Front) -> list[Tool]:
         query: str, repo_root: str | None, limit: int, ctx: Any
     ) -> CallToolResult:
         try:
-            parsed = parse_query(query)
+            parsed = parse_query(query, asker="assistant")  # an agent's "I" is its own turns
         except AsterError as exc:
             raise ToolError(f"{exc.detail}. Fix the query and search again.") from None
         parsed.repo = parsed.repo or repo_root

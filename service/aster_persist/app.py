@@ -26,6 +26,7 @@ from .api import learning as learning_api
 from .api import memory as memory_api
 from .api import ops, overview, page, problems, reading, sessions
 from .api import search as search_api
+from .api import team as team_api
 from .api.fastpath import FastPath
 from .api.front import AsterApp
 from .api.guard import Guard
@@ -52,6 +53,7 @@ from .storage.journal import Journal
 from .storage.memory import MemoryStore
 from .storage.token import load_token
 from .storage.transcripts import TranscriptStore
+from .team.service import Team
 
 log = logging.getLogger("aster_persist")
 
@@ -181,6 +183,15 @@ def create_app(
             if settings.watch
             else None
         )
+        team = Team(
+            store,
+            urls=settings.team_url,
+            credentials=settings.team_credentials,
+            machine=settings.machine,
+            projects=settings.team_projects,
+        )
+        store.listeners.append(team.appended)
+        team.start()
         following = Following(store, home.root, settings.follow)
         stop_following = asyncio.Event()
         follower = asyncio.get_running_loop().create_task(following.run(stop_following))
@@ -196,6 +207,7 @@ def create_app(
             learner=learner,
             following=following,
             watching=watching,
+            team=team,
         )
         try:
             yield
@@ -204,6 +216,7 @@ def create_app(
                 pruner.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
+            await team.close()
             await learner.stop(settings.llm_drain_seconds)
             await mcp.close()
             stop_watching.set()
@@ -238,6 +251,7 @@ def create_app(
     _routes(app, journal_api.router)
     _routes(app, memory_api.router)
     _routes(app, search_api.router)
+    _routes(app, team_api.router)
     _routes(app, events_api.router)
     _routes(app, learning_api.router)
     _routes(app, page.router)

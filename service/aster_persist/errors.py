@@ -109,6 +109,11 @@ class SessionDamaged(Conflict):
     title = "Session is damaged"
 
 
+class SessionOwnedElsewhere(Conflict):
+    code = "session_owned_elsewhere"
+    title = "Session is owned by another machine"
+
+
 class SessionReadOnly(Conflict):
     code = "session_read_only"
     title = "Session is read-only"

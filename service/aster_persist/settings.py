@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
+import socket
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -116,6 +117,28 @@ class Settings(BaseSettings):
         description="Folders of other agents' sessions to import as they grow (absolute "
         "paths; `aster-persist follow add` keeps more in <home>/follow.json).",
     )
+    team_url: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="NATS servers of the team this machine shares sessions with "
+        "(`nats://host:4222`, comma-separated; `tls://` for TLS); empty: alone.",
+    )
+    team_credentials: Path | None = Field(
+        default=None,
+        description="A NATS credentials file (a user's JWT and seed, `.creds`) or a file "
+        "holding a token, for the team's servers.",
+    )
+    machine: str = Field(
+        default_factory=lambda: socket.gethostname() or "localhost",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="This machine's name in the team (the host name by default).",
+    )
+    team_projects: Annotated[list[str] | None, NoDecode] = Field(
+        default=None,
+        description="The repository roots whose sessions the team shares (comma-"
+        "separated); unset: every project with a git remote.",
+    )
     watch: bool = Field(
         default=True,
         description="Journal and index changes made to the data home by people and programs.",
@@ -209,10 +232,20 @@ class Settings(BaseSettings):
         default="info", description="Log level."
     )
 
-    @field_validator("allowed_hosts", "cors_origins", "follow", mode="before")
+    @field_validator(
+        "allowed_hosts", "cors_origins", "follow", "team_url", "team_projects", mode="before"
+    )
     @classmethod
     def _lists(cls, value: object) -> object:
         return _split_list(value)
+
+    @field_validator("team_url")
+    @classmethod
+    def _nats_servers(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if urlsplit(url).scheme not in ("nats", "tls", "ws", "wss"):
+                raise ValueError(f"a team server is nats://host:port (or tls://), not {url!r}")
+        return value
 
     @field_validator("follow")
     @classmethod
@@ -298,6 +331,10 @@ class Settings(BaseSettings):
             raise ValueError("set both ASTER_LLM_BASE_URL and ASTER_LLM_MODEL, or neither")
         if self.semantic:
             self._check_model()
+        if self.team_url and importlib.util.find_spec("nats") is None:
+            raise ValueError(
+                "ASTER_TEAM_URL needs the team extra: pip install 'aster-persist[team]'"
+            )
         if self.auth == "off" and not self.loopback:
             raise ValueError(
                 f"ASTER_AUTH=off with ASTER_HOST={self.host} would expose the store to the "

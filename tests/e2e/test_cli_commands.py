@@ -17,9 +17,10 @@ import pytest
 BEFORE = {
     (): [
         *("serve", "reindex", "search", "du", "mcp", "doctor", "openapi"),
-        *("sessions", "memory", "follow", "hooks", "service", "journal"),
-    ],  # journal: a group since revert
+        *("sessions", "memory", "follow", "hooks", "service", "journal", "team"),
+    ],  # journal: a group since revert; team: added since
     ("service",): ["install", "uninstall"],
+    ("team",): ["status"],
     ("journal",): ["revert"],
     ("hooks",): ["claude", "codex", "codex-instructions"],
     ("sessions",): [

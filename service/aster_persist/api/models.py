@@ -103,6 +103,8 @@ def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) 
         duration_ms=info.duration_ms,
         alias=info.alias,
         secrets=info.secrets,
+        machine=info.machine,
+        read_only=info.machine is not None,
     )
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
     from ..storage.home import Home
     from ..storage.journal import Journal
+    from ..team.service import Team
 
 EXPOSED_HEADERS = ["ETag", "Location", "Link", "Idempotent-Replayed", "Warning"]
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -55,6 +56,7 @@ class Running:
     learner: Learner
     following: Following
     watching: asyncio.Event  # set once the watcher of hand edits is watching
+    team: Team
 
 
 def _state(holder: Any) -> Any:

@@ -44,6 +44,11 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         )
 
     @endpoint
+    def team() -> Call[dict[str, Any]]:
+        """``GET /v1/team``: the team this machine shares sessions with, and its state."""
+        return Call("GET", "/v1/team", read_json)
+
+    @endpoint
     def metrics() -> Call[str]:
         """``GET /metrics``: Prometheus text."""
         return Call("GET", "/metrics", read_text)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
-ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli", "dashboard")
+ACTORS = ("api", "tool", "extractor", "consolidator", "watcher", "cli", "dashboard", "team")
 CLIENT_ACTORS = ("api", "cli", "dashboard")  # what a request may say it is (X-Aster-Actor)
 # Who is asking, for the request being served: a change journaled as made by "api" is
 # journaled as made by this instead (the guard sets it from the X-Aster-Actor header;

@@ -63,8 +63,8 @@ SEARCH_SESSIONS = ToolSpec(
     "search_sessions",
     "Search past sessions (turns, tool calls and results, summaries): any of the "
     'words, best first; "phrases", prefix*, AND/OR/NOT and repo:/role:/after: '
-    "filters work. A question in the first person (\"what did I change\") finds your own "
-    "turns first, one about the user's words (\"the path you gave\") theirs. Each hit "
+    'filters work. A question in the first person ("what did I change") finds your own '
+    'turns first, one about the user\'s words ("the path you gave") theirs. Each hit '
     "names its session and turn for get_session.",
     (
         Param("query", str, "Words, phrases and filters to search for.", required=True),

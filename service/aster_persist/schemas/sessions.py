@@ -127,6 +127,16 @@ class SessionSummary(BaseModel):
         "them: kept in the transcript, redacted wherever it is handed on. List them with "
         "`has_secrets=true`.",
     )
+    machine: str | None = Field(
+        default=None,
+        description="The team's machine that owns it, when this is its copy (None: this "
+        "machine's own).",
+    )
+    read_only: bool = Field(
+        default=False,
+        description="A copy of another machine's session: appends go to its owner (409 "
+        "`session_owned_elsewhere` here).",
+    )
 
 
 class ChildSession(BaseModel):

@@ -181,6 +181,7 @@ class SessionInfo:
     stats: Stats = field(default_factory=lambda: Stats())
     secrets: int = 0  # the secrets its text holds, as the catalog counted them
     base: str | None = None  # the session whose leading events it refers to (a copy's)
+    machine: str | None = None  # the team's machine that owns it (a read-only copy here)
     # folded from the file's start by the last read (not from where the index left off)
     whole: bool = field(default=False, compare=False, repr=False)
 
@@ -202,6 +203,8 @@ class SessionInfo:
                     base = line.get("base")
                     base = base.get("session") if isinstance(base, dict) else None
                     self.base = base if isinstance(base, str) else None
+                    machine = line.get("machine")
+                    self.machine = machine if isinstance(machine, str) and machine else None
                     self._source(line)
                 continue
             self.events += 1

@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 11  # 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 12  # 12: the machine a team's copy belongs to; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -42,6 +42,7 @@ COLUMNS = (
     "alias",
     "first_record",
     "base",
+    "machine",
     "stats",
 )
 SCHEMA = f"""
@@ -71,6 +72,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     alias TEXT,
     first_record TEXT,
     base TEXT,
+    machine TEXT,
     stats TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
@@ -134,6 +136,7 @@ def row_of(info: SessionInfo) -> tuple[Any, ...]:
         info.alias,
         info.stats.first_record if info.source_key else None,  # an import's record
         info.base,
+        info.machine,
         orjson.dumps(asdict(info.stats)).decode(),
     )
 

@@ -165,14 +165,18 @@ class Parts:
         keys: list[str | None] | None = None,
         runs: list[int] | None = None,
         source: str | None = None,
+        replica: bool = False,
     ) -> AppendResult:
         """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
         old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
         An import gives each event its own key (``keys``), the appends they were
-        (``runs``, an export's) and names its ``source``."""
+        (``runs``, an export's) and names its ``source``; the team's copy of another
+        machine's session takes only ``replica`` appends."""
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
-        request = AppendRequest(session_id, events, key, if_match, keys=keys, runs=runs)
+        request = AppendRequest(
+            session_id, events, key, if_match, keys=keys, runs=runs, replica=replica
+        )
         result = await self.committer.append(request)
         if not result.replayed and self.listeners:
             self.announce(
@@ -187,6 +191,14 @@ class Parts:
                 )
             )
         return result
+
+    async def last_seq(self, session_id: str) -> int | None:
+        """The seq of a session's last acknowledged event; None when there is none such."""
+        if session_id not in self.store.locations:
+            return None
+        await self.committer.open(session_id)
+        writer = self.store.writer(session_id)
+        return writer.info.last_seq if writer is not None else None
 
     async def recent_keys(self, session_id: str) -> Container[str]:
         """The idempotency keys of the session's latest appends (``KEYS_KEPT`` of them)."""

@@ -78,6 +78,7 @@ class Sessions:
             self._parts.ready,
         )
         self.append = self._parts.append
+        self.last_seq = self._parts.last_seq
         self.recent_keys = self._parts.recent_keys
         self.delete = self._parts.delete
         self.record = self._parts.record
@@ -475,3 +476,8 @@ class Sessions:
 
     async def projects(self) -> list[dict[str, Any]]:
         return await self.in_catalog(lambda c: c.projects())
+
+    async def owned(self) -> list[tuple[str, str]]:
+        """Each session this machine owns (not a team's copy) and its repository root."""
+        sql = "SELECT id, repo_root FROM sessions WHERE machine IS NULL"
+        return await self.in_catalog(lambda c: [(i, r) for i, r in c.db.execute(sql)])

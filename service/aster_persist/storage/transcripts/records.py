@@ -39,6 +39,8 @@ class AppendRequest:
     keys: list[str | None] | None = None
     # the appends the events were (an export's, as lengths): each is marked as a batch
     runs: list[int] | None = None
+    # the team's copy of another machine's lines (the only appends a copy takes)
+    replica: bool = False
 
 
 @dataclass(frozen=True)

@@ -186,6 +186,7 @@ class TranscriptStore:
         extra: dict[str, Any] | None = None,
         roots: dict[str, tuple[str, str]] | None = None,
         base: Ref | None = None,
+        machine: str | None = None,
     ) -> tuple[dict[str, Any], bytes, str]:
         """A new session's header, its line and its project slug; checked, nothing written.
         ``roots`` keeps each repo root's normal form and slug across calls (an import)."""
@@ -221,6 +222,8 @@ class TranscriptStore:
             header.setdefault(key, value)
         if base is not None:  # a copy: the events it refers to instead of holding them
             header[copies.BASE] = base.field()
+        if machine is not None:  # the team's copy of another machine's session
+            header["machine"] = machine
         validate_header(header)
         try:
             data = orjson.dumps(header, option=NL)

@@ -25,6 +25,7 @@ from ...errors import (
     PreconditionFailed,
     SessionDamaged,
     SessionNotFound,
+    SessionOwnedElsewhere,
     SessionReadOnly,
 )
 from ...schemas.clock import Clock, format_ts
@@ -229,6 +230,11 @@ class Writers:
                 f"session {sid} is read-only after a failed sync; restart the daemon to retry"
             )
         info = writer.info
+        if info.machine is not None and not request.replica:
+            raise SessionOwnedElsewhere(
+                f"session {sid} belongs to machine {info.machine!r}: this is its read-only "
+                "copy; append on that machine"
+            )
         if info.state == "damaged":
             bad = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"
             raise SessionDamaged(

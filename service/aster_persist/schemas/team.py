@@ -1,0 +1,39 @@
+"""The team on the wire: ``GET /v1/team``."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class MachineSeen(BaseModel):
+    machine: str
+    last_seen: float = Field(description="When a line of it last came, in Unix seconds.")
+
+
+class Pending(BaseModel):
+    out: int = Field(description="Sessions of this machine with lines not published yet.")
+    # None: not known while the cluster cannot be asked
+    in_: int | None = Field(
+        alias="in", description="Lines of other machines not taken in yet (None: unknown)."
+    )
+
+
+class Lag(BaseModel):
+    p50: float | None = Field(
+        description="Milliseconds from a line's arrival in the stream to its copy here, the median of the last 100."
+    )
+    max: float | None
+
+
+class TeamStatus(BaseModel):
+    enabled: bool = Field(description="Joined to a team (ASTER_TEAM_URL) or alone.")
+    machine: str
+    connected: bool
+    error: str | None
+    servers: list[str]
+    replicas: int | None = Field(description="The replicas of the team's stream.")
+    machines: list[MachineSeen]
+    pending: Pending
+    published: int = Field(description="Lines this daemon published since it started.")
+    applied: int = Field(description="Lines of other machines it copied since it started.")
+    lag_ms: Lag

@@ -1,0 +1,166 @@
+"""The team's connection to NATS JetStream: one client connection, the stream the
+machines publish their sessions to, and publishing that survives a leader's failover.
+
+Subjects and headers (the team's contract, docs/TEAM.md):
+
+- ``aster.sessions.<session id>``: every line of a shared session, header (seq 0) first,
+  in order, on the stream ``ASTER_SESSIONS`` (file storage, as many replicas as the
+  cluster has nodes, up to 3);
+- ``Nats-Msg-Id: <session id>:<seq>``: the stream drops a line published twice;
+- ``Nats-Expected-Last-Subject-Sequence``: the stream's sequence of the session's line
+  before it, so no line is ever out of order or published by two machines;
+- ``Aster-Machine``: the machine that owns the session; ``Aster-Seq``: the line's seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+log = logging.getLogger("aster_persist")
+
+STREAM = "ASTER_SESSIONS"
+SUBJECTS = "aster.sessions"
+MACHINE = "Aster-Machine"
+SEQ = "Aster-Seq"
+# After a leader dies, JetStream answers "no responders" for several seconds (about 8
+# here) while a new one is elected: a publish is retried, the same message id each time.
+RETRY_FOR = 30.0
+WRONG_LAST_SEQUENCE = 10071  # JetStream's error code: the subject's last sequence moved
+
+T = TypeVar("T")
+
+
+def subject_of(session_id: str) -> str:
+    return f"{SUBJECTS}.{session_id}"
+
+
+def connect_options(urls: list[str], credentials: Path | None) -> dict[str, Any]:
+    """What ``nats.connect`` is given: the servers, and a credentials file (a user's JWT
+    and seed, ``.creds``) or a token file; TLS comes from ``tls://`` addresses."""
+    options: dict[str, Any] = {
+        "servers": urls,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,  # a machine offline for a week comes back
+        "reconnect_time_wait": 0.5,
+        "connect_timeout": 2,
+        "name": "aster-persist",
+    }
+    if credentials is not None:
+        text = credentials.read_text(encoding="utf-8")
+        if "BEGIN NATS USER JWT" in text:
+            options["user_credentials"] = str(credentials)
+        else:
+            options["token"] = text.strip()
+    return options
+
+
+class Link:
+    """One connection to the cluster and what the team keeps in it."""
+
+    def __init__(self, urls: list[str], credentials: Path | None) -> None:
+        self.urls = urls
+        self.credentials = credentials
+        self.nc: Any = None
+        self.js: Any = None
+        self.replicas = 0
+
+    @property
+    def connected(self) -> bool:
+        return self.nc is not None and bool(self.nc.is_connected)
+
+    async def connect(self) -> None:
+        """Connect (retrying until the cluster answers) and make sure the stream exists."""
+        import nats
+
+        options = connect_options(self.urls, self.credentials)
+        self.nc = await nats.connect(**options)
+        self.js = self.nc.jetstream()
+        await self.retrying(self._ensure_stream)
+
+    async def _ensure_stream(self) -> None:
+        from nats.js.api import StorageType, StreamConfig
+        from nats.js.errors import NotFoundError
+
+        try:
+            info = await self.js.stream_info(STREAM)
+            self.replicas = info.config.num_replicas or 1
+            return
+        except NotFoundError:
+            pass
+        for replicas in (3, 2, 1):  # as many as the cluster has nodes for
+            config = StreamConfig(
+                name=STREAM,
+                subjects=[f"{SUBJECTS}.>"],
+                storage=StorageType.FILE,
+                num_replicas=replicas,
+                duplicate_window=600.0,  # a retry after a failover is still a duplicate
+            )
+            try:
+                await self.js.add_stream(config)
+                self.replicas = replicas
+                return
+            except Exception as exc:  # fewer nodes than replicas: try fewer
+                if replicas == 1:
+                    raise
+                log.info("team: a stream of %d replicas was refused (%s)", replicas, exc)
+
+    async def retrying(self, call: Callable[[], Awaitable[T]], within: float = RETRY_FOR) -> T:
+        """``call()``, again while the cluster has no leader to answer (failover)."""
+        from nats.errors import ConnectionClosedError, NoRespondersError
+        from nats.errors import TimeoutError as NatsTimeout
+        from nats.js.errors import ServiceUnavailableError
+
+        deadline = time.monotonic() + within
+        wait = 0.1
+        while True:
+            try:
+                return await call()
+            except (
+                NoRespondersError,
+                NatsTimeout,
+                ServiceUnavailableError,
+                ConnectionClosedError,
+                TimeoutError,
+            ):
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 1.0)
+
+    async def publish(
+        self, session_id: str, seq: int, after: int, payload: bytes, machine: str
+    ) -> int:
+        """Publish a session's line ``seq`` after the subject's stream sequence ``after``;
+        its own stream sequence (the same on a duplicate)."""
+        headers = {
+            "Nats-Msg-Id": f"{session_id}:{seq}",
+            "Nats-Expected-Last-Subject-Sequence": str(after),
+            MACHINE: machine,
+            SEQ: str(seq),
+        }
+        subject = subject_of(session_id)
+        ack = await self.retrying(lambda: self.js.publish(subject, payload, headers=headers))
+        return int(ack.seq)
+
+    async def last(self, session_id: str) -> tuple[int, int] | None:
+        """The stream sequence and seq of a session's last line published, or None."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            msg = await self.retrying(lambda: self.js.get_last_msg(STREAM, subject_of(session_id)))
+        except NotFoundError:
+            return None
+        return int(msg.seq), int((msg.headers or {}).get(SEQ, -1))
+
+    async def close(self) -> None:
+        if self.nc is not None:
+            try:
+                await self.nc.drain()
+            except Exception:  # closing: what could not be said is said on the next start
+                await self.nc.close()
+            self.nc = self.js = None

@@ -1,0 +1,239 @@
+"""Sessions across a team: this machine publishes the sessions it owns in shared
+projects, every line in order and exactly once, after it is durable here; and keeps a
+read-only copy of every other machine's, under the same id and seqs.
+
+Publishing. Each append to an owned, shared session marks it; a task publishes what
+the stream does not have yet, line by line after the last one it has (asked of the
+stream once a run for each session, then followed from the acknowledgements), with the
+line's id as the message id and the subject's last sequence as a precondition: a line
+is never published twice or out of order, even by a daemon restarted mid-way or by two
+daemons that both think they own a session. Secrets found in a line are redacted in
+what is published (the owner keeps the exact transcript).
+
+Copies. One durable consumer per machine (``aster-<machine>``) reads the stream from
+where this machine left off: a session's header makes its copy (its ``machine`` the
+owner's), its next line is appended to it, a line it already holds is skipped; each
+message is acknowledged once what it brought is durable here. A machine back from a week
+offline, or new, catches up from the stream in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import AsterError
+from ..secrets.redact import redacted
+from .link import MACHINE, STREAM, SUBJECTS, Link
+
+if TYPE_CHECKING:
+    from ..services.sessions import Sessions
+    from ..services.sessions.parts import Appended
+
+log = logging.getLogger("aster_persist")
+
+BATCH = 256  # messages fetched at once
+_TOKEN = re.compile(r"[^A-Za-z0-9_-]")
+# fields of a header that the copy's create takes by name; the rest go as they are
+_NAMED = ("repo_root", "cwd", "model", "aster_version", "title", "created_at")
+# (an alias names one live session of a machine: a copy does not take it there)
+_NOT_COPIED = {
+    "type",
+    "seq",
+    "id",
+    "v",
+    "idempotency_key",
+    "batch_size",
+    "base",
+    "machine",
+    "alias",
+}
+
+
+def durable_name(machine: str) -> str:
+    """A consumer's name for a machine (letters, digits, ``-`` and ``_`` only)."""
+    return "aster-" + _TOKEN.sub("_", machine)
+
+
+class SessionShare:
+    """Publishes this machine's shared sessions and applies the others'."""
+
+    def __init__(
+        self,
+        link: Link,
+        sessions: Sessions,
+        machine: str,
+        shared: Callable[[str], bool],
+    ) -> None:
+        self.link = link
+        self.sessions = sessions
+        self.machine = machine
+        self.shared = shared  # whether a repository root's sessions are shared
+        self._marked: set[str] = set()
+        self._wake = asyncio.Event()
+        self._after: dict[str, tuple[int, int]] = {}  # session: (stream seq, seq) published
+        self._decided: dict[str, bool] = {}  # session: owned here and shared
+        self.published = 0  # lines published by this run
+        self.applied = 0  # lines of other machines' sessions taken into copies
+        self.machines: dict[str, float] = {}  # machine: when a line of it was last seen
+        self.lag_ms: list[float] = []  # the last few: published there to applied here
+        self.waiting_out = 0  # sessions with lines not yet published
+
+    # -- publishing ----------------------------------------------------------------------
+
+    def appended(self, notice: Appended) -> None:
+        """A listener of durable appends (event loop)."""
+        self._marked.add(notice.session_id)
+        self._wake.set()
+
+    def mark(self, session_ids: list[str]) -> None:
+        self._marked.update(session_ids)
+        self._wake.set()
+
+    async def publish_forever(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            marked, self._marked = self._marked, set()
+            self.waiting_out = len(marked)
+            for sid in sorted(marked):
+                try:
+                    await self._publish(sid)
+                except AsterError:
+                    continue  # gone meanwhile (deleted, purged): nothing to publish
+                except Exception as exc:  # the cluster away too long: again later
+                    log.warning("team: could not publish session %s yet (%s)", sid, exc)
+                    self._marked.add(sid)
+                    self._after.pop(sid, None)  # asked of the stream again next time
+                    await asyncio.sleep(1)
+                    self._wake.set()
+                self.waiting_out = max(0, self.waiting_out - 1)
+
+    async def _owned_and_shared(self, sid: str, header: dict[str, Any]) -> bool:
+        decided = self._decided.get(sid)
+        if decided is None:
+            root = str(header.get("repo_root") or "")
+            owned = header.get("machine") in (None, self.machine)
+            decided = owned and await asyncio.to_thread(self.shared, root)
+            self._decided[sid] = decided
+        return decided
+
+    async def _publish(self, sid: str) -> None:
+        lines, _raw, _info = await self.sessions.read(sid)
+        if not lines or not await self._owned_and_shared(sid, lines[0]):
+            return
+        after = self._after.get(sid)
+        if after is None:
+            after = await self.link.last(sid) or (0, -1)
+        stream_seq, seq = after
+        for line in lines:
+            if not isinstance(line.get("seq"), int) or line["seq"] <= seq:
+                continue
+            payload = orjson.dumps(redacted(line))
+            stream_seq = await self.link.publish(
+                sid, line["seq"], stream_seq, payload, self.machine
+            )
+            seq = line["seq"]
+            self._after[sid] = (stream_seq, seq)
+            self.published += 1
+
+    # -- copies ------------------------------------------------------------------------
+
+    async def consume_forever(self) -> None:
+        from nats.errors import TimeoutError as FetchTimeout
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        config = ConsumerConfig(
+            durable_name=durable_name(self.machine),
+            deliver_policy=DeliverPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=60,
+            max_ack_pending=4 * BATCH,
+        )
+        sub = await self.link.retrying(
+            lambda: self.link.js.pull_subscribe(
+                f"{SUBJECTS}.>", durable=config.durable_name, stream=STREAM, config=config
+            )
+        )
+        while True:
+            try:
+                messages = await sub.fetch(BATCH, timeout=1)
+            except (TimeoutError, FetchTimeout):
+                continue
+            except Exception as exc:  # the cluster away: keep asking
+                log.debug("team: fetch failed (%s)", exc)
+                await asyncio.sleep(0.5)
+                continue
+            await self._apply(messages)
+
+    async def _apply(self, messages: list[Any]) -> None:
+        """Take a fetched batch into copies, each session's run of lines in one append,
+        and acknowledge each message once what it brought is durable."""
+        runs: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+        arrived: dict[str, float] = {}  # session: when its run's last line reached the stream
+        for msg in messages:
+            owner = (msg.headers or {}).get(MACHINE)
+            if owner is None or owner == self.machine:
+                await msg.ack()
+                continue
+            self.machines[owner] = time.time()
+            sid = msg.subject.rsplit(".", 1)[-1]
+            runs.setdefault(sid, []).append((orjson.loads(msg.data), msg))
+            with contextlib.suppress(Exception):  # the stream's own time of arrival
+                arrived[sid] = msg.metadata.timestamp.timestamp()
+        for sid, run in runs.items():
+            owner = (run[0][1].headers or {})[MACHINE]
+            try:
+                await self._take(sid, owner, [line for line, _ in run])
+            except Exception as exc:  # left unacknowledged: delivered again
+                log.warning("team: could not copy session %s from %s (%s)", sid, owner, exc)
+                continue
+            for _line, msg in run:
+                with contextlib.suppress(Exception):
+                    await msg.ack()
+            if sid in arrived:
+                self.lag_ms = [*self.lag_ms[-99:], (time.time() - arrived[sid]) * 1000]
+
+    async def _take(self, sid: str, owner: str, lines: list[dict[str, Any]]) -> None:
+        header = next((line for line in lines if line.get("seq") == 0), None)
+        if header is not None:
+            with contextlib.suppress(AsterError):  # made already (a redelivery)
+                await self.sessions.create(
+                    actor="team",
+                    session_id=sid,
+                    machine=owner,
+                    **{k: header[k] for k in _NAMED if header.get(k) is not None},
+                    extra={
+                        k: v for k, v in header.items() if k not in _NOT_COPIED and k not in _NAMED
+                    },
+                )
+        have = await self.sessions.last_seq(sid)
+        if have is None:
+            raise RuntimeError("its header has not come yet")
+        events: list[dict[str, Any]] = []
+        for line in lines:
+            seq = line.get("seq")
+            if not isinstance(seq, int) or seq <= have + len(events):
+                continue  # held already
+            if seq != have + len(events) + 1:
+                raise RuntimeError(f"line {seq} came before line {have + len(events) + 1}")
+            events.append(
+                {k: v for k, v in line.items() if k not in ("seq", "batch_size", "idempotency_key")}
+            )
+        if events:
+            await self.sessions.append(
+                sid, events, learn=False, source=f"team:{owner}", replica=True
+            )
+            self.applied += len(events)
+
+    @property
+    def pending_out(self) -> int:
+        """Sessions of this machine with lines still to publish (as far as is known)."""
+        return self.waiting_out + len(self._marked)

@@ -1,0 +1,151 @@
+"""Sessions across a team: an append on one machine is listed, searchable and tailable
+on the others within 2 s, as a read-only copy under the same id and seqs; an append to
+another machine's session is refused naming its owner; a machine stopped while others
+write catches up exactly when it starts again."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..conftest import Daemon, wait_until
+
+SHARED = "/srv/shared"
+
+
+def create(daemon: Daemon, repo_root: str = SHARED) -> str:
+    r = httpx.post(f"{daemon.url}/v1/sessions", json={"repo_root": repo_root})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+def append(daemon: Daemon, sid: str, *texts: str) -> httpx.Response:
+    events = [{"type": "message", "role": "user", "content": t} for t in texts]
+    return httpx.post(f"{daemon.url}/v1/sessions/{sid}/events", json=events)
+
+
+def events(daemon: Daemon, sid: str) -> list[dict[str, Any]]:
+    r = httpx.get(f"{daemon.url}/v1/sessions/{sid}/events", params={"limit": 1000})
+    return list(r.json()["events"]) if r.status_code == 200 else []
+
+
+def summary(daemon: Daemon, sid: str) -> dict[str, Any] | None:
+    r = httpx.get(f"{daemon.url}/v1/sessions/{sid}")
+    return dict(r.json()) if r.status_code == 200 else None
+
+
+def test_an_append_reaches_the_other_machines_as_a_read_only_copy(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b, c = machines("laptop"), machines("workstation"), machines("container")
+    sid = create(a)
+    assert append(a, sid, "The flaky deploy test needs a longer timeout.").status_code == 201
+    start = time.monotonic()
+    for other in (b, c):
+        copy = wait_until(
+            lambda o=other: summary(o, sid), timeout=2 - (time.monotonic() - start) + 2
+        )
+        assert copy["machine"] == "laptop" and copy["read_only"] is True
+    elapsed = time.monotonic() - start
+    assert elapsed < 2, elapsed
+    # the same id and seqs and text, listed and searchable there
+    mine = [(e["seq"], e["content"]) for e in events(a, sid)]
+    assert [(e["seq"], e["content"]) for e in events(b, sid)] == mine
+    listed = httpx.get(f"{b.url}/v1/sessions", params={"repo_root": SHARED}).json()["items"]
+    assert [s["id"] for s in listed] == [sid]
+    hits = httpx.get(f"{c.url}/v1/search", params={"q": "flaky deploy timeout"}).json()["items"]
+    assert [(h["session_id"], h["seq"]) for h in hits] == [(sid, 1)]
+    # the owner's own summary says it is its own
+    own = summary(a, sid)
+    assert own is not None and own["machine"] is None and own["read_only"] is False
+
+
+def test_an_append_to_another_machines_session_is_refused_naming_the_owner(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    sid = create(a)
+    append(a, sid, "first").raise_for_status()
+    wait_until(lambda: len(events(b, sid)) == 1, timeout=5)
+    refused = append(b, sid, "from the wrong machine")
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert problem["code"] == "session_owned_elsewhere" and "laptop" in problem["detail"]
+    assert [e["content"] for e in events(b, sid)] == ["first"]  # nothing written
+    append(a, sid, "second").raise_for_status()  # the owner goes on
+    wait_until(lambda: [e["content"] for e in events(b, sid)] == ["first", "second"], timeout=5)
+
+
+def test_a_session_outside_the_shared_projects_stays_on_its_machine(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    private = create(a, "/srv/private")
+    shared = create(a)
+    append(a, private, "only here").raise_for_status()
+    append(a, shared, "for everyone").raise_for_status()
+    wait_until(lambda: len(events(b, shared)) == 1, timeout=5)
+    assert summary(b, private) is None
+
+
+def test_a_machine_stopped_while_others_write_catches_up_exactly(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    sid = create(a)
+    append(a, sid, "before").raise_for_status()
+    wait_until(lambda: len(events(b, sid)) == 1, timeout=5)
+    b.stop()
+    for n in range(30):
+        append(a, sid, f"while away {n}").raise_for_status()
+    later = create(a)
+    append(a, later, "a new session meanwhile").raise_for_status()
+    b.start()
+    want = [(e["seq"], e["content"]) for e in events(a, sid)]
+    wait_until(lambda: [(e["seq"], e["content"]) for e in events(b, sid)] == want, timeout=10)
+    wait_until(lambda: len(events(b, later)) == 1, timeout=10)
+    status = httpx.get(f"{b.url}/v1/team").json()
+    assert status["connected"] and status["machine"] == "workstation"
+    assert {m["machine"] for m in status["machines"]} == {"laptop"}
+
+
+def test_a_secret_is_redacted_in_what_is_published_and_kept_by_its_owner(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    sid = create(a)
+    append(a, sid, f"the token is {secret} for the deploy").raise_for_status()
+    copied = wait_until(lambda: events(b, sid), timeout=5)
+    assert secret not in str(copied) and "[redacted: " in copied[0]["content"]
+    assert events(a, sid)[0]["content"] == f"the token is {secret} for the deploy"
+
+
+def test_team_status_on_the_command_line(machines: Callable[..., Daemon], home: Path) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    sid = create(a)
+    append(a, sid, "hello").raise_for_status()
+    wait_until(lambda: events(b, sid), timeout=5)
+    shown = cli("team", "status", "--url", b.url)
+    assert "workstation: connected" in shown and "laptop" in shown
+    alone = Daemon(home).start()
+    try:
+        assert "alone" in cli("team", "status", "--url", alone.url)
+        status = httpx.get(f"{alone.url}/v1/team").json()
+        assert status["enabled"] is False and status["connected"] is False
+    finally:
+        alone.kill()
+
+
+def cli(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "aster_persist", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

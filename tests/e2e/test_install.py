@@ -162,7 +162,7 @@ def test_every_install_line_of_the_readme_works_from_what_exists(tmp_path: Path)
     registered the name would run their code on the reader's machine). Every `pip`
     line it shows (each extra from the checkout, then a wheel built there and installed
     with an extra) runs as written in a fresh virtual environment, and gives what it
-    says: the adapters and search by meaning import."""
+    says: the adapters, search by meaning and the team's client import."""
     readme = (REPO / "README.md").read_text()
     assert not re.search(r"(pip|pipx|uv tool) install +['\"]?aster-persist", readme)
     lines = [
@@ -171,7 +171,7 @@ def test_every_install_line_of_the_readme_works_from_what_exists(tmp_path: Path)
         if re.match(r"pip (install|wheel) ", line)
     ]
     extras = set(re.findall(r"pip install '\.\[([a-z-]+)\]'", readme))
-    assert extras == {"semantic", "openai-agents", "langchain", "langgraph"}, lines
+    assert extras == {"semantic", "openai-agents", "langchain", "langgraph", "team"}, lines
     assert any(line.startswith("pip wheel") for line in lines), lines
     source = source_copy(tmp_path / "src")
     venv = tmp_path / "venv"
@@ -197,6 +197,7 @@ def test_every_install_line_of_the_readme_works_from_what_exists(tmp_path: Path)
         "import aster_persist.integrations.openai_agents, aster_persist.integrations.langchain,"
         " aster_persist.integrations.langgraph, aster_persist;"
         " from aster_persist.index import encoder; encoder.load();"  # the model, checked
+        " import nats;"  # the team's client
         " print(aster_persist.__file__)"
     )
     done = subprocess.run(

@@ -94,6 +94,39 @@ def test_compose_file_is_valid_and_publishes_on_loopback_only() -> None:
     assert service["environment"]["ASTER_PUBLIC_URL"] == f"http://127.0.0.1:{host_port}"
 
 
+def test_compose_team_profile_is_a_three_node_cluster_the_real_server_accepts() -> None:
+    """`--profile team`: three JetStream nodes, each with its own volume and a loopback
+    port, all reading compose/nats.conf, which nats-server (team.txt's) checks as valid
+    for each node's name; every write synced before it is acknowledged."""
+    compose = yaml.safe_load((REPO / "compose.yaml").read_text())
+    nodes = {name: s for name, s in compose["services"].items() if "team" in s.get("profiles", [])}
+    assert sorted(nodes) == ["nats1", "nats2", "nats3"]
+    assert "profiles" not in compose["services"]["aster-persist"]  # up by default, alone
+    ports, volumes = set(), set()
+    for name, node in nodes.items():
+        assert node["environment"]["NATS_NAME"] == name
+        assert "./compose/nats.conf:/etc/nats/nats.conf:ro" in node["volumes"]
+        (data,) = [v for v in node["volumes"] if v.endswith(":/data")]
+        volumes.add(data.split(":")[0])
+        (port,) = node["ports"]
+        assert port.startswith("127.0.0.1:") and port.endswith(":4222"), port
+        ports.add(port)
+    assert len(ports) == 3 and volumes <= set(compose["volumes"]) and len(volumes) == 3
+    conf = (REPO / "compose" / "nats.conf").read_text()
+    assert re.search(r"^\s*sync_interval: always$", conf, re.M)
+    assert all(f"nats-route://{name}:6222" in conf for name in nodes)
+    server = Path(sys.executable).with_name("nats-server")
+    for name in nodes:
+        checked = subprocess.run(
+            [str(server), "-t", "-c", str(REPO / "compose" / "nats.conf")],
+            env={**os.environ, "NATS_NAME": name},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert checked.returncode == 0, checked.stderr
+
+
 @pytest.mark.slow
 def test_the_entrypoint_runs_as_the_image_runs_it(tmp_path: Path) -> None:
     steps = instructions(REPO / "Dockerfile")

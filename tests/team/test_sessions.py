@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from ..conftest import Daemon, wait_until
+from ..streams import Streams
 
 SHARED = "/srv/shared"
 
@@ -45,6 +46,8 @@ def test_an_append_reaches_the_other_machines_as_a_read_only_copy(
 ) -> None:
     a, b, c = machines("laptop"), machines("workstation"), machines("container")
     sid = create(a)
+    feed = Streams(b.port, [("/v1/events", {})])  # b's change feed, open before the append
+    feed.wait(lambda: feed.status(0) == 200)
     assert append(a, sid, "The flaky deploy test needs a longer timeout.").status_code == 201
     start = time.monotonic()
     for other in (b, c):
@@ -61,6 +64,21 @@ def test_an_append_reaches_the_other_machines_as_a_read_only_copy(
     assert [s["id"] for s in listed] == [sid]
     hits = httpx.get(f"{c.url}/v1/search", params={"q": "flaky deploy timeout"}).json()["items"]
     assert [(h["session_id"], h["seq"]) for h in hits] == [(sid, 1)]
+    # b's feed told of the copy's append, naming the machine it came from
+    try:
+        feed.wait(lambda: any(e["event"] == "session.appended" for e in feed.events(0)), 5)
+    finally:
+        feed.close()
+    (notice,) = [e["data"] for e in feed.events(0) if e["event"] == "session.appended"]
+    assert notice["session_id"] == sid and notice["machine"] == "laptop"
+    # b's tail of the copy gets a later append as it comes
+    tail = Streams(b.port, [(f"/v1/sessions/{sid}/events/stream", {})])
+    try:
+        tail.wait(lambda: tail.status(0) == 200)
+        append(a, sid, "And the retry count to three.").raise_for_status()
+        tail.wait(lambda: "three" in str(tail.events(0)), 2)
+    finally:
+        tail.close()
     # the owner's own summary says it is its own
     own = summary(a, sid)
     assert own is not None and own["machine"] is None and own["read_only"] is False

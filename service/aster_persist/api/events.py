@@ -95,6 +95,10 @@ FEED_DOC = _stream_doc(
                     "type": "string",
                     "description": "What an import brought them from (its source's key).",
                 },
+                "machine": {
+                    "type": "string",
+                    "description": "The team's machine whose session they are (a copy here).",
+                },
             },
             "required": ["session_id", "scope", "first_seq", "last_seq", "kinds"],
         },

@@ -90,6 +90,8 @@ class SessionShare:
 
     def appended(self, notice: Appended) -> None:
         """A listener of durable appends (event loop)."""
+        if notice.machine is not None:
+            return  # another machine's lines, copied here: never published again
         self._marked.add(notice.session_id)
         self._wake.set()
 
@@ -228,9 +230,7 @@ class SessionShare:
                 {k: v for k, v in line.items() if k not in ("seq", "batch_size", "idempotency_key")}
             )
         if events:
-            await self.sessions.append(
-                sid, events, learn=False, source=f"team:{owner}", replica=True
-            )
+            await self.sessions.append(sid, events, learn=False, machine=owner)
             self.applied += len(events)
 
     @property

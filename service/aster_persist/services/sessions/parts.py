@@ -41,6 +41,7 @@ class Appended:
         "first_seq",
         "last_seq",
         "learn",
+        "machine",
         "scope",
         "session_id",
         "source",
@@ -57,6 +58,7 @@ class Appended:
         kinds: list[str] | None = None,
         learn: bool = False,
         source: str | None = None,
+        machine: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.scope = scope
@@ -65,6 +67,7 @@ class Appended:
         self.events = events
         self.learn = learn
         self.source = source
+        self.machine = machine  # the team's machine whose lines these are (a copy's)
         self._kinds = kinds
 
     @property
@@ -82,6 +85,7 @@ class Appended:
             "last_seq": self.last_seq,
             "kinds": self.kinds,
             **({"source": self.source} if self.source else {}),
+            **({"machine": self.machine} if self.machine else {}),
         }
 
 
@@ -165,17 +169,17 @@ class Parts:
         keys: list[str | None] | None = None,
         runs: list[int] | None = None,
         source: str | None = None,
-        replica: bool = False,
+        machine: str | None = None,
     ) -> AppendResult:
         """Append durably; ``learn`` lets a completed turn queue an extraction (imports of
         old history do not: ``POST /v1/sessions/{id}/extract`` does that on demand).
         An import gives each event its own key (``keys``), the appends they were
         (``runs``, an export's) and names its ``source``; the team's copy of another
-        machine's session takes only ``replica`` appends."""
+        machine's session takes only appends of that ``machine``'s lines."""
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
         request = AppendRequest(
-            session_id, events, key, if_match, keys=keys, runs=runs, replica=replica
+            session_id, events, key, if_match, keys=keys, runs=runs, replica=machine is not None
         )
         result = await self.committer.append(request)
         if not result.replayed and self.listeners:
@@ -188,6 +192,7 @@ class Parts:
                     events=events,
                     learn=learn,
                     source=source,
+                    machine=machine,
                 )
             )
         return result

@@ -26,15 +26,12 @@ def machines(tmp_path: Path, cluster: Cluster) -> Iterator[Callable[..., Daemon]
     """Start a daemon on its own home as machine ``name``, joined to the cluster."""
     started: list[Daemon] = []
 
-    def start(name: str, projects: str = "/srv/shared", **env: str) -> Daemon:
+    def start(name: str, projects: str | None = "/srv/shared", **env: str) -> Daemon:
+        """``projects`` None: the default, every project with a git remote."""
+        shared = {"ASTER_TEAM_PROJECTS": projects} if projects is not None else {}
         daemon = Daemon(
             tmp_path / f"home-{name}",
-            env={
-                "ASTER_TEAM_URL": cluster.urls,
-                "ASTER_MACHINE": name,
-                "ASTER_TEAM_PROJECTS": projects,
-                **env,
-            },
+            env={"ASTER_TEAM_URL": cluster.urls, "ASTER_MACHINE": name, **shared, **env},
         )
         started.append(daemon.start())
         return daemon

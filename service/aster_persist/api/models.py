@@ -104,6 +104,7 @@ def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) 
         alias=info.alias,
         secrets=info.secrets,
         machine=info.machine,
+        project_key=info.project_key,
         read_only=info.machine is not None,
     )
 

@@ -383,5 +383,5 @@ ROLES = _tags(MessageEvent, "role")  # ("user", "assistant", "tool", "system")
 EVENT_TYPES = _tags(Event, "type")  # message, summary, eviction, title, reasoning, retraction
 PART_TYPES = _tags(ContentPart, "type")  # ("text", "image_url", "input_audio", "file", "refusal")
 RESERVED_HEADER_KEYS = frozenset(
-    {"type", "seq", "id", "v", "idempotency_key", "batch_size", "base", "machine"}
+    {"type", "seq", "id", "v", "idempotency_key", "batch_size", "base", "machine", "project_key"}
 )

@@ -132,6 +132,11 @@ class SessionSummary(BaseModel):
         description="The team's machine that owns it, when this is its copy (None: this "
         "machine's own).",
     )
+    project_key: str | None = Field(
+        default=None,
+        description="A team's copy: its project, the same on every machine whatever its "
+        "path (the git remote, normalised, or `commit:<first commit>`).",
+    )
     read_only: bool = Field(
         default=False,
         description="A copy of another machine's session: appends go to its owner (409 "

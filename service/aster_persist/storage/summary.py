@@ -182,6 +182,7 @@ class SessionInfo:
     secrets: int = 0  # the secrets its text holds, as the catalog counted them
     base: str | None = None  # the session whose leading events it refers to (a copy's)
     machine: str | None = None  # the team's machine that owns it (a read-only copy here)
+    project_key: str | None = None  # a copy's project (team/projects.py), whatever its path
     # folded from the file's start by the last read (not from where the index left off)
     whole: bool = field(default=False, compare=False, repr=False)
 
@@ -205,6 +206,8 @@ class SessionInfo:
                     self.base = base if isinstance(base, str) else None
                     machine = line.get("machine")
                     self.machine = machine if isinstance(machine, str) and machine else None
+                    key = line.get("project_key")
+                    self.project_key = key if isinstance(key, str) and key else None
                     self._source(line)
                 continue
             self.events += 1

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..storage.home import normalize_repo_root
 from .link import Link
-from .projects import ProjectKeys
 from .sessions import SessionShare
 
 if TYPE_CHECKING:
@@ -41,10 +40,10 @@ class Team:
         self.machine = machine
         self.enabled = bool(urls)
         self.link = Link(urls, credentials)
-        self.keys = ProjectKeys()
+        self.keys = sessions.project_keys
         # the repository roots shared by name; None: every one with a git remote
         self.projects = None if projects is None else {normalize_repo_root(p) for p in projects}
-        self.share = SessionShare(self.link, sessions, machine, self.shared)
+        self.share = SessionShare(self.link, sessions, machine, self.shared, self.keys.of)
         self._sessions = sessions
         self._tasks: list[asyncio.Task[None]] = []
         self.error: str | None = None

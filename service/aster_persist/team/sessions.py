@@ -42,7 +42,7 @@ log = logging.getLogger("aster_persist")
 BATCH = 256  # messages fetched at once
 _TOKEN = re.compile(r"[^A-Za-z0-9_-]")
 # fields of a header that the copy's create takes by name; the rest go as they are
-_NAMED = ("repo_root", "cwd", "model", "aster_version", "title", "created_at")
+_NAMED = ("repo_root", "cwd", "model", "aster_version", "title", "created_at", "project_key")
 # (an alias names one live session of a machine: a copy does not take it there)
 _NOT_COPIED = {
     "type",
@@ -71,11 +71,13 @@ class SessionShare:
         sessions: Sessions,
         machine: str,
         shared: Callable[[str], bool],
+        key_of: Callable[[str], str | None],
     ) -> None:
         self.link = link
         self.sessions = sessions
         self.machine = machine
         self.shared = shared  # whether a repository root's sessions are shared
+        self.key_of = key_of  # a repository root's project key (team/projects.py)
         self._marked: set[str] = set()
         self._wake = asyncio.Event()
         self._after: dict[str, tuple[int, int]] = {}  # session: (stream seq, seq) published
@@ -138,6 +140,9 @@ class SessionShare:
         for line in lines:
             if not isinstance(line.get("seq"), int) or line["seq"] <= seq:
                 continue
+            if line["seq"] == 0:  # the header says its project, for every machine's paths
+                key = await asyncio.to_thread(self.key_of, str(line.get("repo_root") or ""))
+                line = {**line, "project_key": key} if key else line
             payload = orjson.dumps(redacted(line))
             stream_seq = await self.link.publish(
                 sid, line["seq"], stream_seq, payload, self.machine

@@ -361,9 +361,9 @@ class Catalog:
     ) -> list[tuple[SessionInfo, Any]]:
         """A page of sessions in ``listing``'s order, each with its sort value."""
         where, args = listing.where()
-        if repo_root is not None:
-            where.append("repo_root = ?")
-            args.append(repo_root)
+        if repo_root is not None:  # its path, or its project at other paths (a team's copies)
+            where.append("(repo_root = ? OR project_key = ?)")
+            args += [repo_root, listing.project_key]
         if alias is not None:
             where.append("alias = ?")
             args.append(alias)

@@ -47,6 +47,9 @@ class Listing:
     top_level: bool = False
     sort: str = "updated"
     descending: bool = True
+    # with a repository root: its project's key, so the team's copies of the project's
+    # sessions made at other paths are listed too
+    project_key: str | None = None
 
     def where(self) -> tuple[list[str], list[Any]]:
         where: list[str] = []

@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 12  # 12: the machine a team's copy belongs to; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 12  # 12: the machine a team's copy belongs to, and its project; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -43,6 +43,7 @@ COLUMNS = (
     "first_record",
     "base",
     "machine",
+    "project_key",
     "stats",
 )
 SCHEMA = f"""
@@ -73,6 +74,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     first_record TEXT,
     base TEXT,
     machine TEXT,
+    project_key TEXT,
     stats TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
@@ -84,6 +86,8 @@ CREATE INDEX IF NOT EXISTS sessions_alias ON sessions (alias) WHERE alias IS NOT
 CREATE INDEX IF NOT EXISTS sessions_first_record ON sessions (first_record)
     WHERE first_record IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_base ON sessions (base) WHERE base IS NOT NULL;
+CREATE INDEX IF NOT EXISTS sessions_project_key ON sessions (project_key, updated_at DESC)
+    WHERE project_key IS NOT NULL;
 {search.SCHEMA}
 -- the files the command line imported, as it named them: an import of a tree cut short
 -- skips those unchanged since (lost with the catalog: they are then sent again)
@@ -137,6 +141,7 @@ def row_of(info: SessionInfo) -> tuple[Any, ...]:
         info.stats.first_record if info.source_key else None,  # an import's record
         info.base,
         info.machine,
+        info.project_key,
         orjson.dumps(asdict(info.stats)).decode(),
     )
 

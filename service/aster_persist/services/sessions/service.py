@@ -15,7 +15,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -36,6 +36,7 @@ from ...storage.home import normalize_repo_root
 from ...storage.jsonl import parse, remove_leftover_temps
 from ...storage.summary import SessionInfo
 from ...storage.transcripts import AppendResult
+from ...team.projects import ProjectKeys
 from . import creation, outside, prune, usage
 from .cold import Cold
 from .imports import Importer
@@ -65,6 +66,7 @@ class Sessions:
         self._importer = Importer(self._parts)
         self._cold = Cold(self._parts, after_days=compress_after_days)
         self.progress = {"done": 0, "total": 0}
+        self.project_keys = ProjectKeys()  # each repository's project, the same everywhere
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
         self.home = parts.home
@@ -356,6 +358,9 @@ class Sessions:
             if repo_root is not None
             else None
         )
+        if root is not None:  # the team's copies of its project, made at other paths
+            key = await asyncio.to_thread(self.project_keys.of, root)
+            listing = replace(listing, project_key=key)
         await self.ready.wait()
 
         def page(c: Catalog) -> tuple[list[tuple[SessionInfo, Any]], dict[str, Any]]:

@@ -187,6 +187,7 @@ class TranscriptStore:
         roots: dict[str, tuple[str, str]] | None = None,
         base: Ref | None = None,
         machine: str | None = None,
+        project_key: str | None = None,
     ) -> tuple[dict[str, Any], bytes, str]:
         """A new session's header, its line and its project slug; checked, nothing written.
         ``roots`` keeps each repo root's normal form and slug across calls (an import)."""
@@ -224,6 +225,8 @@ class TranscriptStore:
             header[copies.BASE] = base.field()
         if machine is not None:  # the team's copy of another machine's session
             header["machine"] = machine
+        if project_key is not None:  # ... and its project, whatever its path here
+            header["project_key"] = project_key
         validate_header(header)
         try:
             data = orjson.dumps(header, option=NL)

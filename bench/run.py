@@ -28,6 +28,7 @@ from bench.live import bench_live, bench_readers
 from bench.memory import bench_memory
 from bench.recall import bench_recall
 from bench.sequential import bench_sequential
+from bench.team import bench_team
 from bench.walk import bench_walk
 
 
@@ -56,6 +57,7 @@ def main() -> None:
             "walk",
             "footprint",
             "ann",
+            "team",
         ],
         default=None,
     )
@@ -93,6 +95,8 @@ def main() -> None:
             bench_walk()
         if args.only in (None, "ann"):
             bench_ann(args.vectors)
+        if args.only in (None, "team"):
+            bench_team(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -15,6 +15,7 @@ Subjects and headers (the team's contract, docs/TEAM.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -159,8 +160,9 @@ class Link:
 
     async def close(self) -> None:
         if self.nc is not None:
-            try:
-                await self.nc.drain()
+            try:  # what is in flight is sent, for a moment at most
+                await asyncio.wait_for(self.nc.drain(), 5)
             except Exception:  # closing: what could not be said is said on the next start
-                await self.nc.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.nc.close(), 2)
             self.nc = self.js = None

@@ -81,7 +81,8 @@ class SessionShare:
         self._marked: set[str] = set()
         self._wake = asyncio.Event()
         self._after: dict[str, tuple[int, int]] = {}  # session: (stream seq, seq) published
-        self._decided: dict[str, bool] = {}  # session: owned here and shared
+        self._decided: dict[str, bool] = {}  # session: its project shared
+        self._offset: dict[str, int] = {}  # session: bytes of its file published
         self.published = 0  # lines published by this run
         self.applied = 0  # lines of other machines' sessions taken into copies
         self.machines: dict[str, float] = {}  # machine: when a line of it was last seen
@@ -116,22 +117,36 @@ class SessionShare:
                     log.warning("team: could not publish session %s yet (%s)", sid, exc)
                     self._marked.add(sid)
                     self._after.pop(sid, None)  # asked of the stream again next time
+                    self._offset.pop(sid, None)  # and read whole
                     await asyncio.sleep(1)
                     self._wake.set()
                 self.waiting_out = max(0, self.waiting_out - 1)
 
-    async def _owned_and_shared(self, sid: str, header: dict[str, Any]) -> bool:
+    async def _shared(self, sid: str, repo_root: str) -> bool:
         decided = self._decided.get(sid)
         if decided is None:
-            root = str(header.get("repo_root") or "")
-            owned = header.get("machine") in (None, self.machine)
-            decided = owned and await asyncio.to_thread(self.shared, root)
+            decided = await asyncio.to_thread(self.shared, repo_root)
             self._decided[sid] = decided
         return decided
 
     async def _publish(self, sid: str) -> None:
-        lines, _raw, _info = await self.sessions.read(sid)
-        if not lines or not await self._owned_and_shared(sid, lines[0]):
+        """Publish what the stream does not have of ``sid``: read whole the first time in
+        a run (a copy of another session's start is read with it), then only the bytes
+        acknowledged since."""
+        offset = self._offset.get(sid)
+        held = self.sessions.open_summary(sid)
+        if offset is not None and held is not None and held[0] >= offset:
+            if held[1].machine not in (None, self.machine):
+                return  # another machine's, copied here
+            lines, end = await asyncio.to_thread(self.sessions.read_span, sid, offset, held[0])
+            root = held[1].repo_root
+        else:
+            lines, _raw, info = await self.sessions.read(sid)
+            end, root = info.offset, info.repo_root
+            header = lines[0] if lines else {}
+            if header.get("machine") not in (None, self.machine):
+                return  # another machine's, copied here
+        if not await self._shared(sid, root):
             return
         after = self._after.get(sid)
         if after is None:
@@ -150,6 +165,7 @@ class SessionShare:
             seq = line["seq"]
             self._after[sid] = (stream_seq, seq)
             self.published += 1
+        self._offset[sid] = end
 
     # -- copies ------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ import json
 import urllib.request
 from collections.abc import Callable
 
+import httpx
+
 from ..conftest import Daemon, wait_until
 from .cluster import Cluster
 from .test_sessions import append, create, events
@@ -49,3 +51,23 @@ def test_the_stream_leader_killed_mid_run_loses_no_line(
     want = [(e["seq"], e["content"]) for e in events(a, sid)]
     assert len(want) == 60
     wait_until(lambda: [(e["seq"], e["content"]) for e in events(b, sid)] == want, timeout=60)
+
+
+def test_a_machine_cut_off_keeps_appending_and_its_lines_land_on_reconnect(
+    machines: Callable[..., Daemon], cluster: Cluster
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    sid = create(a)
+    append(a, sid, "before the outage").raise_for_status()
+    wait_until(lambda: len(events(b, sid)) == 1, timeout=5)
+    for node in cluster.nodes:
+        cluster.kill(node)
+    for n in range(5):  # the cluster gone: appends are still answered, and durable here
+        assert append(a, sid, f"offline {n}").status_code == 201
+    offline = httpx.get(f"{a.url}/v1/team").json()
+    assert offline["connected"] is False and offline["pending"]["out"] >= 1
+    cluster.start()
+    want = [(e["seq"], e["content"]) for e in events(a, sid)]
+    assert len(want) == 6
+    wait_until(lambda: [(e["seq"], e["content"]) for e in events(b, sid)] == want, timeout=60)
+    wait_until(lambda: httpx.get(f"{a.url}/v1/team").json()["pending"]["out"] == 0, timeout=10)

@@ -8,7 +8,8 @@ crash) is rendered the same way. The ``code`` is the problem type's last part::
       NotFound (404 not_found)
         SessionNotFound (session_not_found), BlockNotFound (block_not_found)
       Conflict (409 conflict)
-        SessionExists, SessionDamaged, SessionReadOnly, NameTaken, AliasTaken,
+        SessionExists, SessionDamaged, SessionReadOnly, SessionOwnedElsewhere (a team's
+        copy: append on its machine), NameTaken, AliasTaken,
         UnsafePath (symlink_refused), NotRegularFile (not_regular_file: a pipe, a
         socket or a device), LearningOff (learning_off: no model configured)
       PreconditionFailed (412 precondition_failed)

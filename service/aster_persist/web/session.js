@@ -22,6 +22,7 @@ function story(detail) {
   return el("dl", { class: "story" },
     item("Project", el("a", { href: `#/project?${q({ repo_root: detail.repo_root })}`, text: detail.repo_root })),
     item("Source", detail.source_tool || "api", detail.git_branch ? el("span", { class: "muted", text: ` · ${detail.git_branch}` }) : null),
+    detail.machine ? item("Lives on", el("span", { text: detail.machine }), el("span", { class: "muted", text: " · a read-only copy here" })) : null,
     item("Model", (detail.models || []).join(", ") || "—"),
     item("Turns", String(detail.turns)),
     item("Tool calls", String(detail.tool_calls)),

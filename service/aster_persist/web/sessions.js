@@ -18,7 +18,8 @@ export function sessionRow(s, { project = true } = {}) {
   const title = el("td", { class: "title" },
     el("a", { href: `#/session/${s.id}`, title: s.id, text: s.title || "(untitled)" }),
     s.parent_id ? el("span", { class: "badge", title: "Started by another session", text: "sub-agent" }) : null,
-    s.alias ? el("span", { class: "badge muted", text: s.alias }) : null);
+    s.alias ? el("span", { class: "badge muted", text: s.alias }) : null,
+    s.machine ? el("span", { class: "badge muted", title: "A read-only copy: the session lives on that machine", text: `on ${s.machine}` }) : null);
   const cells = {
     title,
     project: el("td", {}, el("a", { href: `#/project?${q({ repo_root: s.repo_root })}`, text: s.repo_root.split("/").filter(Boolean).pop() || s.repo_root, title: s.repo_root })),

@@ -1,7 +1,7 @@
 """One project, many paths: a repository is the same project on every machine whatever
 its path, by its git remote in one normal form (or, without one, its first commit); by
-default the team shares the projects with a remote, and a machine lists the copies of
-its project's sessions made elsewhere under its own path."""
+default the team shares the projects with a remote, and a machine lists and searches the
+copies of its project's sessions made elsewhere under its own path."""
 
 from __future__ import annotations
 
@@ -85,3 +85,9 @@ def test_the_same_project_at_two_paths_is_one_project(
         (sid, "github.com/team/proj", "laptop")
     ]
     assert httpx.get(f"{b.url}/v1/sessions/{kept}").status_code == 404
+    # search by that repository root too, on either machine's path
+    for root in (on_b, on_a):
+        found = httpx.get(
+            f"{b.url}/v1/search", params={"q": "shared remote", "repo_root": str(root)}
+        ).json()["items"]
+        assert [(h["session_id"], h["seq"]) for h in found] == [(sid, 1)], root

@@ -56,8 +56,8 @@ def conditions(query: Query) -> tuple[list[str], list[Any]]:
         add("doc_text MATCH ?", query.match)
     if query.session is not None:
         add(session_clause(query), *session_args(query))
-    if query.repo is not None:
-        add("s.repo_root = ?", query.repo)
+    if query.repo is not None:  # its path, or its project at other paths (a team's copies)
+        add("(s.repo_root = ? OR s.project_key = ?)", query.repo, query.project_key)
     for column, values in (("d.kind", query.kinds), ("d.role", query.roles)):
         if values:
             add(f"{column} IN ({', '.join('?' * len(values))})", *values)

@@ -214,6 +214,8 @@ class Query:
     rerank: bool = True
     # the role whose turns the question asks for (index/speaker.py), weighed first
     speaker: str | None = None
+    # with ``repo``: its project's key, so a team's copies made at other paths match too
+    project_key: str | None = None
 
 
 def _quote(words: list[str]) -> str:

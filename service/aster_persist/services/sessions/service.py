@@ -413,7 +413,7 @@ class Sessions:
         one session that refers to another's events (a copy), those are searched too, and
         found as its own."""
         if query.repo is not None:
-            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+            await self._repo_of(query)
         if query.session is not None:
             with contextlib.suppress(SessionNotFound, InvalidName):  # then no hit at all
                 query.shared = await asyncio.to_thread(self._store.shared_of, query.session)
@@ -432,10 +432,17 @@ class Sessions:
             hit["session_id"] = query.session
         return hits, next_cursor
 
+    async def _repo_of(self, query: Query) -> None:
+        """``query.repo`` in its normal form, and its project's key (threads: both may
+        read the repository)."""
+        assert query.repo is not None
+        query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+        query.project_key = await asyncio.to_thread(self.project_keys.of, query.repo)
+
     async def search_grouped(self, query: Query, *, limit: int) -> list[dict[str, Any]]:
         """Sessions ranked by their turns' hits, each with its best turns as evidence."""
         if query.repo is not None:
-            query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
+            await self._repo_of(query)
         return await self.in_catalog(
             lambda c: search.search_sessions(
                 c.db,

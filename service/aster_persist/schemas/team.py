@@ -25,6 +25,11 @@ class Lag(BaseModel):
     max: float | None
 
 
+class SessionProblem(BaseModel):
+    session_id: str
+    problem: str = Field(description="Why it is not shared (or copied) further.")
+
+
 class TeamStatus(BaseModel):
     enabled: bool = Field(description="Joined to a team (ASTER_TEAM_URL) or alone.")
     machine: str
@@ -34,6 +39,9 @@ class TeamStatus(BaseModel):
     replicas: int | None = Field(description="The replicas of the team's stream.")
     machines: list[MachineSeen]
     pending: Pending
+    problems: list[SessionProblem] = Field(
+        description="Sessions that cannot be published or copied on, and why."
+    )
     published: int = Field(description="Lines this daemon published since it started.")
     applied: int = Field(description="Lines of other machines it copied since it started.")
     lag_ms: Lag

@@ -71,6 +71,11 @@ class Link:
         self.replicas = 0
 
     @property
+    def max_payload(self) -> int:
+        """The largest message the servers take (1 MB unless they say otherwise)."""
+        return int(getattr(self.nc, "max_payload", 0) or 1024 * 1024)
+
+    @property
     def connected(self) -> bool:
         return self.nc is not None and bool(self.nc.is_connected)
 
@@ -105,16 +110,17 @@ class Link:
                 await self.js.add_stream(config)
                 self.replicas = replicas
                 return
-            except Exception as exc:  # fewer nodes than replicas: try fewer
-                if replicas == 1:
-                    raise
-                log.info("team: a stream of %d replicas was refused (%s)", replicas, exc)
+            except Exception as exc:
+                refused = str(exc).lower()
+                if replicas == 1 or not ("insufficient" in refused or "replicas" in refused):
+                    raise  # only too few nodes for the replicas asked makes it try fewer
+                log.warning("team: a stream of %d replicas was refused (%s)", replicas, exc)
 
     async def retrying(self, call: Callable[[], Awaitable[T]], within: float = RETRY_FOR) -> T:
         """``call()``, again while the cluster has no leader to answer (failover)."""
         from nats.errors import ConnectionClosedError, NoRespondersError
         from nats.errors import TimeoutError as NatsTimeout
-        from nats.js.errors import ServiceUnavailableError
+        from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
         deadline = time.monotonic() + within
         wait = 0.1
@@ -123,6 +129,7 @@ class Link:
                 return await call()
             except (
                 NoRespondersError,
+                NoStreamResponseError,  # what js.publish makes of "no responders"
                 NatsTimeout,
                 ServiceUnavailableError,
                 ConnectionClosedError,

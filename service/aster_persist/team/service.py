@@ -11,12 +11,13 @@ import contextlib
 import logging
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..storage.home import normalize_repo_root
-from .link import Link
-from .sessions import SessionShare
+from .link import STREAM, Link
+from .sessions import SessionShare, durable_name
 
 if TYPE_CHECKING:
     from ..services.sessions import Sessions
@@ -76,12 +77,35 @@ class Team:
                 await asyncio.sleep(2)
         self.error = None
         loop = asyncio.get_running_loop()
-        self._tasks.append(loop.create_task(self.share.consume_forever()))
-        self._tasks.append(loop.create_task(self.share.publish_forever()))
-        owned = await self._sessions.owned()  # what may wait since the last run
+        self._tasks.append(loop.create_task(self._kept("copying", self.share.consume_forever)))
+        self._tasks.append(loop.create_task(self._kept("publishing", self.share.publish_forever)))
+        await self._kept("looking for what waits", self._mark_owned, again=False)
+
+    async def _mark_owned(self) -> None:
+        """Mark every shared session of this machine: what may wait since the last run."""
+        owned = await self._sessions.owned()
         roots = {root for _, root in owned}
         shared = {root for root in roots if await asyncio.to_thread(self.shared, root)}
         self.share.mark([sid for sid, root in owned if root in shared])
+
+    async def _kept(
+        self, doing: str, work: Callable[[], Awaitable[None]], *, again: bool = True
+    ) -> None:
+        """Run ``work``; should it fail, say so in the status and (``again``) start it
+        again a second later: no part of the team stops for good without a word."""
+        while True:
+            try:
+                await work()
+                self.error = None
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.error = f"{doing} failed: {exc}"
+                log.exception("team: %s failed", doing)
+                if not again:
+                    return
+                await asyncio.sleep(1)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -97,10 +121,8 @@ class Team:
         pending_in = None
         if self.link.connected:
             with contextlib.suppress(Exception):
-                from .sessions import durable_name
-
-                info = await self.link.js.consumer_info(
-                    "ASTER_SESSIONS", durable_name(self.machine)
+                info = await asyncio.wait_for(  # the status answers at once, cluster or not
+                    self.link.js.consumer_info(STREAM, durable_name(self.machine)), 1
                 )
                 pending_in = int(info.num_pending) + int(info.num_ack_pending)
         lag = sorted(share.lag_ms)
@@ -116,6 +138,10 @@ class Team:
                 for name, seen in sorted(share.machines.items())
             ],
             "pending": {"out": share.pending_out, "in": pending_in},
+            "problems": [
+                {"session_id": sid, "problem": problem}
+                for sid, problem in sorted(share.problems.items())
+            ],
             "published": share.published,
             "applied": share.applied,
             "lag_ms": {

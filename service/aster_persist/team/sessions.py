@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import AsterError
+from ..errors import AsterError, SessionExists, SessionOwnedElsewhere
 from ..secrets.redact import redacted
 from .link import MACHINE, STREAM, SUBJECTS, Link
 
@@ -40,10 +40,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("aster_persist")
 
 BATCH = 256  # messages fetched at once
+MAX_DELIVER = 30  # times a message is offered before it is given up (reported in the status)
+RETRY_DELAY = 5.0  # seconds before a message that could not be taken yet is offered again
 _TOKEN = re.compile(r"[^A-Za-z0-9_-]")
 # fields of a header that the copy's create takes by name; the rest go as they are
 _NAMED = ("repo_root", "cwd", "model", "aster_version", "title", "created_at", "project_key")
 # (an alias names one live session of a machine: a copy does not take it there)
+_NOT_APPENDED = ("seq", "batch_size", "idempotency_key")  # what the copy's writer sets
 _NOT_COPIED = {
     "type",
     "seq",
@@ -88,6 +91,7 @@ class SessionShare:
         self.machines: dict[str, float] = {}  # machine: when a line of it was last seen
         self.lag_ms: list[float] = []  # the last few: published there to applied here
         self.waiting_out = 0  # sessions with lines not yet published
+        self.problems: dict[str, str] = {}  # session: why it is not shared on (the status)
 
     # -- publishing ----------------------------------------------------------------------
 
@@ -135,10 +139,13 @@ class SessionShare:
         acknowledged since."""
         offset = self._offset.get(sid)
         held = self.sessions.open_summary(sid)
-        if offset is not None and held is not None and held[0] >= offset:
+        whole = offset is None or held is None or held[0] < offset
+        if not whole and held is not None and offset is not None:
             if held[1].machine not in (None, self.machine):
                 return  # another machine's, copied here
-            lines, end = await asyncio.to_thread(self.sessions.read_span, sid, offset, held[0])
+            lines, end = await asyncio.to_thread(
+                self.sessions.read_span, sid, offset, held[0], inline=True
+            )
             root = held[1].repo_root
         else:
             lines, _raw, info = await self.sessions.read(sid)
@@ -152,13 +159,32 @@ class SessionShare:
         if after is None:
             after = await self.link.last(sid) or (0, -1)
         stream_seq, seq = after
-        for line in lines:
-            if not isinstance(line.get("seq"), int) or line["seq"] <= seq:
+        numbered = [line for line in lines if isinstance(line.get("seq"), int)]
+        if whole and numbered and seq > numbered[-1]["seq"]:
+            # the stream holds lines this file no longer has (a restored backup, a power
+            # loss in interval mode): publishing on would part the copies from it
+            self.problems[sid] = (
+                f"the team holds up to line {seq}, this machine's transcript only up to "
+                f"{numbered[-1]['seq']}: not published further"
+            )
+            return
+        for line in numbered:
+            if line["seq"] <= seq:
                 continue
+            if line["seq"] != seq + 1:  # a hole (lines set aside by a repair): stop there
+                self.problems[sid] = f"line {seq + 1} is missing here: not published further"
+                return
             if line["seq"] == 0:  # the header says its project, for every machine's paths
                 key = await asyncio.to_thread(self.key_of, str(line.get("repo_root") or ""))
                 line = {**line, "project_key": key} if key else line
             payload = orjson.dumps(redacted(line))
+            if len(payload) > self.link.max_payload:  # larger than the servers take
+                line = {
+                    **line,
+                    "content": f"[{len(payload)} bytes: too large to share; "
+                    f"kept on {self.machine}]",
+                }
+                payload = orjson.dumps(redacted(line))
             stream_seq = await self.link.publish(
                 sid, line["seq"], stream_seq, payload, self.machine
             )
@@ -178,7 +204,10 @@ class SessionShare:
             deliver_policy=DeliverPolicy.ALL,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=60,
-            max_ack_pending=4 * BATCH,
+            max_ack_pending=40 * BATCH,  # those waiting to be offered again count too
+            # a message that cannot be taken is tried again a while later, a bounded number
+            # of times, so one session never holds up the rest
+            max_deliver=MAX_DELIVER,
         )
         sub = await self.link.retrying(
             lambda: self.link.js.pull_subscribe(
@@ -197,37 +226,67 @@ class SessionShare:
             await self._apply(messages)
 
     async def _apply(self, messages: list[Any]) -> None:
-        """Take a fetched batch into copies, each session's run of lines in one append,
-        and acknowledge each message once what it brought is durable."""
+        """Take a fetched batch into copies, each session's run of lines in one append;
+        acknowledge each message once what it brought is durable (or held already), end
+        one that can never be taken, and ask again later for one that cannot be yet."""
         runs: dict[str, list[tuple[dict[str, Any], Any]]] = {}
         arrived: dict[str, float] = {}  # session: when its run's last line reached the stream
         for msg in messages:
-            owner = (msg.headers or {}).get(MACHINE)
-            if owner is None or owner == self.machine:
-                await msg.ack()
+            try:
+                owner = (msg.headers or {}).get(MACHINE)
+                if owner is None or owner == self.machine:
+                    await msg.ack()
+                    continue
+                line = orjson.loads(msg.data)
+                if not isinstance(line, dict) or not isinstance(line.get("seq"), int):
+                    raise ValueError("not a line of a transcript")
+            except Exception as exc:  # not ours to read: never delivered again
+                log.warning("team: a message on %s was ended (%s)", msg.subject, exc)
+                with contextlib.suppress(Exception):
+                    await msg.term()
                 continue
             self.machines[owner] = time.time()
             sid = msg.subject.rsplit(".", 1)[-1]
-            runs.setdefault(sid, []).append((orjson.loads(msg.data), msg))
+            runs.setdefault(sid, []).append((line, msg))
             with contextlib.suppress(Exception):  # the stream's own time of arrival
                 arrived[sid] = msg.metadata.timestamp.timestamp()
         for sid, run in runs.items():
-            owner = (run[0][1].headers or {})[MACHINE]
+            run.sort(key=lambda pair: int(pair[0]["seq"]))
+            owner = str((run[0][1].headers or {})[MACHINE])
             try:
-                await self._take(sid, owner, [line for line, _ in run])
-            except Exception as exc:  # left unacknowledged: delivered again
-                log.warning("team: could not copy session %s from %s (%s)", sid, owner, exc)
+                held = await self._take(sid, owner, [line for line, _ in run])
+            except SessionOwnedElsewhere as exc:  # the id is another machine's here: never
+                self.problems[sid] = f"not copied from {owner}: {exc.detail}"
+                for _line, msg in run:
+                    with contextlib.suppress(Exception):
+                        await msg.term()
                 continue
-            for _line, msg in run:
+            except Exception as exc:  # a disk full, a header not taken yet: again later
+                log.warning("team: could not copy session %s from %s (%s)", sid, owner, exc)
+                self.problems[sid] = f"not copied from {owner} yet: {exc}"
+                held = -1
+            for line, msg in run:
                 with contextlib.suppress(Exception):
-                    await msg.ack()
+                    if line["seq"] <= held:
+                        await msg.ack()
+                    else:  # after a line not here yet: delivered again a while later
+                        await msg.nak(delay=RETRY_DELAY)
+            if held >= run[-1][0]["seq"]:
+                self.problems.pop(sid, None)
+            elif sid not in self.problems:  # lines after one that has not come
+                self.problems[sid] = (
+                    f"line {held + 1} of {owner}'s session has not come: the lines after it "
+                    "are offered again for a while"
+                )
             if sid in arrived:
                 self.lag_ms = [*self.lag_ms[-99:], (time.time() - arrived[sid]) * 1000]
 
-    async def _take(self, sid: str, owner: str, lines: list[dict[str, Any]]) -> None:
-        header = next((line for line in lines if line.get("seq") == 0), None)
-        if header is not None:
-            with contextlib.suppress(AsterError):  # made already (a redelivery)
+    async def _take(self, sid: str, owner: str, lines: list[dict[str, Any]]) -> int:
+        """Append to the copy of ``sid`` the lines that follow on from what it holds;
+        the seq it holds up to after (-1: none, not even its header)."""
+        header = next((line for line in lines if line["seq"] == 0), None)
+        if header is not None and await self.sessions.last_seq(sid) is None:
+            with contextlib.suppress(SessionExists):  # made meanwhile (a redelivery)
                 await self.sessions.create(
                     actor="team",
                     session_id=sid,
@@ -239,20 +298,19 @@ class SessionShare:
                 )
         have = await self.sessions.last_seq(sid)
         if have is None:
-            raise RuntimeError("its header has not come yet")
+            return -1
         events: list[dict[str, Any]] = []
         for line in lines:
-            seq = line.get("seq")
-            if not isinstance(seq, int) or seq <= have + len(events):
+            seq = line["seq"]
+            if seq <= have + len(events):
                 continue  # held already
             if seq != have + len(events) + 1:
-                raise RuntimeError(f"line {seq} came before line {have + len(events) + 1}")
-            events.append(
-                {k: v for k, v in line.items() if k not in ("seq", "batch_size", "idempotency_key")}
-            )
+                break  # a line before it has not come yet
+            events.append({k: v for k, v in line.items() if k not in _NOT_APPENDED})
         if events:
             await self.sessions.append(sid, events, learn=False, machine=owner)
             self.applied += len(events)
+        return have + len(events)
 
     @property
     def pending_out(self) -> int:

@@ -179,7 +179,7 @@ class Parts:
         if self.blobs.needed(events):  # large contents go to blobs first, synced
             events = await asyncio.to_thread(self.blobs.extract, events)
         request = AppendRequest(
-            session_id, events, key, if_match, keys=keys, runs=runs, replica=machine is not None
+            session_id, events, key, if_match, keys=keys, runs=runs, machine=machine
         )
         result = await self.committer.append(request)
         if not result.replayed and self.listeners:

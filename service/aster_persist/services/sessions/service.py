@@ -197,10 +197,13 @@ class Sessions:
         writer = self._store.writer(session_id)
         return None if writer is None else (writer.acked_size, writer.info)
 
-    def read_span(self, session_id: str, start: int, end: int) -> tuple[list[dict[str, Any]], int]:
+    def read_span(
+        self, session_id: str, start: int, end: int, *, inline: bool = False
+    ) -> tuple[list[dict[str, Any]], int]:
         """The acknowledged lines from byte ``start`` to ``end`` and the offset after
-        them (a worker thread; large contents left as references)."""
-        return self._store.read_tail(session_id, start, end)
+        them (a worker thread; large contents left as references unless ``inline``)."""
+        lines, after = self._store.read_tail(session_id, start, end)
+        return (self._blobs.inline(lines)[0] if inline else lines), after
 
     async def rename(
         self,

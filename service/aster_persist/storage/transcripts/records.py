@@ -39,8 +39,9 @@ class AppendRequest:
     keys: list[str | None] | None = None
     # the appends the events were (an export's, as lengths): each is marked as a batch
     runs: list[int] | None = None
-    # the team's copy of another machine's lines (the only appends a copy takes)
-    replica: bool = False
+    # the team's machine whose lines these are: a copy takes only its owner's, and a
+    # session of this machine only its own (None)
+    machine: str | None = None
 
 
 @dataclass(frozen=True)

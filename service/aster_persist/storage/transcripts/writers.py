@@ -230,10 +230,13 @@ class Writers:
                 f"session {sid} is read-only after a failed sync; restart the daemon to retry"
             )
         info = writer.info
-        if info.machine is not None and not request.replica:
+        if info.machine != request.machine:
             raise SessionOwnedElsewhere(
                 f"session {sid} belongs to machine {info.machine!r}: this is its read-only "
                 "copy; append on that machine"
+                if info.machine is not None
+                else f"session {sid} is this machine's own: lines of {request.machine!r} "
+                "are not appended to it"
             )
         if info.state == "damaged":
             bad = ", ".join(str(n) for n in info.bad_lines[:5]) or "1 (header)"

@@ -35,6 +35,12 @@ CLAUDE_SMALL = (
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first (marked ``slow``): spread over the workers from the start,
+    they do not trail behind the rest at the end of a parallel run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 class FakeClock:
     """The clock is the one boundary tests fake: time moves only when told."""
 

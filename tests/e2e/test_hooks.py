@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from aster_persist.cli.codex_hooks import BEGIN, END, notify_line
 from aster_persist.importers.codex import FORMAT as CODEX
@@ -269,6 +270,7 @@ def test_codex_notify_brings_each_turn_in_once(daemon: Daemon, tmp_path: Path) -
     assert sessions(daemon.url) == [grown]
 
 
+@pytest.mark.slow
 def test_codex_notify_never_breaks_codex(daemon: Daemon, tmp_path: Path) -> None:
     codex_home = tmp_path / "codex"
     day = codex_home / "sessions" / "2026" / "05" / "11"

@@ -193,6 +193,7 @@ def test_the_cli_streams_a_file_and_shows_progress_by_bytes_on_stderr(tmp_path: 
         daemon.stop()
 
 
+@pytest.mark.slow
 def test_reading_a_file_holds_a_batch_of_its_records_not_the_file(tmp_path: Path) -> None:
     """What an import reads, measured as Python allocates it: both passes over a file as
     a stream hold about as much for 20 MB as for 10 MB, and a fraction of reading the

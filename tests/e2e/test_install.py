@@ -157,6 +157,7 @@ def test_service_install_writes_a_unit_and_uninstall_takes_it_away(tmp_path: Pat
     assert unit.exists()
 
 
+@pytest.mark.slow
 def test_every_install_line_of_the_readme_works_from_what_exists(tmp_path: Path) -> None:
     """The package is not on PyPI: no line of the README installs it by name (whoever
     registered the name would run their code on the reader's machine). Every `pip`

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ..conftest import Daemon, free_port
 
@@ -96,6 +97,7 @@ def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cli(*args), capture_output=True, text=True, timeout=30, env=env)
 
 
+@pytest.mark.slow
 def test_journal_filters_and_revert_with_a_dry_run(home: Path) -> None:
     daemon = Daemon(home).start()
     try:

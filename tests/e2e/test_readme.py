@@ -56,6 +56,7 @@ def test_readme_settings_table_matches_the_settings() -> None:
         assert rows[name.upper()].strip() == f"`{shown}`", name
 
 
+@pytest.mark.slow
 def test_readme_cli_examples(home: Path, tmp_path: Path) -> None:
     """The command line section's two blocks, as written: the first against a running
     daemon from inside a repository, the second with the daemon stopped."""

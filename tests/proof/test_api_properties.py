@@ -34,6 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     yield from serving(tmp_path_factory, "properties", ASTER_DURABILITY="interval")
 
 
+@pytest.mark.slow
 def test_every_check_on_every_operation_of_the_live_document(server: Daemon) -> None:
     run = subprocess.run(
         [

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from aster_persist.schemas import frontmatter
 
@@ -21,6 +22,7 @@ def version(body: str) -> int:
     return int(body.split(":")[0].split()[1])
 
 
+@pytest.mark.slow
 def test_block_rewrites_survive_sigkill(tmp_path: Path) -> None:
     home = tmp_path / "home"
     daemon = Daemon(home).start()

@@ -1,7 +1,8 @@
 """What a machine cannot copy never stops it copying the rest: a message that is not a
 line is ended, a session whose lines come without their start waits apart (and says so
 in the status) while other sessions go on, and a large content appended after the first
-pass reaches the copies whole."""
+pass reaches the copies whole (one larger than the servers take, as a note saying where
+it is kept)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,11 @@ def test_a_large_content_appended_later_reaches_the_copy_whole(
     append(a, sid, large).raise_for_status()
     copied = wait_until(lambda: len(events(b, sid)) == 2 and events(b, sid), timeout=5)
     assert copied[1]["content"] == large
+    # larger than one message of the servers (1 MB): a note says where it is kept
+    append(a, sid, "y" * 1_200_000).raise_for_status()
+    append(a, sid, "and after it").raise_for_status()
+    copied = wait_until(lambda: len(events(b, sid)) == 4 and events(b, sid), timeout=5)
+    assert copied[2]["role"] == "user" and "too large to share; kept on laptop" in str(
+        copied[2]["content"]
+    )
+    assert copied[3]["content"] == "and after it"

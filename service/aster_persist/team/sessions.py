@@ -46,6 +46,8 @@ _TOKEN = re.compile(r"[^A-Za-z0-9_-]")
 # fields of a header that the copy's create takes by name; the rest go as they are
 _NAMED = ("repo_root", "cwd", "model", "aster_version", "title", "created_at", "project_key")
 # (an alias names one live session of a machine: a copy does not take it there)
+# what a line too large to share keeps, beside a note where it is kept: still a valid event
+_STUB = ("type", "seq", "ts", "role", "tool_call_id", "name")
 _NOT_APPENDED = ("seq", "batch_size", "idempotency_key")  # what the copy's writer sets
 _NOT_COPIED = {
     "type",
@@ -178,13 +180,10 @@ class SessionShare:
                 key = await asyncio.to_thread(self.key_of, str(line.get("repo_root") or ""))
                 line = {**line, "project_key": key} if key else line
             payload = orjson.dumps(redacted(line))
-            if len(payload) > self.link.max_payload:  # larger than the servers take
-                line = {
-                    **line,
-                    "content": f"[{len(payload)} bytes: too large to share; "
-                    f"kept on {self.machine}]",
-                }
-                payload = orjson.dumps(redacted(line))
+            if len(payload) > self.link.max_payload:  # larger than the servers take: what
+                note = f"[{len(payload)} bytes: too large to share; kept on {self.machine}]"
+                kept = {k: line[k] for k in _STUB if k in line}  # a valid event says so
+                payload = orjson.dumps({**kept, "content": note})
             stream_seq = await self.link.publish(
                 sid, line["seq"], stream_seq, payload, self.machine
             )
@@ -192,6 +191,7 @@ class SessionShare:
             self._after[sid] = (stream_seq, seq)
             self.published += 1
         self._offset[sid] = end
+        self.problems.pop(sid, None)  # all of it is published
 
     # -- copies ------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import httpx
 
 from ..conftest import Daemon, wait_until
 from ..streams import Streams
+from .cluster import Cluster
 
 SHARED = "/srv/shared"
 
@@ -106,9 +107,13 @@ def test_a_copy_refuses_appends_private_projects_stay_home_and_secrets_stay_with
 
 
 def test_a_machine_stopped_while_others_write_catches_up_exactly(
-    machines: Callable[..., Daemon], home: Path
+    machines: Callable[..., Daemon], cluster: Cluster, home: Path
 ) -> None:
-    a, b = machines("laptop"), machines("workstation")
+    a = machines("laptop")
+    with_token = ",".join(  # a token in the address is passed on, never shown
+        url.replace("nats://", "nats://s3cret-token@") for url in cluster.urls.split(",")
+    )
+    b = machines("workstation", ASTER_TEAM_URL=with_token)
     sid = create(a)
     append(a, sid, "before").raise_for_status()
     wait_until(lambda: len(events(b, sid)) == 1, timeout=5)
@@ -123,6 +128,7 @@ def test_a_machine_stopped_while_others_write_catches_up_exactly(
     wait_until(lambda: len(events(b, later)) == 1, timeout=10)
     status = httpx.get(f"{b.url}/v1/team").json()
     assert status["connected"] and status["machine"] == "workstation"
+    assert status["servers"] == cluster.urls.split(",")  # without the token
     assert {m["machine"] for m in status["machines"]} == {"laptop"}
     # and on the command line
     shown = cli("team", "status", "--url", b.url)

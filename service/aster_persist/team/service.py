@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..storage.home import normalize_repo_root
 from .link import STREAM, Link
@@ -131,7 +132,7 @@ class Team:
             "machine": self.machine,
             "connected": self.link.connected,
             "error": self.error,
-            "servers": self.link.urls,
+            "servers": [_shown(url) for url in self.link.urls],
             "replicas": self.link.replicas or None,
             "machines": [
                 {"machine": name, "last_seen": seen}
@@ -149,3 +150,13 @@ class Team:
                 "max": round(lag[-1], 1) if lag else None,
             },
         }
+
+
+def _shown(url: str) -> str:
+    """A server's address as the status shows it: a user, password or token in it left
+    out (``nats://token@host`` is a way to pass one)."""
+    parts = urlsplit(url)
+    if parts.hostname is None or "@" not in parts.netloc:
+        return url
+    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))

@@ -53,6 +53,7 @@ from .storage.journal import Journal
 from .storage.memory import MemoryStore
 from .storage.token import load_token
 from .storage.transcripts import TranscriptStore
+from .team.projects import ProjectKeys
 from .team.service import Team
 
 log = logging.getLogger("aster_persist")
@@ -358,5 +359,6 @@ def build_sessions(
             journal=journal,
         ),
         compress_after_days=settings.compress_after_days,
+        project_keys=ProjectKeys() if settings.team_url else None,
     )
     return Built(sessions, store, committer, catalog, journal)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..storage.home import normalize_repo_root
 from .link import STREAM, Link
+from .projects import ProjectKeys
 from .sessions import SessionShare, durable_name
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Team:
         self.machine = machine
         self.enabled = bool(urls)
         self.link = Link(urls, credentials)
-        self.keys = sessions.project_keys
+        self.keys = sessions.project_keys or ProjectKeys()
         # the repository roots shared by name; None: every one with a git remote
         self.projects = None if projects is None else {normalize_repo_root(p) for p in projects}
         self.share = SessionShare(self.link, sessions, machine, self.shared, self.keys.of)

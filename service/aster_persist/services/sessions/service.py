@@ -61,12 +61,18 @@ class Sessions:
     """Every session of the data home, for the routers, MCP, the watcher and the learner,
     over the ``Parts`` ``app.py`` builds and the import pipeline over the same parts."""
 
-    def __init__(self, parts: Parts, *, compress_after_days: float = 0) -> None:
+    def __init__(
+        self,
+        parts: Parts,
+        *,
+        compress_after_days: float = 0,
+        project_keys: ProjectKeys | None = None,
+    ) -> None:
         self._parts = parts
         self._importer = Importer(self._parts)
         self._cold = Cold(self._parts, after_days=compress_after_days)
         self.progress = {"done": 0, "total": 0}
-        self.project_keys = ProjectKeys()  # each repository's project, the same everywhere
+        self.project_keys = project_keys  # in a team: each repository's project (git)
         self.catch_up_stats: dict[str, Any] = {}
         self._catch_up: asyncio.Task[None] | None = None
         self.home = parts.home
@@ -355,14 +361,9 @@ class Sessions:
                 after = read_listing_cursor(cursor)
             except BadCursor as exc:
                 raise Invalid(str(exc)) from None
-        # resolving a worktree reads <repo_root>/.git: a thread, never the event loop
-        root = (
-            await asyncio.to_thread(normalize_repo_root, repo_root)
-            if repo_root is not None
-            else None
-        )
-        if root is not None:  # the team's copies of its project, made at other paths
-            key = await asyncio.to_thread(self.project_keys.of, root)
+        root = None
+        if repo_root is not None:  # its path, and in a team its project's copies too
+            root, key = await self._keyed(repo_root)
             listing = replace(listing, project_key=key)
         await self.ready.wait()
 
@@ -416,7 +417,7 @@ class Sessions:
         one session that refers to another's events (a copy), those are searched too, and
         found as its own."""
         if query.repo is not None:
-            await self._repo_of(query)
+            query.repo, query.project_key = await self._keyed(query.repo)
         if query.session is not None:
             with contextlib.suppress(SessionNotFound, InvalidName):  # then no hit at all
                 query.shared = await asyncio.to_thread(self._store.shared_of, query.session)
@@ -435,17 +436,16 @@ class Sessions:
             hit["session_id"] = query.session
         return hits, next_cursor
 
-    async def _repo_of(self, query: Query) -> None:
-        """``query.repo`` in its normal form, and its project's key (threads: both may
-        read the repository)."""
-        assert query.repo is not None
-        query.repo = await asyncio.to_thread(normalize_repo_root, query.repo)
-        query.project_key = await asyncio.to_thread(self.project_keys.of, query.repo)
+    async def _keyed(self, repo_root: str) -> tuple[str, str | None]:
+        """A repository root in its normal form and, in a team, its project's key."""
+        root = await self.repo_root(repo_root)
+        keys = self.project_keys
+        return root, None if keys is None else await asyncio.to_thread(keys.of, root)
 
     async def search_grouped(self, query: Query, *, limit: int) -> list[dict[str, Any]]:
         """Sessions ranked by their turns' hits, each with its best turns as evidence."""
         if query.repo is not None:
-            await self._repo_of(query)
+            query.repo, query.project_key = await self._keyed(query.repo)
         return await self.in_catalog(
             lambda c: search.search_sessions(
                 c.db,
@@ -495,4 +495,4 @@ class Sessions:
     async def owned(self) -> list[tuple[str, str]]:
         """Each session this machine owns (not a team's copy) and its repository root."""
         sql = "SELECT id, repo_root FROM sessions WHERE machine IS NULL"
-        return await self.in_catalog(lambda c: [(i, r) for i, r in c.db.execute(sql)])
+        return await self.in_catalog(lambda c: c.db.execute(sql).fetchall())

@@ -268,9 +268,19 @@ def test_a_model_that_refuses_json_schema_is_asked_plainly(
     assert formats[:2] == ["json_schema", "json_object"]
 
 
-def test_appends_never_wait_for_the_model(learning: Daemon, model: ScriptedModel) -> None:
+def test_appends_never_wait_for_the_model(home: Path, model: ScriptedModel) -> None:
     gate = threading.Event()
     model.responders["memory_items"] = lambda request: Reply({"items": []}, hold=gate)
+    # the held call must not time out (and be asked again) while the turns are appended,
+    # however loaded the machine: the order asked is what is checked
+    learning = start(home, model, ASTER_LLM_TIMEOUT_SECONDS="60")
+    try:
+        _appends_never_wait(learning, model, gate)
+    finally:
+        learning.kill()
+
+
+def _appends_never_wait(learning: Daemon, model: ScriptedModel, gate: threading.Event) -> None:
     sid = session(learning, title="t")
     append(learning, sid, [user("first"), assistant("one")])
     assert model.arrived.wait(10)  # the model is now answering, and will not until told

@@ -186,6 +186,8 @@ def create_app(
         )
         team = Team(
             store,
+            memory,
+            state=home.root / "team.json",
             urls=settings.team_url,
             credentials=settings.team_credentials,
             machine=settings.machine,

@@ -70,7 +70,10 @@ class Cluster:
             f"listen: 127.0.0.1:{node.client}\n"
             f"http: 127.0.0.1:{node.monitor}\n"
             f'jetstream {{ store_dir: "{node.folder / "store"}", sync_interval: always }}\n'
-            f"cluster {{ name: aster, listen: 127.0.0.1:{node.route}, routes: [{routes}] }}\n"
+            # no_advertise: a client knows only the servers it was given, so a machine
+            # given one node is cut off when that node is down
+            f"cluster {{ name: aster, listen: 127.0.0.1:{node.route}, no_advertise: true, "
+            f"routes: [{routes}] }}\n"
         )
         return path
 

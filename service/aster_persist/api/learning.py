@@ -91,22 +91,49 @@ async def consolidate(
     return json_response(result)
 
 
+_REVIEWED = ("memory.held", "memory.conflict")
+
+
 def _pending(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The held items no one has reviewed yet, oldest first."""
-    reviewed = {e["detail"].get("reviewed") for e in entries if isinstance(e.get("detail"), dict)}
-    return [
-        {
-            "id": e["id"],
-            "ts": e["ts"],
-            "scope": e["scope"],
-            "session": e.get("session"),
-            "item": e["detail"].get("item") or {},
-            "reason": str(e["detail"].get("reason", "")),
-            "origin": str(e["detail"].get("origin", "tool")),
-        }
-        for e in entries
-        if e.get("op") == "memory.held" and e["id"] not in reviewed
-    ]
+    """What waits for a person, oldest first: extracted items held back, and changes of a
+    team's memory that met another machine's (``memory.conflict``) not reverted yet."""
+    details = [e["detail"] for e in entries if isinstance(e.get("detail"), dict)]
+    reviewed = {d.get("reviewed") for d in details}
+    reverted = {d.get("reverted") for d in details}
+    items = []
+    for e in entries:
+        if e["id"] in reviewed:
+            continue
+        if e.get("op") == "memory.held":
+            items.append(
+                {
+                    "id": e["id"],
+                    "ts": e["ts"],
+                    "scope": e["scope"],
+                    "session": e.get("session"),
+                    "item": e["detail"].get("item") or {},
+                    "reason": str(e["detail"].get("reason", "")),
+                    "origin": str(e["detail"].get("origin", "tool")),
+                }
+            )
+        elif e.get("op") == "memory.conflict" and e["id"] not in reverted:
+            kept = e.get("before") or {}
+            items.append(
+                {
+                    "id": e["id"],
+                    "ts": e["ts"],
+                    "scope": e["scope"],
+                    "session": None,
+                    "item": {
+                        "title": e.get("name"),
+                        "content": kept.get("content", ""),
+                        "machine": e["detail"].get("machine"),
+                    },
+                    "reason": str(e["detail"].get("reason", "")),
+                    "origin": "team",
+                }
+            )
+    return items
 
 
 @router.get(
@@ -118,8 +145,10 @@ def _pending(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 )
 async def review_list(request: Request) -> Response:
     """Extracted items held for review, not stored: their words came from a tool result
-    and read as an instruction (a fetched page or a command's output steering the agent).
-    `POST /v1/memory/review/{id}` accepts or dismisses one."""
+    and read as an instruction (a fetched page or a command's output steering the agent);
+    and in a team, changes of shared memory made here that met another machine's
+    (`origin: team`, both versions kept). `POST /v1/memory/review/{id}` accepts or
+    dismisses one."""
     entries = await asyncio.to_thread(running(request).journal.entries)
     return json_response({"items": _pending(entries)})
 
@@ -143,10 +172,14 @@ async def _decide(request: Request, entry_id: str, body: ReviewIn) -> Response:
     entries = await asyncio.to_thread(running(request).journal.entries)
     held = next((h for h in _pending(entries) if h["id"] == entry_id), None)
     if held is None:
-        if any(e["id"] == entry_id and e.get("op") == "memory.held" for e in entries):
+        if any(e["id"] == entry_id and e.get("op") in _REVIEWED for e in entries):
             raise Conflict(f"held item {entry_id} was reviewed already")
         raise NotFound(f"no held item {entry_id[:40]}")
     memory = running(request).memory
+    if held["origin"] == "team" and body.decision == "accept":  # this machine's version
+        conflict = next(e for e in entries if e["id"] == entry_id)
+        await memory.revert(conflict)
+        return json_response({"id": entry_id, "decision": "accept", "block": conflict["name"]})
     item = held["item"]
     if body.decision == "dismiss":
         await memory.record(

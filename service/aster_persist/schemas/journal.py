@@ -30,6 +30,11 @@ OPS: dict[str, Op] = {
     "memory.archive": Op(True, "a block moved to .archive/"),
     "memory.restore": Op(True, "a block back from .archive/"),
     "memory.revert": Op(True, "a change undone (reverting it redoes the change)"),
+    "memory.conflict": Op(
+        True,
+        "another machine's version put in place of a change made here that it had not "
+        "seen: this machine's version is the entry's before (reverting it keeps that one)",
+    ),
     "memory.recall": Op(False, "a block read by an agent (usage, not content)"),
     "memory.rejected": Op(False, "an extracted item refused, with the reason"),
     "memory.held": Op(False, "an extracted item held for review: a tool's instruction-like words"),

@@ -63,7 +63,8 @@ class Consolidation(BaseModel):
 
 
 class HeldItem(BaseModel):
-    """An extracted item held for review: instruction-like words from a tool result."""
+    """What waits for review: an extracted item held back (instruction-like words from a
+    tool result), or a team's memory conflict."""
 
     id: str = Field(description="The `memory.held` journal entry that holds it.")
     ts: str
@@ -71,7 +72,11 @@ class HeldItem(BaseModel):
     session: str | None
     item: dict[str, Any] = Field(description="The item as the model gave it (redacted).")
     reason: str
-    origin: str = Field(description="Whose words it is made of: user, assistant or tool.")
+    origin: str = Field(
+        description="Whose words it is made of: user, assistant or tool; `team` for a "
+        "change of a shared memory file that met another machine's (`item.content` is this "
+        "machine's version, `item.machine` the one whose version is in place)."
+    )
 
 
 class ReviewList(BaseModel):
@@ -82,7 +87,9 @@ class ReviewIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     decision: Literal["accept", "dismiss"] = Field(
-        description="`accept` stores the item as a block; `dismiss` refuses it for good."
+        description="`accept` stores the item as a block (for a team's conflict: puts "
+        "this machine's version back, for the team); `dismiss` refuses it for good (a "
+        "conflict: the version in place stays)."
     )
 
 

@@ -30,6 +30,17 @@ class SessionProblem(BaseModel):
     problem: str = Field(description="Why it is not shared (or copied) further.")
 
 
+class SharedMemory(BaseModel):
+    shared_projects: int = Field(description="Projects whose memory this machine shares.")
+    pending: int = Field(description="Memory files changed here and not set in the team yet.")
+    conflicts: int = Field(
+        description="Changes here that met another machine's since the daemon started "
+        "(each a `memory.conflict` in the journal and in `/v1/memory/review`)."
+    )
+    sent: int = Field(description="Versions set in the team after they waited, since start.")
+    applied: int = Field(description="Versions of other machines put in place, since start.")
+
+
 class TeamStatus(BaseModel):
     enabled: bool = Field(description="Joined to a team (ASTER_TEAM_URL) or alone.")
     machine: str
@@ -42,6 +53,7 @@ class TeamStatus(BaseModel):
     problems: list[SessionProblem] = Field(
         description="Sessions that cannot be published or copied on, and why."
     )
+    memory: SharedMemory
     published: int = Field(description="Lines this daemon published since it started.")
     applied: int = Field(description="Lines of other machines it copied since it started.")
     lag_ms: Lag

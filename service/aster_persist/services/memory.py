@@ -12,8 +12,9 @@ the routers turn them into status codes and headers.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..schemas.conditions import TagCondition
 from ..schemas.memory import BlockIn, ProcedureIn
@@ -21,7 +22,11 @@ from ..schemas.names import check_name, check_session_id
 from ..storage.commit import GroupCommitter
 from ..storage.memory import BlockMeta, MemoryStore, slugify
 from ..storage.memory.plans import Plans
+from ..storage.memory.sharing import Sharing
+from ..storage.memory.versions import Versions
 from .tools import ToolAnswer, run_tool
+
+T = TypeVar("T")
 
 
 def _session(session_id: str | None) -> str | None:
@@ -43,6 +48,17 @@ class Memory:
         if repo_root is None:
             return "global"
         return await asyncio.to_thread(self._store.scope_for, repo_root)
+
+    # -- a team ------------------------------------------------------------------------
+
+    def share_with(self, sharing: Sharing) -> None:
+        """From now on, every change of a shared file goes through ``sharing`` first."""
+        self._store.share_with(sharing)
+
+    async def with_versions(self, work: Callable[[Versions], T]) -> T:
+        """``work`` on the writer thread, given the files' versions as a team sees them:
+        what it reads and puts is one step, no other write in between."""
+        return await self._writer.call(work, self._store.versions)
 
     # -- reads: the block index where they are asked, files off the loop -----------------
 

@@ -191,6 +191,19 @@ def read_bytes(path: Path | str, start: int = 0, end: int | None = None) -> byte
         os.close(fd)
 
 
+def read_fd(fd: int) -> bytes:
+    """Every byte of an open file, read from its start."""
+    size = os.fstat(fd).st_size
+    chunks, pos = [], 0
+    while pos < size:
+        chunk = os.pread(fd, size - pos, pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)
+
+
 def read_or_none(path: Path | str) -> bytes | None:
     """The bytes of ``path``, or None when it or a folder above it is missing."""
     try:

@@ -188,7 +188,7 @@ class Home:
 
 
 LAYOUT = ("sessions", "memory", "index", "blobs")
-TOP_FILES = ("journal.jsonl", "queue", "token", "config.toml")
+TOP_FILES = ("journal.jsonl", "queue", "token", "config.toml", "team.json")
 
 
 def prepare(root: Path) -> None:

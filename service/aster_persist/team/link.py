@@ -69,6 +69,8 @@ class Link:
         self.nc: Any = None
         self.js: Any = None
         self.replicas = 0
+        # called (on the loop) each time the connection is back after it was lost
+        self.reconnected: list[Callable[[], Awaitable[None]]] = []
 
     @property
     def max_payload(self) -> int:
@@ -84,7 +86,7 @@ class Link:
         import nats
 
         options = connect_options(self.urls, self.credentials)
-        self.nc = await nats.connect(**options)
+        self.nc = await nats.connect(**options, reconnected_cb=self._reconnected)
         self.js = self.nc.jetstream()
         await self.retrying(self._ensure_stream)
 
@@ -115,6 +117,26 @@ class Link:
                 if replicas == 1 or not ("insufficient" in refused or "replicas" in refused):
                     raise  # only too few nodes for the replicas asked makes it try fewer
                 log.warning("team: a stream of %d replicas was refused (%s)", replicas, exc)
+
+    async def _reconnected(self) -> None:
+        for call in self.reconnected:
+            try:
+                await call()
+            except Exception:
+                log.exception("team: after reconnecting")
+
+    async def bucket(self, name: str) -> None:
+        """Make sure the key-value bucket ``name`` exists, replicated as the stream is."""
+        from nats.js.api import KeyValueConfig, StorageType
+        from nats.js.errors import BucketNotFoundError
+
+        try:
+            await self.js.key_value(name)
+        except BucketNotFoundError:
+            config = KeyValueConfig(
+                bucket=name, history=1, storage=StorageType.FILE, replicas=self.replicas or 1
+            )
+            await self.js.create_key_value(config)
 
     async def retrying(self, call: Callable[[], Awaitable[T]], within: float = RETRY_FOR) -> T:
         """``call()``, again while the cluster has no leader to answer (failover)."""

@@ -1,5 +1,5 @@
-"""The team: this daemon's place among the machines that share sessions through NATS
-JetStream (``ASTER_TEAM_URL``). Alone (no URL), it does nothing and says so.
+"""The team: this daemon's place among the machines that share sessions and memory
+through NATS JetStream (``ASTER_TEAM_URL``). Alone (no URL), it does nothing and says so.
 
 It connects in the background: the daemon serves and appends locally whether the cluster
 answers or not, and what was not published yet is published once it does."""
@@ -18,10 +18,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..storage.home import normalize_repo_root
 from .link import STREAM, Link
+from .memory import MemoryShare
 from .projects import ProjectKeys
 from .sessions import SessionShare, durable_name
 
 if TYPE_CHECKING:
+    from ..services.memory import Memory
     from ..services.sessions import Sessions
     from ..services.sessions.parts import Appended
 
@@ -34,7 +36,9 @@ class Team:
     def __init__(
         self,
         sessions: Sessions,
+        memory: Memory,
         *,
+        state: Path,
         urls: list[str],
         credentials: Path | None,
         machine: str,
@@ -47,6 +51,11 @@ class Team:
         # the repository roots shared by name; None: every one with a git remote
         self.projects = None if projects is None else {normalize_repo_root(p) for p in projects}
         self.share = SessionShare(self.link, sessions, machine, self.shared, self.keys.of)
+        self.memory = MemoryShare(
+            self.link, memory, machine, keys=self.keys, shared=self.shared, state=state
+        )
+        if self.enabled:  # a shared project's memory is the team's from the start
+            memory.share_with(self.memory)
         self._sessions = sessions
         self._tasks: list[asyncio.Task[None]] = []
         self.error: str | None = None
@@ -81,6 +90,7 @@ class Team:
         loop = asyncio.get_running_loop()
         self._tasks.append(loop.create_task(self._kept("copying", self.share.consume_forever)))
         self._tasks.append(loop.create_task(self._kept("publishing", self.share.publish_forever)))
+        self._tasks.append(loop.create_task(self._kept("sharing memory", self.memory.run)))
         await self._kept("looking for what waits", self._mark_owned, again=False)
 
     async def _mark_owned(self) -> None:
@@ -144,6 +154,7 @@ class Team:
                 {"session_id": sid, "problem": problem}
                 for sid, problem in sorted(share.problems.items())
             ],
+            "memory": self.memory.status(),
             "published": share.published,
             "applied": share.applied,
             "lag_ms": {

@@ -23,6 +23,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from ..jsonl import TEMP_MARK
 from .attempts import Changed, disk
 from .blocks import BlockIndex, block_of
 from .names import ARCHIVE, CORE, key_of
+from .sharing import ARCHIVED, LIVE, NONE, UNSHARED, Sharing, Version
 
 log = logging.getLogger("aster_persist")
 LATE_WRITES_SECONDS = 0.2  # a replaced file is looked at again this long after its swap
@@ -54,13 +56,15 @@ class MemoryFiles:
         # change on disk that did not come from here (a hand edit) can be told apart and
         # journaled with the content it replaced.
         self._known: dict[str, bytes] = {}
+        self.share: Sharing = UNSHARED  # a team's, once the daemon has joined one
 
     # -- scopes and paths --------------------------------------------------------
 
     def scope_for(self, repo_root: str | None) -> str:
         if repo_root is None:
             return "global"
-        return "project:" + project_slug(normalize_repo_root(repo_root))
+        root = normalize_repo_root(repo_root)
+        return self.share.scope_of(root) or "project:" + project_slug(root)
 
     def folder(self, scope: str) -> Path:
         if scope == "global":
@@ -161,6 +165,11 @@ class MemoryFiles:
         fs.unlink(path)
         self._known.pop(key_of(path), None)
 
+    def _shared(
+        self, share: bool, scope: str, name: str, before: Version, after: Version
+    ) -> contextlib.AbstractContextManager[None]:
+        return self.share.writing(scope, name, before, after) if share else nullcontext()
+
     def replace(
         self,
         path: Path,
@@ -172,6 +181,7 @@ class MemoryFiles:
         actor: str,
         session: str | None,
         detail: dict[str, Any] | None = None,
+        share: bool = True,
     ) -> None:
         """Replace ``path`` with ``data`` and journal it with the bytes it replaced.
 
@@ -184,11 +194,22 @@ class MemoryFiles:
         now (or answer 412 to an ``If-Match``). When the journal line cannot be written,
         the swap is undone too: nothing is on disk that is not in the journal, and a
         full disk is 507 with the file as it was. Bytes or a session that hold a secret
-        are refused (422) before anything is written."""
+        are refused (422) before anything is written. A shared file is set in the team
+        first (``share``: unless the team's version is what is written)."""
         key = key_of(path)
         known = self._known.get(key)
         refuse_document(data, name if name == CORE else f"block {name!r}", before=known)
         refuse_secrets({"session_id": session})
+        now = NONE if known is None else Version(LIVE, known)
+        with self._shared(share, scope, name, now, Version(LIVE, data)):
+            named = {"scope": scope, "name": name, "actor": actor, "session": session}
+            self._write_swapped(path, data, op, known, {**named, "detail": detail})
+
+    def _write_swapped(
+        self, path: Path, data: bytes, op: str, known: bytes | None, named: dict[str, Any]
+    ) -> None:
+        """``replace`` once a team took it; ``named``: what the journal line names."""
+        key = key_of(path)
         before = None if known is None else self.content_state(path, known)
         with disk(f"could not write {self.rel(path)}"):
             tmp = fs.write_temp(path, data)
@@ -204,16 +225,7 @@ class MemoryFiles:
             with disk(f"could not journal the change of {self.rel(path)}"):
                 try:
                     fsync_dir(path.parent)
-                    self.journal.record(
-                        op,
-                        scope=scope,
-                        name=name,
-                        actor=actor,
-                        session=session,
-                        before=before,
-                        after=self.after(path, data),
-                        detail=detail,
-                    )
+                    self.journal.record(op, before=before, after=self.after(path, data), **named)
                 except BaseException:
                     self._swap_back(tmp, path, data, replaced)
                     raise
@@ -231,7 +243,7 @@ class MemoryFiles:
         except FileNotFoundError:
             return
         try:
-            data = _read_all(fd)
+            data = fs.read_fd(fd)
             if data not in journaled:
                 self._journal_late(path, data, "while a write replaced the file")
             fs.unlink(tmp)
@@ -249,7 +261,7 @@ class MemoryFiles:
     def _look_again(self, fd: int, data: bytes, path: Path) -> None:
         """Journal what a writer appended to a replaced file after it was removed."""
         try:
-            now = _read_all(fd)
+            now = fs.read_fd(fd)
             if now != data:
                 self._journal_late(path, now, "into the replaced file, after the swap")
         except Exception:
@@ -330,25 +342,26 @@ class MemoryFiles:
         """Delete a live file, journaled with its content (so it can be reverted); a hand
         edit since the store read it is put back, journaled, and ``Changed`` raised."""
         aside = path.parent / f"{TEMP_MARK}{path.name}.gone"
-        data = self.move_file(path, aside, expected=self.known(path))
-        with disk(f"could not journal the removal of {self.rel(path)}"):
-            try:
-                self.journal.record(
-                    "memory.delete",
-                    scope=scope,
-                    name=name,
-                    actor=actor,
-                    session=session,
-                    before=self.content_state(path, data),
-                    after=None,
-                )
-            except BaseException:
-                self.move_file(aside, path)
-                raise
-        with contextlib.suppress(OSError):  # journaled: what is left is a temp file
-            fs.unlink(aside)
-            fsync_dir(path.parent)
-        self._known.pop(key_of(path), None)
+        with self.share.writing(scope, name, Version(LIVE, self.known(path)), NONE):
+            data = self.move_file(path, aside, expected=self.known(path))
+            with disk(f"could not journal the removal of {self.rel(path)}"):
+                try:
+                    self.journal.record(
+                        "memory.delete",
+                        scope=scope,
+                        name=name,
+                        actor=actor,
+                        session=session,
+                        before=self.content_state(path, data),
+                        after=None,
+                    )
+                except BaseException:
+                    self.move_file(aside, path)
+                    raise
+            with contextlib.suppress(OSError):  # journaled: what is left is a temp file
+                fs.unlink(aside)
+                fsync_dir(path.parent)
+            self._known.pop(key_of(path), None)
 
     def archive(
         self,
@@ -366,26 +379,29 @@ class MemoryFiles:
         source = self.path(scope, name, archived=not archive)
         target = self.path(scope, name, archived=archive)
         ensure_dir(target.parent)
-        data = self.move_file(source, target, expected=self.known(source) if archive else None)
-        with disk(f"could not journal the move of {self.rel(source)}"):
-            try:
-                fsync_dir(source.parent)
-                self.journal.record(
-                    "memory.archive" if archive else "memory.restore",
-                    scope=scope,
-                    name=name,
-                    actor=actor,
-                    session=session,
-                    before=self.content_state(source, data),
-                    after=self.after(target, data),
-                    detail=detail,
-                )
-            except BaseException:
-                self.move_file(target, source)
-                raise
-        self._known.pop(key_of(source), None)
-        if not archive:
-            self._known[key_of(target)] = data
+        held = fs.read_or_none(source)
+        states = (LIVE, ARCHIVED) if archive else (ARCHIVED, LIVE)
+        with self.share.writing(scope, name, Version(states[0], held), Version(states[1], held)):
+            data = self.move_file(source, target, expected=self.known(source) if archive else None)
+            with disk(f"could not journal the move of {self.rel(source)}"):
+                try:
+                    fsync_dir(source.parent)
+                    self.journal.record(
+                        "memory.archive" if archive else "memory.restore",
+                        scope=scope,
+                        name=name,
+                        actor=actor,
+                        session=session,
+                        before=self.content_state(source, data),
+                        after=self.after(target, data),
+                        detail=detail,
+                    )
+                except BaseException:
+                    self.move_file(target, source)
+                    raise
+            self._known.pop(key_of(source), None)
+            if not archive:
+                self._known[key_of(target)] = data
         return data
 
     # -- changes made by hand ---------------------------------------------------------
@@ -455,19 +471,8 @@ class MemoryFiles:
                     detail={"by": "hand", **flagged(data)},
                 )
             )
+            self.share.changed(scope, name)
         return entries
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks, pos = [], 0
-    while pos < size:
-        chunk = os.pread(fd, size - pos, pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return b"".join(chunks)
 
 
 def _md_names(folder: Path) -> list[str]:

@@ -83,6 +83,8 @@ class Reverter:
                 self._reindex(targets)
                 raise
         self._reindex(targets)
+        if entry.get("name"):  # a team sets what it shares to what is here now
+            self._files.share.changed(entry["scope"], str(entry["name"]))
         return recorded
 
     def _inside(self, rel: str) -> Path:

@@ -35,6 +35,8 @@ from .hygiene import check_relation_names, stale
 from .meta import BlockMeta, as_list, merged, new_fields, patched, source_of
 from .names import CORE, etag_of, normalized
 from .revert import Reverter
+from .sharing import Sharing
+from .versions import Versions
 
 
 class MemoryStore:
@@ -46,6 +48,7 @@ class MemoryStore:
         self._index = BlockIndex()
         self._files = MemoryFiles(home, journal, self._index)
         self._reverter = Reverter(self._files, self._index)
+        self.versions = Versions(self._files, self._index)  # what a team reads and puts
         self.root = self._files.root
         # what the objects it holds answer for it
         self.scope_for = self._files.scope_for
@@ -61,6 +64,9 @@ class MemoryStore:
         self.visible = self._index.visible
         self.usage = self._index.usage
         self.revert = self._reverter.revert  # journaled itself, so a revert can be reverted
+
+    def share_with(self, sharing: Sharing) -> None:
+        self._files.share = sharing
 
     # -- loading and reading -----------------------------------------------------------
 

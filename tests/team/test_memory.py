@@ -1,0 +1,207 @@
+"""Memory across a team: a shared project's blocks and ``ASTER.md`` are one version on
+every machine, with the same ETags; of two machines writing one version exactly one wins
+and the other answers 412 with nothing written; a machine cut off from the cluster keeps
+writing, and on reconnect what it wrote lands, or, when the team's version moved, becomes
+a visible conflict with both versions kept; hand edits go the same way; global memory
+stays on its machine."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..conftest import Daemon, wait_until
+from .cluster import Cluster
+from .test_projects import repo
+
+SHARED = "/srv/shared"
+
+
+def write(
+    daemon: Daemon, name: str, content: str, root: str | None = SHARED, etag: str | None = None
+) -> httpx.Response:
+    params = {"repo_root": root} if root is not None else {}
+    headers = {"If-Match": etag} if etag is not None else {}
+    return httpx.put(
+        f"{daemon.url}/v1/memory/blocks/{name}",
+        params=params,
+        json={"content": content},
+        headers=headers,
+        timeout=30,
+    )
+
+
+def block(daemon: Daemon, name: str, root: str | None = SHARED) -> tuple[str, str] | None:
+    """A block's body and ETag on ``daemon``, or None."""
+    params = {"track": "false", **({"repo_root": root} if root is not None else {})}
+    r = httpx.get(f"{daemon.url}/v1/memory/blocks/{name}", params=params)
+    return (str(r.json()["body"]).strip(), r.headers["ETag"]) if r.status_code == 200 else None
+
+
+def body_of(daemon: Daemon, name: str, root: str | None = SHARED) -> str | None:
+    found = block(daemon, name, root)
+    return None if found is None else found[0]
+
+
+def journal(daemon: Daemon, op: str) -> list[dict[str, Any]]:
+    r = httpx.get(f"{daemon.url}/v1/journal", params={"op": op, "limit": 1000})
+    return list(r.json()["items"])
+
+
+def team(daemon: Daemon) -> dict[str, Any]:
+    return dict(httpx.get(f"{daemon.url}/v1/team").json())
+
+
+def test_a_block_and_core_memory_written_on_one_machine_are_the_same_everywhere(
+    machines: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    on_a = repo(tmp_path / "a" / "proj", "git@github.com:team/proj.git")
+    on_b = repo(tmp_path / "b" / "elsewhere", "https://github.com/team/proj")
+    a, b = machines("laptop", projects=None), machines("workstation", projects=None)
+    assert write(a, "deploys", "Deploy with `make ship`.", str(on_a)).status_code == 200
+    r = httpx.put(
+        f"{a.url}/v1/memory/core",
+        params={"repo_root": str(on_a)},
+        content="# Project\n- tests need docker\n",
+        headers={"Content-Type": "text/markdown"},
+    )
+    assert r.status_code == 200, r.text
+    # the same project at another path on another machine: the same block, the same ETag
+    wait_until(lambda: block(b, "deploys", str(on_b)) == block(a, "deploys", str(on_a)))
+    wait_until(
+        lambda: httpx.get(f"{b.url}/v1/memory/core", params={"repo_root": str(on_b)}).headers.get(
+            "ETag"
+        )
+        == r.headers["ETag"]
+    )
+    core = httpx.get(f"{b.url}/v1/memory/core", params={"repo_root": str(on_b)})
+    assert "tests need docker" in core.text
+    applied = [e for e in journal(b, "memory.write") if e["actor"] == "team"]
+    assert {e["name"] for e in applied} == {"deploys", "ASTER.md"}
+    assert all(e["detail"]["machine"] == "laptop" for e in applied)
+    # archived, restored and forgotten the same way; a machine started later catches up
+    archived = httpx.post(
+        f"{a.url}/v1/memory/blocks/deploys/archive", params={"repo_root": str(on_a)}
+    )
+    assert archived.status_code == 200, archived.text
+    wait_until(lambda: block(b, "deploys", str(on_b)) is None)
+    c = machines("container", projects=None)  # joins later: catches up from the bucket
+    on_c = repo(tmp_path / "c" / "proj", "git@github.com:team/proj")
+    restored = httpx.post(
+        f"{b.url}/v1/memory/blocks/deploys/restore", params={"repo_root": str(on_b)}
+    )
+    assert restored.status_code == 200, restored.text
+    wait_until(lambda: block(a, "deploys", str(on_a)) == block(b, "deploys", str(on_b)))
+    assert httpx.delete(
+        f"{a.url}/v1/memory/blocks/deploys", params={"repo_root": str(on_a)}
+    ).status_code == 204
+    wait_until(lambda: block(b, "deploys", str(on_b)) is None)
+    assert journal(b, "memory.delete")[-1]["actor"] == "team"
+    # the machine that joined later holds what is left: core memory, and no block
+    wait_until(
+        lambda: "tests need docker"
+        in httpx.get(f"{c.url}/v1/memory/core", params={"repo_root": str(on_c)}).text
+    )
+    assert block(c, "deploys", str(on_c)) is None
+
+
+def test_two_machines_writing_one_version_give_one_200_and_one_412(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    assert write(a, "style", "version 0").status_code == 200
+    wait_until(lambda: body_of(b, "style") == "version 0")
+    for round_ in range(1, 6):
+        found_a, found_b = block(a, "style"), block(b, "style")
+        assert found_a is not None and found_a == found_b  # one version, one ETag
+        etag = found_a[1]
+        answers: dict[str, int] = {}
+        start = threading.Barrier(2)
+
+        def put(daemon: Daemon, label: str, etag: str = etag) -> None:
+            start.wait()
+            answers[label] = write(daemon, "style", f"{label} {round_}", etag=etag).status_code
+
+        threads = [threading.Thread(target=put, args=(d, d.env["ASTER_MACHINE"])) for d in (a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(answers.values()) == [200, 412], answers
+        winner = next(label for label, status in answers.items() if status == 200)
+        # the loser wrote nothing: both machines hold the winner's version
+        wait_until(lambda w=winner: body_of(a, "style") == body_of(b, "style") == f"{w} {round_}")
+    refused = write(a, "style", "stale", etag='"not-the-etag"')
+    assert refused.status_code == 412
+    assert refused.headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_machine_cut_off_keeps_writing_and_on_reconnect_its_writes_land_or_conflict(
+    machines: Callable[..., Daemon], cluster: Cluster
+) -> None:
+    n1 = cluster.nodes[0]
+    a = machines("laptop", ASTER_TEAM_URL=n1.url)  # reaches the cluster through n1 only
+    b = machines("workstation", ASTER_TEAM_URL=",".join(n.url for n in cluster.nodes[1:]))
+    assert write(a, "lease", "the lease ends in May").status_code == 200
+    wait_until(lambda: body_of(b, "lease") == "the lease ends in May")
+    cluster.kill(n1)  # a is cut off; b and two nodes go on
+    wait_until(lambda: team(a)["connected"] is False)
+    assert write(b, "lease", "the lease ends in June (b)").status_code == 200
+    assert write(a, "lease", "the lease ends in July (a)").status_code == 200  # pending
+    assert write(a, "offline-note", "written while cut off").status_code == 200
+    assert team(a)["memory"]["pending"] == 2
+    cluster.start_node(n1)
+    # what only a changed lands on b; the block both changed is a conflict on a
+    wait_until(lambda: body_of(b, "offline-note") == "written while cut off", timeout=60)
+    wait_until(lambda: body_of(a, "lease") == "the lease ends in June (b)", timeout=60)
+    assert body_of(b, "lease") == "the lease ends in June (b)"
+    conflicts = journal(a, "memory.conflict")
+    assert [(e["name"], e["detail"]["machine"]) for e in conflicts] == [("lease", "workstation")]
+    assert "the lease ends in July (a)" in conflicts[0]["before"]["content"]  # both kept
+    review = httpx.get(f"{a.url}/v1/memory/review").json()["items"]
+    assert [(i["origin"], i["item"]["title"]) for i in review] == [("team", "lease")]
+    assert "July" in review[0]["item"]["content"]
+    wait_until(lambda: team(a)["memory"]["pending"] == 0)
+    assert team(a)["memory"]["conflicts"] == 1
+    # keeping this machine's version: it goes to the team like any write
+    kept = httpx.post(f"{a.url}/v1/memory/review/{review[0]['id']}", json={"decision": "accept"})
+    assert kept.status_code == 200, kept.text
+    wait_until(lambda: body_of(b, "lease") == "the lease ends in July (a)")
+    assert httpx.get(f"{a.url}/v1/memory/review").json()["items"] == []
+
+
+def test_a_hand_edit_is_shared_and_global_memory_stays_home(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    assert write(a, "editor", "use vim").status_code == 200
+    assert write(a, "private", "my own", root=None).status_code == 200  # global memory
+    wait_until(lambda: body_of(b, "editor") == "use vim")
+    found = httpx.get(
+        f"{a.url}/v1/memory/blocks/editor", params={"repo_root": SHARED, "track": "false"}
+    ).json()
+    folder = a.home / "memory" / "projects" / found["scope"].split(":", 1)[1]
+    path = folder / "editor.md"
+    path.write_text(path.read_text().replace("use vim", "use helix"))  # by hand
+    wait_until(lambda: body_of(b, "editor") == "use helix")
+    assert block(a, "editor") == block(b, "editor")
+    assert body_of(b, "private", root=None) is None
+    assert not any(e["name"] == "private" for e in journal(b, "memory.write"))
+
+
+def test_a_jetstream_node_killed_mid_run_loses_no_memory_write(
+    machines: Callable[..., Daemon], cluster: Cluster
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    for n in range(12):
+        if n == 4:
+            cluster.kill(cluster.nodes[1])  # SIGKILL a node while writes go on
+        assert write(a, f"fact-{n}", f"fact number {n}").status_code == 200
+    cluster.start_node(cluster.nodes[1], wait=False)
+    for n in range(12):
+        wait_until(lambda n=n: block(b, f"fact-{n}") == block(a, f"fact-{n}"), timeout=60)
+    wait_until(lambda: team(a)["memory"]["pending"] == 0, timeout=60)

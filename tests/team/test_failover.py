@@ -16,8 +16,9 @@ from .cluster import Cluster
 from .test_sessions import append, create, events
 
 
-def stream_leader(cluster: Cluster) -> str | None:
-    """The name of the node that leads the team's stream, as a live node reports it."""
+def stream_leader(cluster: Cluster, stream_name: str = "ASTER_SESSIONS") -> str | None:
+    """The name of the node that leads one of the team's streams (the sessions' stream,
+    or ``KV_ASTER_MEMORY``, memory's bucket), as a live node reports it."""
     for node in cluster.nodes:
         if node.process is None:
             continue
@@ -29,7 +30,7 @@ def stream_leader(cluster: Cluster) -> str | None:
             continue
         for account in found.get("account_details") or []:
             for stream in account.get("stream_detail") or []:
-                if stream["name"] == "ASTER_SESSIONS" and stream.get("cluster", {}).get("leader"):
+                if stream["name"] == stream_name and stream.get("cluster", {}).get("leader"):
                     return str(stream["cluster"]["leader"])
     return None
 

@@ -1,4 +1,4 @@
-"""``aster-persist team status``: whether this machine shares sessions with a team,
+"""``aster-persist team status``: whether this machine shares sessions and memory with a team,
 whether the cluster answers, the machines seen, what waits and the replication lag."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ import typer
 
 from .common import Json, Url, daemon, emit_json, table
 
-team_app = typer.Typer(help="The team this machine shares sessions with.", no_args_is_help=True)
+team_app = typer.Typer(
+    help="The team this machine shares sessions and memory with.", no_args_is_help=True
+)
 
 
 @team_app.command("status")
@@ -30,6 +32,11 @@ def status(json_out: Json = False, url: Url = None) -> None:
     typer.echo(
         f"waiting: {pending['out']} sessions to publish, {waiting_in} lines to copy; "
         f"published {found['published']}, copied {found['applied']}"
+    )
+    memory = found["memory"]
+    typer.echo(
+        f"memory: {memory['shared_projects']} projects shared, {memory['pending']} files "
+        f"waiting to be set, {memory['conflicts']} conflicts to review"
     )
     if lag["p50"] is not None:
         typer.echo(f"lag: {lag['p50']:g} ms median, {lag['max']:g} ms at most")

@@ -15,7 +15,7 @@ written. When the cluster cannot be reached within ``WAIT``, the write is made h
 marked pending. A change made without ``writing`` (by hand, a revert) is pending too.
 
 Settling a key (on the loop, each write of another machine, each pending one, every key
-on connecting and every ``SWEEP`` seconds): when the team has nothing new, what changed
+on connecting and every ``SWEEP`` seconds, ``AGAIN`` while something waits): when the team has nothing new, what changed
 here is set in the bucket at the agreed revision; when the team has a new version and
 nothing changed here, it is put in place (``actor`` team, the owner in ``detail``); when
 both changed, the team's version is put in place as ``memory.conflict`` whose ``before``
@@ -60,6 +60,7 @@ PREFIX = f"$KV.{BUCKET}."
 CORE_KEY = "_core"
 WAIT = 2.0  # seconds a write waits for the cluster before it is made here, pending
 SWEEP = 30.0  # seconds between two settlings of every key
+AGAIN = 2.0  # the same, while something waits to be set or the last settling failed
 _WRONG_LAST = (10071, 10164)  # JetStream: the subject's last sequence is not the expected
 
 
@@ -156,6 +157,7 @@ class MemoryShare:
         self._ready = False
         self._queue: asyncio.Queue[str] | None = None
         self._settling: dict[str, asyncio.Lock] = {}
+        self._wake = asyncio.Event()
         self._load()
 
     # -- what was agreed, kept in team.json ------------------------------------------
@@ -319,9 +321,12 @@ class MemoryShare:
             self._queue.put_nowait(key)
         worker = asyncio.get_running_loop().create_task(self._work())
         try:
-            while True:
-                await self.settle_all()
-                await asyncio.sleep(SWEEP)
+            while True:  # soon again while something waits or the last pass failed
+                settled = await self._quietly(self.settle_all())
+                with contextlib.suppress(TimeoutError):
+                    wait = SWEEP if settled and not self.pending else AGAIN
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                self._wake.clear()
         finally:
             self._ready = False
             worker.cancel()
@@ -329,7 +334,7 @@ class MemoryShare:
                 await worker
 
     async def _sweep_soon(self) -> None:
-        asyncio.get_running_loop().create_task(self._quietly(self.settle_all()))
+        self._wake.set()
 
     async def _noticed(self, msg: Any) -> None:
         key = msg.subject[len(PREFIX) :]
@@ -346,13 +351,15 @@ class MemoryShare:
             key = await self._queue.get()
             await self._quietly(self.settle(key))
 
-    async def _quietly(self, work: Any) -> None:
+    async def _quietly(self, work: Any) -> bool:
         try:
             await work
+            return True
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the cluster away: settled again on reconnect
+        except Exception as exc:  # the cluster away: settled again in a moment
             log.warning("team: memory not settled yet (%s)", exc)
+            return False
 
     async def settle_all(self) -> None:
         """Settle every key the bucket or this machine has."""

@@ -11,11 +11,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
 
 from ..conftest import Daemon, wait_until
+from ..streams import Streams
 from .cluster import Cluster
 from .test_failover import stream_leader
 from .test_projects import repo
@@ -59,12 +61,23 @@ def team(daemon: Daemon) -> dict[str, Any]:
     return dict(httpx.get(f"{daemon.url}/v1/team").json())
 
 
+def _from(feed: Streams, machine: str) -> list[dict[str, Any]]:
+    return [
+        e["data"]
+        for e in feed.events(0)
+        if e["event"] == "journal" and (e["data"].get("detail") or {}).get("machine") == machine
+    ]
+
+
 def test_a_block_and_core_memory_written_on_one_machine_are_the_same_everywhere(
     machines: Callable[..., Daemon], tmp_path: Path
 ) -> None:
     on_a = repo(tmp_path / "a" / "proj", "git@github.com:team/proj.git")
     on_b = repo(tmp_path / "b" / "elsewhere", "https://github.com/team/proj")
     a, b = machines("laptop", projects=None), machines("workstation", projects=None)
+    # b's change feed for its own path of the project, open before the write
+    feed = Streams(b.port, [(f"/v1/events?{urlencode({'repo_root': str(on_b)})}", {})])
+    feed.wait(lambda: feed.status(0) == 200)
     assert write(a, "deploys", "Deploy with `make ship`.", str(on_a)).status_code == 200
     r = httpx.put(
         f"{a.url}/v1/memory/core",
@@ -88,6 +101,11 @@ def test_a_block_and_core_memory_written_on_one_machine_are_the_same_everywhere(
     applied = [e for e in journal(b, "memory.write") if e["actor"] == "team"]
     assert {e["name"] for e in applied} == {"deploys", "ASTER.md"}
     assert all(e["detail"]["machine"] == "laptop" for e in applied)
+    try:  # the feed carried them, naming the machine they came from
+        feed.wait(lambda: len(_from(feed, "laptop")) >= 2, 5)
+    finally:
+        feed.close()
+    assert {e["name"] for e in _from(feed, "laptop")} == {"deploys", "ASTER.md"}
     # archived, restored and forgotten the same way; a machine started later catches up
     archived = httpx.post(
         f"{a.url}/v1/memory/blocks/deploys/archive", params={"repo_root": str(on_a)}

@@ -175,20 +175,23 @@ async def open_feed(
     """The change feed's response (the route, and the fast path, answer with this)."""
     if start is not None and not ULID_RE.fullmatch(start):
         raise Invalid("Last-Event-ID must be a journal entry id (a ULID)")
+    scopes = None if scope is None else {scope}
     if repo_root is not None:
-        wanted = "project:" + project_slug(await running(app).sessions.repo_root(repo_root))
-        if scope is not None and scope != wanted:
+        # its sessions' scope, and its memory's (in a team, named by the project's key)
+        root = await running(app).sessions.repo_root(repo_root)
+        wanted = {"project:" + project_slug(root), await running(app).memory.scope_of(root)}
+        if scope is not None and scope not in wanted:
             raise Invalid("scope and repo_root name different projects")
-        scope = wanted
+        scopes = wanted if scope is None else {scope}
 
     def accepts(kind: str, item: dict[str, Any]) -> bool:
-        if scope is not None and item.get("scope") != scope:
+        if scopes is not None and item.get("scope") not in scopes:
             return False
         if op is not None:
             return matches_op(kind if kind == APPENDED else item.get("op"), op)
         return True
 
-    filtered = scope is not None or op is not None
+    filtered = scopes is not None or op is not None
     feed = running(app).feed
     journal = running(app).journal
     # Subscribe before reading the journal: nothing can fall between the two.

@@ -192,6 +192,7 @@ def create_app(
             credentials=settings.team_credentials,
             machine=settings.machine,
             projects=settings.team_projects,
+            share_global_memory=settings.team_global_memory,
         )
         store.listeners.append(team.appended)
         team.start()

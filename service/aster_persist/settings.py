@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     )
     team_url: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="NATS servers of the team this machine shares sessions with "
+        description="NATS servers of the team this machine shares sessions and memory with "
         "(`nats://host:4222`, comma-separated; `tls://` for TLS); empty: alone.",
     )
     team_credentials: Path | None = Field(
@@ -136,8 +136,13 @@ class Settings(BaseSettings):
     )
     team_projects: Annotated[list[str] | None, NoDecode] = Field(
         default=None,
-        description="The repository roots whose sessions the team shares (comma-"
-        "separated); unset: every project with a git remote.",
+        description="The repository roots whose sessions and memory the team shares "
+        "(comma-separated); unset: every project with a git remote.",
+    )
+    team_global_memory: bool = Field(
+        default=False,
+        description="Share global memory (no project) with the team too; off, it stays "
+        "on this machine, and other machines' global memory is not taken in.",
     )
     watch: bool = Field(
         default=True,

@@ -252,3 +252,18 @@ def test_the_bucket_leader_killed_mid_run_loses_no_memory_write(
     for n in range(16):
         wait_until(lambda n=n: block(b, f"fact-{n}") == block(a, f"fact-{n}"), timeout=60)
     wait_until(lambda: team(a)["memory"]["pending"] == 0, timeout=60)
+
+
+def test_global_memory_is_shared_only_between_machines_whose_settings_share_it(
+    machines: Callable[..., Daemon],
+) -> None:
+    a = machines("laptop", ASTER_TEAM_GLOBAL_MEMORY="true")
+    b = machines("workstation", ASTER_TEAM_GLOBAL_MEMORY="true")
+    c = machines("container")  # keeps its global memory, and takes in no one's
+    assert write(a, "whoami", "I prefer short answers", root=None).status_code == 200
+    assert write(c, "mine", "the container's own", root=None).status_code == 200
+    wait_until(lambda: block(b, "whoami", root=None) == block(a, "whoami", root=None))
+    assert write(a, "after", "a project block, after the global one").status_code == 200
+    wait_until(lambda: body_of(c, "after") is not None)  # c has settled what a wrote since
+    assert body_of(c, "whoami", root=None) is None
+    assert body_of(a, "mine", root=None) is None and body_of(b, "mine", root=None) is None

@@ -88,9 +88,12 @@ def key_for(project_key: str, name: str) -> str:
     return f"p.{digest}.{CORE_KEY if name == CORE else name}"
 
 
+GLOBAL = "global"  # the key of global memory, shared only when the settings say so
+
+
 def scope_for(project_key: str) -> str:
     """A shared project's memory scope: named by its key, the same on every machine."""
-    return "project:" + project_slug(project_key)
+    return GLOBAL if project_key == GLOBAL else "project:" + project_slug(project_key)
 
 
 def envelope(project_key: str, name: str, machine: str, version: Version) -> bytes:
@@ -140,6 +143,7 @@ class MemoryShare:
         keys: ProjectKeys,
         shared: Callable[[str], bool],
         state: Path,
+        share_global: bool = False,
     ) -> None:
         self.link = link
         self.machine = machine
@@ -159,6 +163,11 @@ class MemoryShare:
         self._settling: dict[str, asyncio.Lock] = {}
         self._wake = asyncio.Event()
         self._load()
+        self._global = share_global
+        if share_global:
+            self._scopes[GLOBAL] = GLOBAL
+        else:  # (shared once, maybe): what is global here is this machine's alone now
+            self._scopes.pop(GLOBAL, None)
 
     # -- what was agreed, kept in team.json ------------------------------------------
 
@@ -386,6 +395,8 @@ class MemoryShare:
     async def _settle_once(self, key: str) -> bool:
         """One try; False when the team moved while this machine's change was sent."""
         remote = await self.link.retrying(partial(self._get, key), within=5)
+        if remote.project_key == GLOBAL and not self._global:
+            return True  # another machine's global memory: not taken in here
         if remote.project_key is not None and remote.name is not None:
             scope = scope_for(remote.project_key)
             with self._lock:

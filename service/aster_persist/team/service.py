@@ -43,6 +43,7 @@ class Team:
         credentials: Path | None,
         machine: str,
         projects: list[str] | None,
+        share_global_memory: bool = False,
     ) -> None:
         self.machine = machine
         self.enabled = bool(urls)
@@ -52,7 +53,13 @@ class Team:
         self.projects = None if projects is None else {normalize_repo_root(p) for p in projects}
         self.share = SessionShare(self.link, sessions, machine, self.shared, self.keys.of)
         self.memory = MemoryShare(
-            self.link, memory, machine, keys=self.keys, shared=self.shared, state=state
+            self.link,
+            memory,
+            machine,
+            keys=self.keys,
+            shared=self.shared,
+            state=state,
+            share_global=share_global_memory,
         )
         if self.enabled:  # a shared project's memory is the team's from the start
             memory.share_with(self.memory)

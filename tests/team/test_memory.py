@@ -7,6 +7,7 @@ stays on its machine."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+import orjson
 import pytest
 
 from ..conftest import Daemon, wait_until
 from ..streams import Streams
 from .cluster import Cluster
+from .test_bad_messages import publish_raw
 from .test_failover import stream_leader
 from .test_projects import repo
 from .test_sessions import cli
@@ -267,3 +270,35 @@ def test_global_memory_is_shared_only_between_machines_whose_settings_share_it(
     wait_until(lambda: body_of(c, "after") is not None)  # c has settled what a wrote since
     assert body_of(c, "whoami", root=None) is None
     assert body_of(a, "mine", root=None) is None and body_of(b, "mine", root=None) is None
+
+
+def test_values_not_of_the_contract_and_secrets_are_never_taken_in(
+    machines: Callable[..., Daemon], cluster: Cluster
+) -> None:
+    from aster_persist.team.memory import PREFIX, key_for
+
+    a, b = machines("laptop"), machines("workstation")
+    assert write(a, "kept", "stays as it is").status_code == 200
+    wait_until(lambda: body_of(b, "kept") == "stays as it is")
+    held = block(b, "kept")
+    project = "path:" + SHARED
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    leaked = {"project_key": project, "name": "leak", "machine": "ghost", "state": "live"}
+    noise = [
+        (PREFIX + key_for(project, "kept"), b"not json", {}),  # over a block both hold
+        (PREFIX + key_for(project, "other"), orjson.dumps({**leaked, "text": "x"}), {}),
+        (PREFIX + key_for(project, "leak"), orjson.dumps({**leaked, "text": secret}), {}),
+    ]
+    asyncio.run(publish_raw(cluster, noise))
+    assert write(a, "after", "written after the noise").status_code == 200
+    wait_until(lambda: body_of(b, "after") == "written after the noise")
+    problems = wait_until(lambda: len(p := team(b)["memory"]["problems"]) == 2 and p)
+    assert [p.split(":", 2)[0] for p in problems] == ["kept of project", "leak of project"]
+    assert "not ours" in problems[0] and "secret" in problems[1]
+    assert block(b, "kept") == held  # the foreign value left alone
+    # one that names another key than its own is not taken in either
+    assert body_of(b, "leak") is None and body_of(b, "other") is None
+    # the next change here writes over what was not of the contract
+    assert write(b, "kept", "changed after the noise").status_code == 200
+    wait_until(lambda: body_of(a, "kept") == "changed after the noise")
+    assert [p.split(" ")[0] for p in team(b)["memory"]["problems"]] == ["leak"]

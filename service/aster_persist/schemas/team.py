@@ -39,6 +39,10 @@ class SharedMemory(BaseModel):
     )
     sent: int = Field(description="Versions set in the team after they waited, since start.")
     applied: int = Field(description="Versions of other machines put in place, since start.")
+    problems: list[str] = Field(
+        description="Files not taken in as the team holds them, and why (a value that is "
+        "not of the contract, written over by the next change here; a secret, refused)."
+    )
 
 
 class TeamStatus(BaseModel):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import PreconditionFailed
+from ..errors import AsterError, PreconditionFailed
 from ..schemas.names import NAME_RE, project_slug
 from ..storage import fs
 from ..storage.memory import CORE
@@ -81,6 +81,7 @@ class Remote:
     machine: str | None = None
     project_key: str | None = None
     name: str | None = None
+    readable: bool = True  # False: a value not of this contract (left alone, written over)
 
 
 def key_for(project_key: str, name: str) -> str:
@@ -107,8 +108,9 @@ def envelope(project_key: str, name: str, machine: str, version: Version) -> byt
     return orjson.dumps(value)
 
 
-def remote_of(revision: int, data: bytes, deleted: bool) -> Remote:
-    """What a message of the bucket says; a value that is not one of ours is ignored."""
+def remote_of(revision: int, data: bytes, deleted: bool, key: str | None = None) -> Remote:
+    """What a message of the bucket (under ``key``) says. A value that is not of this
+    contract, or names another key than its own, is not readable."""
     try:
         value = orjson.loads(data) if data else {}
         if not isinstance(value, dict):
@@ -128,7 +130,12 @@ def remote_of(revision: int, data: bytes, deleted: bool) -> Remote:
         elif isinstance(value.get("base64"), str):
             with contextlib.suppress(ValueError):
                 version = Version(state, base64.b64decode(value["base64"], validate=True))
-    return Remote(revision, version, machine, project, name)
+    readable = deleted or bool(version.state)
+    if readable and key is not None and project is not None and name is not None:
+        readable = key_for(project, name) == key
+    elif not deleted:
+        readable = False
+    return Remote(revision, version, machine, project, name, readable)
 
 
 class MemoryShare:
@@ -156,6 +163,7 @@ class MemoryShare:
         self._where: dict[str, tuple[str, str]] = {}  # bucket key: (scope, name)
         self._agreed_at: dict[str, tuple[int, str]] = {}  # bucket key: (revision, token)
         self.pending: set[str] = set()
+        self.problems: dict[str, str] = {}  # bucket key: why it is not taken in as it is
         self.sent = self.applied = self.conflicts = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = False
@@ -199,6 +207,7 @@ class MemoryShare:
                 return  # a later version was agreed meanwhile
             self._agreed_at[key] = (revision, token)
             self.pending.discard(key)
+            self.problems.pop(key, None)
             self._save()
 
     # -- what memory's files ask (any thread) ------------------------------------------
@@ -315,7 +324,7 @@ class MemoryShare:
         except NotFoundError:
             return Remote()
         operation = (msg.headers or {}).get("KV-Operation")
-        return remote_of(int(msg.seq), msg.data or b"", operation in ("DEL", "PURGE"))
+        return remote_of(int(msg.seq), msg.data or b"", operation in ("DEL", "PURGE"), key)
 
     async def run(self) -> None:
         """Once connected: the bucket, the notices of other machines' writes, then every
@@ -382,14 +391,25 @@ class MemoryShare:
             key = self._key(scope, name)
             if key is not None:
                 keys.add(key)
+        failed = None
         for key in sorted(keys | set(self._agreed_at)):
-            await self.settle(key)
+            try:  # one key's trouble holds up no other
+                await self.settle(key)
+            except Exception as exc:
+                failed = exc
+        if failed is not None:
+            raise failed
 
     async def settle(self, key: str) -> None:
         """Make this machine and the team agree on one key: see the module's text."""
         async with self._settling.setdefault(key, asyncio.Lock()):
             for _ in range(5):
-                if await self._settle_once(key):
+                try:
+                    if await self._settle_once(key):
+                        return
+                except AsterError as exc:  # never taken as it is (a secret in it): said
+                    where = self._where.get(key, ("", key))
+                    self.problems[key] = f"{where[1]} of {where[0]}: {exc.detail}"
                     return
 
     async def _settle_once(self, key: str) -> bool:
@@ -397,7 +417,7 @@ class MemoryShare:
         remote = await self.link.retrying(partial(self._get, key), within=5)
         if remote.project_key == GLOBAL and not self._global:
             return True  # another machine's global memory: not taken in here
-        if remote.project_key is not None and remote.name is not None:
+        if remote.readable and remote.project_key is not None and remote.name is not None:
             scope = scope_for(remote.project_key)
             with self._lock:
                 if scope not in self._scopes:
@@ -428,6 +448,12 @@ class MemoryShare:
         scope, name = where
         here = versions.of(scope, name)
         revision, token = self._agreed_at.get(key, (0, ""))
+        if not remote.readable and remote.revision > revision:  # not ours: written over
+            if here.token != token:
+                return here, remote.revision
+            self._agree(key, remote.revision, here.token)
+            self.problems[key] = f"{name} of {scope}: the team holds a value that is not ours"
+            return None
         if remote.revision <= revision:  # nothing new from the team
             if here.token == token:
                 with self._lock:
@@ -459,6 +485,7 @@ class MemoryShare:
             "conflicts": self.conflicts,
             "sent": self.sent,
             "applied": self.applied,
+            "problems": sorted(self.problems.values()),
         }
 
 

@@ -8,6 +8,8 @@ stays on its machine."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from ..conftest import Daemon, wait_until
+from ..conftest import Daemon, make_client, wait_until
 from ..streams import Streams
 from .cluster import Cluster
 from .test_bad_messages import publish_raw
@@ -302,3 +304,38 @@ def test_values_not_of_the_contract_and_secrets_are_never_taken_in(
     assert write(b, "kept", "changed after the noise").status_code == 200
     wait_until(lambda: body_of(a, "kept") == "changed after the noise")
     assert [p.split(" ")[0] for p in team(b)["memory"]["problems"]] == ["leak"]
+
+
+def test_a_write_that_fails_here_after_the_team_took_it_is_undone_in_the_team(
+    machines: Callable[..., Daemon],
+    cluster: Cluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aster_persist.storage import fs
+
+    b = machines("workstation")
+    settings = {"team_url": cluster.urls.split(","), "machine": "laptop"}
+    with make_client(tmp_path / "home-laptop", team_projects=[SHARED], **settings) as a:
+        url = f"/v1/memory/blocks/lease?repo_root={SHARED}"
+        assert a.put(url, json={"content": "version 1"}).status_code == 200
+        wait_until(lambda: body_of(b, "lease") == "version 1")
+        wait_until(lambda: a.get("/v1/team").json()["memory"]["pending"] == 0)
+        real = fs.write_temp
+
+        def full(path: Path | str, data: bytes, **kw: Any) -> str:
+            if str(path).endswith("lease.md"):  # the disk fills as the block is written
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            return real(path, data, **kw)
+
+        monkeypatch.setattr(fs, "write_temp", full)
+        assert a.put(url, json={"content": "version 2"}).status_code == 507
+        monkeypatch.setattr(fs, "write_temp", real)
+        # the team was set back to what is here: b does not keep the write that failed
+        # (it may have seen it for the moment the team held it)
+        assert a.get(f"{url}&track=false").json()["body"].strip() == "version 1"
+        wait_until(lambda: body_of(b, "lease") == "version 1")
+        assert a.get("/v1/team").json()["memory"]["pending"] == 0
+        # and the next write is not refused for it
+        assert a.put(url, json={"content": "version 3"}).status_code == 200
+        wait_until(lambda: body_of(b, "lease") == "version 3")

@@ -245,7 +245,12 @@ class MemoryShare:
             yield
         except BaseException:
             if key is not None and revision is not None:  # not made here: the team's back
-                self._set_first(key, scope, name, before, last=revision, strict=False)
+                back = self._set_first(key, scope, name, before, last=revision, strict=False)
+                if back is not None:
+                    self._agree(key, back, before.token)
+                else:  # the team holds it still: what is here is set again when it can be
+                    self._agree(key, revision, after.token)
+                    self._pend(key)
             raise
         if key is None:
             return

@@ -61,7 +61,7 @@ openapi: $(STAMP)  ## regenerate openapi/openapi.json from the app
 	$(BIN)/aster-persist openapi --output openapi/openapi.json
 
 lock: $(STAMP)  ## requirements.lock (the container's pinned dependencies) from pyproject.toml
-	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report lock-report.json .
+	$(BIN)/python -m pip install --dry-run --ignore-installed --quiet --report lock-report.json '.[team]'
 	$(BIN)/python -m tests.lockfile lock-report.json > requirements.lock.new
 	mv requirements.lock.new requirements.lock
 	rm -f lock-report.json

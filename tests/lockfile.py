@@ -18,11 +18,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "requirements.lock"
 HEAD = "# dependencies sha256: "
+EXTRAS = ("team",)  # what the image carries beyond the core: it can join a team
+
+
+def dependencies(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
+    """The core's dependencies and those of the extras the image carries."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    extras = project.get("optional-dependencies", {})
+    return [*project["dependencies"], *(dep for extra in EXTRAS for dep in extras[extra])]
 
 
 def dependencies_hash(pyproject: Path = REPO / "pyproject.toml") -> str:
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    return hashlib.sha256("\n".join(sorted(deps)).encode()).hexdigest()
+    return hashlib.sha256("\n".join(sorted(dependencies(pyproject))).encode()).hexdigest()
 
 
 def pins(lock: Path = LOCK) -> dict[str, str]:
@@ -48,9 +55,9 @@ def lock_of(report: dict[str, object]) -> str:
         if normalised(item["metadata"]["name"]) != "aster-persist"
     )
     return (
-        "# The container's dependencies, pinned: `make lock` makes it from pyproject.toml,\n"
-        "# resolved for the Python that runs it (the image's: CPython 3.11 on Linux), and the\n"
-        "# suite fails when it no longer matches.\n"
+        "# The container's dependencies (the core's and the team extra's), pinned: `make lock`\n"
+        "# makes it from pyproject.toml, resolved for the Python that runs it (the image's:\n"
+        "# CPython 3.11 on Linux), and the suite fails when it no longer matches.\n"
         f"{HEAD}{dependencies_hash()}\n" + "\n".join(lines) + "\n"
     )
 

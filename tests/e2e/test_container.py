@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from ..conftest import free_port
+from ..lockfile import pins
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = Path(__file__).parent.parent / "schemas" / "compose-spec.json"
@@ -187,6 +188,14 @@ def test_the_entrypoint_runs_as_the_image_runs_it(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(20) == 0
+    # the image can join a team: the NATS client is in it, as locked
+    client = [
+        str(venv / "bin" / "python"),
+        "-c",
+        'import importlib.metadata as m, nats; print(m.version("nats-py"))',
+    ]
+    found = subprocess.run(client, capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip() == pins()["nats-py"], found.stderr
 
 
 def test_every_base_image_is_pinned_by_digest() -> None:

@@ -277,7 +277,7 @@ def test_global_memory_is_shared_only_between_machines_whose_settings_share_it(
 def test_values_not_of_the_contract_and_secrets_are_never_taken_in(
     machines: Callable[..., Daemon], cluster: Cluster
 ) -> None:
-    from aster_persist.team.memory import PREFIX, key_for
+    from aster_persist.team.bucket import PREFIX, key_for
 
     a, b = machines("laptop"), machines("workstation")
     assert write(a, "kept", "stays as it is").status_code == 200
@@ -339,3 +339,23 @@ def test_a_write_that_fails_here_after_the_team_took_it_is_undone_in_the_team(
         # and the next write is not refused for it
         assert a.put(url, json={"content": "version 3"}).status_code == 200
         wait_until(lambda: body_of(b, "lease") == "version 3")
+
+
+def test_a_machine_stopped_catches_up_and_sends_what_was_edited_by_hand_meanwhile(
+    machines: Callable[..., Daemon],
+) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    assert write(a, "runbook", "restart the queue first").status_code == 200
+    wait_until(lambda: body_of(b, "runbook") == "restart the queue first")
+    found = httpx.get(
+        f"{b.url}/v1/memory/blocks/runbook", params={"repo_root": SHARED, "track": "false"}
+    ).json()
+    path = b.home / "memory" / "projects" / found["scope"].split(":", 1)[1] / "runbook.md"
+    b.stop()
+    path.write_text(path.read_text().replace("the queue", "the broker"))  # while it is down
+    assert write(a, "while-away", "written while b was stopped").status_code == 200
+    b.start()
+    wait_until(lambda: body_of(b, "while-away") == "written while b was stopped")
+    wait_until(lambda: body_of(a, "runbook") == "restart the broker first")
+    assert block(a, "runbook") == block(b, "runbook")
+    assert journal(a, "memory.conflict") == journal(b, "memory.conflict") == []

@@ -1,12 +1,7 @@
 """Memory across a team: a shared project's ``ASTER.md`` and blocks are one version on
-every machine, kept in the key-value bucket ``ASTER_MEMORY``.
-
-Keys. ``p.<first 24 hex of sha256(project key)>.<block name>``, ``_core`` for
-``ASTER.md``. A value is the file as JSON (``project_key``, ``name``, ``machine``,
-``state`` live or archived, and ``text``, or ``base64`` for bytes that are not UTF-8); a
-removal is the bucket's delete marker carrying the same fields without the bytes. The
-key's revision is the version's number; the bytes are the same on every machine, so are
-the ETags.
+every machine, kept in the key-value bucket ``ASTER_MEMORY`` (bucket.py). A key's
+revision is the version's number; the bytes are the same on every machine, so are the
+ETags.
 
 A write made here (``writing``, on the writer thread) is set in the bucket first, at the
 revision this machine last agreed on (the stream's expected last subject sequence): of
@@ -15,8 +10,8 @@ written. When the cluster cannot be reached within ``WAIT``, the write is made h
 marked pending. A change made without ``writing`` (by hand, a revert) is pending too.
 
 Settling a key (on the loop, each write of another machine, each pending one, every key
-on connecting and every ``SWEEP`` seconds, ``AGAIN`` while something waits): when the team has nothing new, what changed
-here is set in the bucket at the agreed revision; when the team has a new version and
+on connecting and every ``SWEEP`` seconds, ``AGAIN`` while something waits): when the
+team has nothing new, what changed here is set in the bucket at the agreed revision; when the team has a new version and
 nothing changed here, it is put in place (``actor`` team, the owner in ``detail``); when
 both changed, the team's version is put in place as ``memory.conflict`` whose ``before``
 keeps this machine's version: never a silent overwrite. It is listed in
@@ -28,13 +23,10 @@ version in the team again. The revision each file was last agreed at is kept in
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import AsterError, PreconditionFailed
-from ..schemas.names import NAME_RE, project_slug
 from ..storage import fs
 from ..storage.memory import CORE
-from ..storage.memory.sharing import ARCHIVED, LIVE, NONE, Version
+from ..storage.memory.sharing import ARCHIVED, Version
+from .bucket import GLOBAL, Bucket, Moved, Remote, envelope, key_for, scope_for
 from .link import Link
 
 if TYPE_CHECKING:
@@ -55,87 +47,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aster_persist")
 
-BUCKET = "ASTER_MEMORY"
-PREFIX = f"$KV.{BUCKET}."
-CORE_KEY = "_core"
 WAIT = 2.0  # seconds a write waits for the cluster before it is made here, pending
 SWEEP = 30.0  # seconds between two settlings of every key
 AGAIN = 2.0  # the same, while something waits to be set or the last settling failed
-_WRONG_LAST = (10071, 10164)  # JetStream: the subject's last sequence is not the expected
-
-
-class Moved(Exception):
-    """The team's version is no longer the one this machine agreed on."""
-
-    def __init__(self, machine: str | None) -> None:
-        super().__init__(machine)
-        self.machine = machine
-
-
-@dataclass(frozen=True)
-class Remote:
-    """A key's last version in the bucket (revision 0: never set)."""
-
-    revision: int = 0
-    version: Version = NONE
-    machine: str | None = None
-    project_key: str | None = None
-    name: str | None = None
-    readable: bool = True  # False: a value not of this contract (left alone, written over)
-
-
-def key_for(project_key: str, name: str) -> str:
-    digest = hashlib.sha256(project_key.encode("utf-8")).hexdigest()[:24]
-    return f"p.{digest}.{CORE_KEY if name == CORE else name}"
-
-
-GLOBAL = "global"  # the key of global memory, shared only when the settings say so
-
-
-def scope_for(project_key: str) -> str:
-    """A shared project's memory scope: named by its key, the same on every machine."""
-    return GLOBAL if project_key == GLOBAL else "project:" + project_slug(project_key)
-
-
-def envelope(project_key: str, name: str, machine: str, version: Version) -> bytes:
-    value: dict[str, Any] = {"project_key": project_key, "name": name, "machine": machine}
-    if version.state and version.data is not None:
-        value["state"] = version.state
-        try:
-            value["text"] = version.data.decode("utf-8")
-        except UnicodeDecodeError:
-            value["base64"] = base64.b64encode(version.data).decode("ascii")
-    return orjson.dumps(value)
-
-
-def remote_of(revision: int, data: bytes, deleted: bool, key: str | None = None) -> Remote:
-    """What a message of the bucket (under ``key``) says. A value that is not of this
-    contract, or names another key than its own, is not readable."""
-    try:
-        value = orjson.loads(data) if data else {}
-        if not isinstance(value, dict):
-            value = {}
-    except orjson.JSONDecodeError:
-        value = {}
-    name = value.get("name")
-    name = name if isinstance(name, str) and (name == CORE or NAME_RE.fullmatch(name)) else None
-    project = value.get("project_key")
-    project = project if isinstance(project, str) and project else None
-    machine = value.get("machine") if isinstance(value.get("machine"), str) else None
-    version = NONE
-    state = value.get("state")
-    if not deleted and state in (LIVE, ARCHIVED):
-        if isinstance(value.get("text"), str):
-            version = Version(state, value["text"].encode("utf-8"))
-        elif isinstance(value.get("base64"), str):
-            with contextlib.suppress(ValueError):
-                version = Version(state, base64.b64decode(value["base64"], validate=True))
-    readable = deleted or bool(version.state)
-    if readable and key is not None and project is not None and name is not None:
-        readable = key_for(project, name) == key
-    elif not deleted:
-        readable = False
-    return Remote(revision, version, machine, project, name, readable)
 
 
 class MemoryShare:
@@ -153,6 +67,7 @@ class MemoryShare:
         share_global: bool = False,
     ) -> None:
         self.link = link
+        self.bucket = Bucket(link)
         self.machine = machine
         self._memory = memory
         self._keys = keys
@@ -303,41 +218,18 @@ class MemoryShare:
         if loop is not None and queue is not None:
             loop.call_soon_threadsafe(queue.put_nowait, key)
 
-    # -- the bucket (loop) ----------------------------------------------------------------
-
     async def _publish(self, key: str, scope: str, name: str, version: Version, last: int) -> int:
-        from nats.js.errors import APIError
-
         project = self._scopes[scope]
-        headers = {"Nats-Expected-Last-Subject-Sequence": str(last)}
-        if not version.state:
-            headers["KV-Operation"] = "DEL"
-        payload = envelope(project, name, self.machine, version)
-        try:
-            ack = await self.link.js.publish(PREFIX + key, payload, headers=headers)
-        except APIError as exc:
-            if exc.err_code in _WRONG_LAST:
-                raise Moved((await self._get(key)).machine) from None
-            raise
-        return int(ack.seq)
-
-    async def _get(self, key: str) -> Remote:
-        from nats.js.errors import NotFoundError
-
-        try:
-            msg = await self.link.js.get_last_msg(f"KV_{BUCKET}", PREFIX + key)
-        except NotFoundError:
-            return Remote()
-        operation = (msg.headers or {}).get("KV-Operation")
-        return remote_of(int(msg.seq), msg.data or b"", operation in ("DEL", "PURGE"), key)
+        value = envelope(project, name, self.machine, version)
+        return await self.bucket.put(key, value, last, removed=not version.state)
 
     async def run(self) -> None:
         """Once connected: the bucket, the notices of other machines' writes, then every
         key settled, and again on each reconnect and every ``SWEEP`` seconds."""
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
-        await self.link.retrying(lambda: self.link.bucket(BUCKET))
-        await self.link.nc.subscribe(PREFIX + ">", cb=self._noticed)
+        await self.link.retrying(self.bucket.ensure)
+        await self.bucket.watch(self._noticed)
         self._ready = True
         self.link.reconnected.append(self._sweep_soon)
         for key in list(self.pending):
@@ -359,9 +251,8 @@ class MemoryShare:
     async def _sweep_soon(self) -> None:
         self._wake.set()
 
-    async def _noticed(self, msg: Any) -> None:
-        key = msg.subject[len(PREFIX) :]
-        if remote_of(0, msg.data or b"", False).machine == self.machine:
+    async def _noticed(self, key: str, machine: str | None) -> None:
+        if machine == self.machine:
             return  # this machine's own write: agreed when it was set
         if self._queue is not None:
             self._queue.put_nowait(key)
@@ -386,10 +277,7 @@ class MemoryShare:
 
     async def settle_all(self) -> None:
         """Settle every key the bucket or this machine has."""
-        info = await self.link.retrying(
-            lambda: self.link.js.stream_info(f"KV_{BUCKET}", subjects_filter=PREFIX + ">")
-        )
-        keys = {subject[len(PREFIX) :] for subject in (info.state.subjects or {})}
+        keys = await self.link.retrying(self.bucket.keys)
         scopes = set(self._scopes)
         here = await self._memory.with_versions(lambda versions: versions.names(scopes))
         for scope, name in here:
@@ -419,7 +307,7 @@ class MemoryShare:
 
     async def _settle_once(self, key: str) -> bool:
         """One try; False when the team moved while this machine's change was sent."""
-        remote = await self.link.retrying(partial(self._get, key), within=5)
+        remote = await self.link.retrying(partial(self.bucket.get, key), within=5)
         if remote.project_key == GLOBAL and not self._global:
             return True  # another machine's global memory: not taken in here
         if remote.readable and remote.project_key is not None and remote.name is not None:

@@ -485,3 +485,16 @@ async def test_the_journal_s_operations_are_read_as_a_model(aster: AnyClient) ->
 
     found = await run(aster.journal_operations())
     assert [o.op for o in found.operations] == list(OPS) and "cli" in found.actors
+
+
+def test_an_idle_connection_is_let_go_before_the_daemon_closes_it() -> None:
+    """A connection the daemon is closing (its keep-alive over) is never reused: that
+    request would fail unread ("Server disconnected without sending a response")."""
+    import uvicorn
+
+    from aster_persist.client import AsyncClient, Client
+
+    served = uvicorn.Config(app=None).timeout_keep_alive  # what `serve` leaves as it is
+    for client in (Client("http://127.0.0.1:9"), AsyncClient("http://127.0.0.1:9")):
+        pool = client.http._transport._pool  # httpx keeps it there
+        assert pool._keepalive_expiry is not None and pool._keepalive_expiry < served

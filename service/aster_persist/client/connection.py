@@ -30,6 +30,9 @@ def token_for(explicit: str | None = None) -> str | None:
         return None
 
 
+KEEPALIVE_SECONDS = 2.0
+
+
 def http_options(url: str | None, token: str | None, timeout: float) -> dict[str, Any]:
     """The httpx client settings for a daemon: base URL, Authorization header, timeout."""
     secret = token_for(token)
@@ -37,4 +40,7 @@ def http_options(url: str | None, token: str | None, timeout: float) -> dict[str
         "base_url": url or os.environ.get("ASTER_URL") or DEFAULT_URL,
         "headers": {"Authorization": f"Bearer {secret}"} if secret else {},
         "timeout": httpx.Timeout(10, read=timeout),
+        # an idle connection is let go before the server's keep-alive (5 s) ends it: one
+        # reused as the server closes it would fail a request it never read
+        "limits": httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
     }

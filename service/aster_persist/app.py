@@ -32,6 +32,8 @@ from .api.front import AsterApp
 from .api.guard import Guard
 from .api.openapi import openapi_document
 from .api.plumbing import EXPOSED_HEADERS, Configured, Running
+from .costs import Prices
+from .costs.spending import Spending
 from .errors import HomeUnavailable
 from .index.catalog import CatalogWorker, MemoryDoc
 from .learning.learner import Learner
@@ -212,6 +214,7 @@ def create_app(
             following=following,
             watching=watching,
             team=team,
+            spending=Spending(store, Prices(settings.prices)),
         )
         try:
             yield

@@ -144,6 +144,12 @@ class Settings(BaseSettings):
         description="Share global memory (no project) with the team too; off, it stays "
         "on this machine, and other machines' global memory is not taken in.",
     )
+    prices: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="Prices of models in US dollars a million tokens (`input`, "
+        "`cached_input`, `output`), over or beside the table kept in the project: a "
+        '`[prices."<model>"]` table in config.toml, or JSON.',
+    )
     watch: bool = Field(
         default=True,
         description="Journal and index changes made to the data home by people and programs.",
@@ -336,6 +342,13 @@ class Settings(BaseSettings):
             raise ValueError("set both ASTER_LLM_BASE_URL and ASTER_LLM_MODEL, or neither")
         if self.semantic:
             self._check_model()
+        if self.prices:
+            from .costs import KINDS, Prices
+
+            for model, price in self.prices.items():
+                if unknown := sorted(set(price) - set(KINDS)):
+                    raise ValueError(f"prices of {model!r}: {unknown[0]!r} is not one of {KINDS}")
+            Prices(self.prices)  # a price without input or output is refused here
         if self.team_url and importlib.util.find_spec("nats") is None:
             raise ValueError(
                 "ASTER_TEAM_URL needs the team extra: pip install 'aster-persist[team]'"

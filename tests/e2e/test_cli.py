@@ -237,3 +237,31 @@ def test_a_stopped_daemon_is_exit_code_3(capsys: pytest.CaptureFixture[str]) -> 
     for args in (("sessions", "list"), ("memory", "context"), ("search", "x")):
         code, _, err = cli(*args)
         assert code == 3 and "not running" in err and "aster-persist serve" in err
+
+
+def test_stats_for_people_and_programs(cli: Cli, server: Daemon) -> None:
+    turns = [
+        user("ship it"),
+        {
+            **assistant("shipped"),
+            "model": "claude-sonnet-4-20250514",
+            "usage": {"input_tokens": 2_000_000, "output_tokens": 0},
+        },
+        {
+            **assistant("also"),
+            "model": "house-model",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+    ]
+    with httpx.Client(base_url=server.url) as http:
+        sid = http.post("/v1/sessions", json={"repo_root": "/srv/costly"}).json()["id"]
+        assert http.post(f"/v1/sessions/{sid}/events", json=turns).status_code == 201
+        api = http.get("/v1/stats", params={"group": "model"}).json()
+    code, out, err = cli("stats", "--group", "model")
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if "claude-sonnet-4-20250514" in line)
+    assert "$6.00" in row  # two million tokens in at $3 a million
+    assert "no price for house-model" in err and "docs.anthropic.com" in err
+    assert cli.json("stats", "--group", "model")["total"] == api["total"]
+    code, _, err = cli("stats", "--group", "week")
+    assert code != 0 and "day, project or model" in err

@@ -16,9 +16,9 @@ import pytest
 # (and `follow`, `hooks` and `mcp`, added since; `hook`, what hooks run, is hidden).
 BEFORE = {
     (): [
-        *("serve", "reindex", "search", "du", "mcp", "doctor", "openapi"),
+        *("serve", "reindex", "search", "du", "stats", "mcp", "doctor", "openapi"),
         *("sessions", "memory", "follow", "hooks", "service", "journal", "team"),
-    ],  # journal: a group since revert; team: added since
+    ],  # journal: a group since revert; team, stats: added since
     ("service",): ["install", "uninstall"],
     ("team",): ["status"],
     ("journal",): ["revert"],

@@ -1,15 +1,18 @@
-"""/v1/sessions/facets and /v1/projects/activity: what the sessions can be filtered by,
-and how busy a project was day by day; both read the catalog only."""
+"""/v1/sessions/facets, /v1/projects/activity and /v1/stats: what the sessions can be
+filtered by, how busy a project was day by day, and what the sessions did and cost; all
+read the catalog only."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Annotated
+from datetime import date, timedelta
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from ..errors import Invalid
 from ..schemas.sessions import Activity, SessionFacets
+from ..schemas.stats import Stats
 from . import body as strict
 from .plumbing import ERRORS, json_response, running
 
@@ -49,3 +52,28 @@ async def activity(
     since = (sessions.now() - timedelta(days=days - 1)).date().isoformat()
     found = await sessions.in_catalog(lambda c: c.activity(root, since))
     return json_response({"repo_root": root, "since": since, "days": found})
+
+
+@router.get(
+    "/stats",
+    operation_id="stats",
+    response_model=Stats,
+    tags=["sessions"],
+    responses=ERRORS,
+)
+async def stats(
+    request: Request,
+    since: date | None = None,
+    until: date | None = None,
+    group: Literal["day", "project", "model"] | None = None,
+    repo_root: str | None = None,
+) -> Response:
+    """Sessions, turns, tool calls, tool errors and tokens (cache reads apart) from the day
+    `since` (UTC; today by default) to before `until` (the day after the last by default),
+    with an estimated cost from the price table (`prices` says where it comes from);
+    `group` splits them by day, project or model. A model without a price is counted and
+    named in `unpriced_models`, never priced."""
+    if since is not None and until is not None and until <= since:
+        raise Invalid("until must be after since")
+    spending = running(request).spending
+    return json_response(await spending.report(since, until, group, repo_root))

@@ -18,6 +18,7 @@ from ..errors import PROBLEM_MEDIA_TYPE, AsterError
 from ..schemas.sessions import Problem
 
 if TYPE_CHECKING:
+    from ..costs.spending import Spending
     from ..learning.learner import Learner
     from ..live.feed import Feed
     from ..live.follow import Following
@@ -57,6 +58,7 @@ class Running:
     following: Following
     watching: asyncio.Event  # set once the watcher of hand edits is watching
     team: Team
+    spending: Spending
 
 
 def _state(holder: Any) -> Any:

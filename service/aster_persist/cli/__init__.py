@@ -9,6 +9,7 @@ One module per command group, registered here in the order ``--help`` lists them
     journal.py      journal (list, filter, follow) and journal revert
     search.py       search
     space.py        du (what the data home takes, and what could be freed)
+    stats.py        stats (what the sessions did and cost, by day, project or model)
     team.py         team status (the team this machine shares sessions with)
     sessions.py     sessions list/show/latest/rename/delete/restore/export/prune/compress/import
     memory.py       memory list/show/add/remove/archive/restore/context/search
@@ -47,6 +48,7 @@ from .server import serve, settings_help
 from .service import service_app
 from .sessions import sessions_app
 from .space import du_command
+from .stats import stats_command
 from .team import team_app
 from .writing import memory_failure, memory_success, sessions_append, sessions_create
 
@@ -107,6 +109,7 @@ app.add_typer(journal_app, name="journal")
 app.add_typer(team_app, name="team")
 app.command("search")(search_command)
 app.command("du")(du_command)
+app.command("stats")(stats_command)
 app.command("mcp")(mcp_command)
 app.command()(doctor)
 app.command()(openapi)

@@ -49,6 +49,20 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         return Call("GET", "/v1/team", read_json)
 
     @endpoint
+    def stats(
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        group: Literal["day", "project", "model"] | None = None,
+        repo_root: str | None = None,
+    ) -> Call[dict[str, Any]]:
+        """``GET /v1/stats``: sessions, turns, tool calls and errors, tokens and an
+        estimated cost from ``since`` (a UTC day; today by default) to before ``until``,
+        in total and by day, project or model."""
+        params = {"since": since, "until": until, "group": group, "repo_root": repo_root}
+        return Call("GET", "/v1/stats", read_json, params=params)
+
+    @endpoint
     def metrics() -> Call[str]:
         """``GET /metrics``: Prometheus text."""
         return Call("GET", "/metrics", read_text)

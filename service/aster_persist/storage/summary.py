@@ -17,6 +17,9 @@ TITLE_CUT = 80
 
 
 MAX_MODELS = 8  # models a summary names, the first ones used
+# a ledger's counts: turns, tool calls, tool errors, tokens in, out, cached in
+LEDGER = ("turns", "tool_calls", "tool_errors", "tokens_in", "tokens_out", "cached_in")
+LEDGER_KINDS = len(LEDGER)
 
 
 @dataclass
@@ -35,6 +38,9 @@ class Stats:
     # the sessions it started, by their source (a sub-agent's): the call that did
     spawned: dict[str, str] = field(default_factory=dict)
     days: dict[str, int] = field(default_factory=dict)  # events by day (UTC) of their time
+    # what the turns cost, by "<day>|<model>" (a day or model unknown: empty): turns, tool
+    # calls, tool errors, tokens in (cached ones too), out, and read from a cache
+    ledger: dict[str, list[int]] = field(default_factory=dict)
     # the first source record its events came from known by its own id (an import's
     # key: tool:source:record; a place, #n, is no record's own)
     first_record: str | None = None
@@ -55,8 +61,12 @@ class Stats:
         if line.get("type") != "message":
             return
         role = line.get("role")
+        day = ts[:10] if ts and len(ts) >= 10 else ""
         if role == "tool":
-            self.tool_errors += bool(line.get("is_error") or line.get("x_is_error"))
+            failed = bool(line.get("is_error") or line.get("x_is_error"))
+            self.tool_errors += failed
+            if failed:
+                self._spent(f"{day}|", 2, 1)
             child = line.get("x_subagent")
             if isinstance(child, dict) and isinstance(child.get("source"), str):
                 self.spawned[child["source"]] = str(line.get("tool_call_id") or "")
@@ -67,10 +77,16 @@ class Stats:
         calls = line.get("tool_calls")
         self.tool_calls += len(calls) if isinstance(calls, list) else 0
         usage = line.get("usage")
+        model = line.get("model")
+        where = f"{day}|{model if isinstance(model, str) and role == 'assistant' else ''}"
+        self._spent(where, 0, 1)
+        self._spent(where, 1, len(calls) if isinstance(calls, list) else 0)
         if isinstance(usage, dict):
             self.tokens_in += _tokens(usage.get("input_tokens"))
             self.tokens_out += _tokens(usage.get("output_tokens"))
-        model = line.get("model")
+            self._spent(where, 3, _tokens(usage.get("input_tokens")))
+            self._spent(where, 4, _tokens(usage.get("output_tokens")))
+            self._spent(where, 5, _tokens(usage.get("cached_input_tokens")))
         if (
             role == "assistant"
             and isinstance(model, str)
@@ -80,9 +96,18 @@ class Stats:
         ):
             self.models.append(model)
 
+    def _spent(self, where: str, kind: int, n: int) -> None:
+        if n:
+            counts = self.ledger.setdefault(where[:200], [0] * LEDGER_KINDS)
+            counts[kind] += n
+
     def copy(self) -> Stats:
         return replace(
-            self, models=list(self.models), spawned=dict(self.spawned), days=dict(self.days)
+            self,
+            models=list(self.models),
+            spawned=dict(self.spawned),
+            days=dict(self.days),
+            ledger={k: list(v) for k, v in self.ledger.items()},
         )
 
     def plus(self, more: Stats) -> Stats:
@@ -104,6 +129,10 @@ class Stats:
         for day, events in more.days.items():
             out.days[day] = out.days.get(day, 0) + events
         out.spawned.update(more.spawned)
+        for where, counts in more.ledger.items():
+            mine = out.ledger.setdefault(where, [0] * LEDGER_KINDS)
+            for kind, n in enumerate(counts[:LEDGER_KINDS]):
+                mine[kind] += n
         return out
 
 

@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 12  # 12: the machine a team's copy belongs to, and its project; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 13  # 13: what the turns cost by day and model; 12: the machine a team's copy belongs to, and its project; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -479,3 +480,66 @@ def test_the_journal_filters_offer_every_operation_and_actor_the_store_has(
     page.select_option("#journal-op", "memory.write")
     ready(page, "/journal")
     expect(page.locator("#journal-list li[data-op='memory.write']")).to_have_count(1)
+
+
+def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
+    browser: Browser, daemon: Daemon
+) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Costly"})["id"]
+    turns = [
+        user("ship it"),
+        {
+            **assistant("shipped"),
+            "model": "claude-sonnet-4-20250514",
+            "usage": {
+                "input_tokens": 1_200_000,
+                "output_tokens": 30_000,
+                "cached_input_tokens": 1_000_000,
+            },
+        },
+        {
+            **assistant("also"),
+            "model": "house-model",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+        tool("c1", "boom") | {"is_error": True},
+    ]
+    post(daemon, f"/v1/sessions/{sid}/events", turns)
+    for width, height in ((1440, 900), (390, 844)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        tab = context.new_page()
+        tab.goto(f"{daemon.url}/#/")
+        ready(tab, "/")
+        today = httpx.get(f"{daemon.url}/v1/stats").json()
+        since = today["since"]
+        week = httpx.get(
+            f"{daemon.url}/v1/stats",
+            params={
+                "since": str(date.fromisoformat(since) - timedelta(days=6)),
+                "until": today["until"],
+            },
+        ).json()
+        for span, found in (("today", today), ("week", week)):
+            card = tab.locator(f'.totals [data-span="{span}"]')
+            shown = {
+                name: card.locator(f'dd[data-stat="{name}"]').inner_text()
+                for name in (
+                    "sessions",
+                    "turns",
+                    "tool_calls",
+                    "tool_errors",
+                    "tokens_in",
+                    "cached_in",
+                    "tokens_out",
+                )
+            }
+            assert shown == {k: f"{found['total'][k]:,}" for k in shown}, (span, shown)
+            assert (
+                card.locator('dd[data-stat="cost_usd"]').inner_text()
+                == f"${found['total']['cost_usd']:.2f}"
+            )
+            expect(card.locator(".unpriced")).to_contain_text("no price for house-model")
+        assert today["total"]["tool_errors"] >= 1 and today["total"]["cached_in"] >= 1_000_000
+        fits(tab)  # no sideways scroll at either width
+        shot(tab, f"home-totals-{width}")
+        context.close()

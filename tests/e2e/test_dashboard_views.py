@@ -543,3 +543,44 @@ def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
         fits(tab)  # no sideways scroll at either width
         shot(tab, f"home-totals-{width}")
         context.close()
+
+
+def test_errors_first_counted_on_folded_runs_open_and_reached_with_e(
+    page: Page, daemon: Daemon
+) -> None:
+    side = {"x_sidechain": True}
+    events = [
+        user("fix the build"),
+        assistant(calls=[call("c1", "bash", '{"command": "make"}')]),
+        tool("c1", "make: *** [all] Error 2\n" + "cc failed\n" * 40) | {"is_error": True},
+        assistant(calls=[call("c2", "Read", '{"file_path": "a.c"}')]) | side,
+        tool("c2", "int main;") | side,
+        assistant(calls=[call("c3", "bash", '{"command": "cc a.c"}')]) | side,
+        tool("c3", "a.c:1: error") | side | {"is_error": True},
+        assistant(calls=[call("c4", "bash", '{"command": "cc b.c"}')]) | side,
+        tool("c4", "b.c:1: error") | side | {"is_error": True},
+        assistant(calls=[call("c5", "bash", '{"command": "make test"}')]),
+        tool("c5", "1 failed") | {"is_error": True},
+    ]
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Failing"})["id"]
+    post(daemon, f"/v1/sessions/{sid}/events", events)
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    run = page.locator("details.subagent-run")
+    expect(run.locator("summary")).to_have_text("Sub-agent run: 3 turns · 2 tool errors")
+    assert run.get_attribute("open") is None  # folded, its errors said on the fold
+    # a failed result's long output starts open
+    expect(page.locator(".result.failed details.fold").first).to_have_attribute("open", "")
+    failed = [3, 7, 9, 11]  # the seqs of the failed results, in order
+    page.locator("body").click(position={"x": 1, "y": 1})
+    page.evaluate("window.scrollTo(0, 0)")
+    reached = []
+    for _ in failed:
+        page.keyboard.press("e")
+        seq = page.evaluate("document.activeElement.dataset.seq")
+        reached.append(int(seq))
+        expect(page.locator(f'.result.failed[data-seq="{seq}"]')).to_be_visible()
+    assert reached == failed
+    page.keyboard.press("Shift+E")
+    assert int(page.evaluate("document.activeElement.dataset.seq")) == 9
+    assert run.get_attribute("open") is not None  # opened to show its errors

@@ -9,7 +9,7 @@ import { memoryView } from "./memory.js";
 import { projectView } from "./project.js";
 import { listen, reload, route } from "./router.js";
 import { searchFrom, searchView } from "./search.js";
-import { sessionView, stepTurn } from "./session.js";
+import { sessionView, stepTurn, stepError } from "./session.js";
 
 const THEMES = ["system", "light", "dark"];
 const switcher = document.getElementById("theme-switch");
@@ -36,6 +36,8 @@ document.addEventListener("keydown", (event) => {
     document.getElementById("search-box").focus();
   } else if (event.key === "j" || event.key === "k") {
     if (stepTurn(event.key === "j" ? 1 : -1)) event.preventDefault();
+  } else if (event.key === "e" || event.key === "E") {
+    if (stepError(event.key === "e" ? 1 : -1)) event.preventDefault();
   }
 });
 

@@ -195,3 +195,23 @@ export function stepTurn(direction) {
   turn.scrollIntoView({ block: "start" });
   return true;
 }
+
+// e / E: the next (previous) failed tool result, in the order of the transcript; folded
+// runs and outputs around it are opened first. False when there is none.
+export function stepError(direction) {
+  const errors = [...document.querySelectorAll("#events .result.failed")];
+  if (!errors.length) return false;
+  const at = errors.findIndex((e) => e === document.activeElement || e.contains(document.activeElement));
+  let index;
+  if (at >= 0) index = (at + direction + errors.length) % errors.length;
+  else {
+    const below = errors.findIndex((e) => e.getBoundingClientRect().top > 1);
+    index = direction > 0 ? (below < 0 ? 0 : below) : (below <= 0 ? errors.length - 1 : below - 1);
+  }
+  const target = errors[index];
+  for (let fold = target.closest("details"); fold; fold = fold.parentElement.closest("details")) fold.open = true;
+  if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+  target.focus();
+  target.scrollIntoView({ block: "start" });
+  return true;
+}

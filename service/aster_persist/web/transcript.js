@@ -40,6 +40,14 @@ export function folded(what, text, { cls = "content", mono = false, open = false
   return el("details", { class: "fold", open }, el("summary", { text: `${what} (${lines} lines, ${size(text.length)})` }), body);
 }
 
+// A sub-agent's run, folded: how many turns, and how many of its tool calls failed.
+function runLabel(run) {
+  const turns = `Sub-agent run: ${run.count} turn${run.count > 1 ? "s" : ""}`;
+  const errors = run.errors ? ` · ${run.errors} tool error${run.errors > 1 ? "s" : ""}` : "";
+  run.firstChild.textContent = turns + errors;
+  run.classList.toggle("has-errors", Boolean(run.errors));
+}
+
 function thinkingBox(text) {
   return el("details", { class: "thinking" },
     el("summary", { text: text ? `thinking (${text.length} characters)` : "thinking (not readable)" }),
@@ -147,7 +155,7 @@ export class Transcript {
         fragment.append(this.run);
       }
       this.run.count += 1;
-      this.run.firstChild.textContent = `Sub-agent run: ${this.run.count} turn${this.run.count > 1 ? "s" : ""}`;
+      runLabel(this.run);
       this.run.append(card);
     } else {
       fragment.append(card);
@@ -216,13 +224,17 @@ export class Transcript {
       el("div", { class: "result-head" }, el("span", { text: `${failed ? "Failed: " : "Result of "}${call.name || "the call"}` }),
         failed ? el("span", { class: "badge bad", text: "error" }) : null, linkButton(this.sessionId, event.seq)));
     if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) block.append(this.blob(event));
-    else block.append(folded("output", plain(textOf(content)), { cls: "content output", mono: true }));
+    else block.append(folded("output", plain(textOf(content)), { cls: "content output", mono: true, open: failed }));
     const child = event.x_subagent && this.children.get(event.tool_call_id);
     if (child && !call.box.querySelector(".child-link")) block.append(el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }));
     call.box.append(block);
     call.end = Date.parse(event.ts);
     call.error = failed;
-    if (failed) call.box.classList.add("failed");
+    if (failed) {
+      call.box.classList.add("failed");
+      const run = call.box.closest("details.subagent-run");  // its errors said on the fold
+      if (run) { run.errors = (run.errors || 0) + 1; runLabel(run); }
+    }
   }
 
   blob(event) {

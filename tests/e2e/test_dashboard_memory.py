@@ -130,6 +130,9 @@ def test_the_journal_pages_filters_links_and_shows_what_was_reverted(
     expect(gone.locator(".reverted")).to_be_visible()
     created = page.locator('#journal-list li[data-op="session.created"]')
     expect(created.locator("a.target-link")).to_have_attribute("href", f"#/session/{sid}")
+    # named by its title, not its id (the id on hover)
+    expect(created.locator("a.target-link")).to_have_text("Journaled")
+    expect(created.locator("a.target-link")).to_have_attribute("title", sid)
     gone.get_by_role("button", name="Diff").click()
     expect(gone.locator(".diff .add", has_text=re.compile(r"^\+ Fact 0\."))).to_be_visible()
     fact = page.locator('#journal-list li[data-op="memory.write"]').first

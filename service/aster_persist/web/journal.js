@@ -27,8 +27,22 @@ function summary(entry) {
   return "";
 }
 
+const titles = new Map(); // session id -> its title (asked once a page)
+
+function titleOf(id) {
+  if (!titles.has(id)) {
+    titles.set(id, api(`/v1/sessions/${id}`).then((s) => s.title || `session ${id.slice(-6)}`)
+      .catch(() => `session ${id.slice(-6)} (gone)`));
+  }
+  return titles.get(id);
+}
+
 function target(entry) {
-  if (entry.session) return el("a", { href: `#/session/${entry.session}`, class: "target-link", text: `session ${entry.session}` });
+  if (entry.session) {  // named by its title (its id on hover) once the title is known
+    const link = el("a", { href: `#/session/${entry.session}`, class: "target-link", title: entry.session, text: "a session" });
+    titleOf(entry.session).then((title) => { link.textContent = title; });
+    return link;
+  }
   if (!entry.name) return el("span", { text: entry.scope });
   const link = el("a", { class: "target-link", href: "#/memory", text: `${entry.scope} / ${entry.name}` });
   rootOf(entry.scope).then((root) => {

@@ -76,7 +76,7 @@ def test_today_by_default_with_cache_reads_apart_and_an_estimated_cost(spent: Te
     r = spent.get("/v1/stats")
     assert r.status_code == 200, r.text
     found = r.json()
-    assert (found["since"], found["until"]) == ("2026-12-05", "2026-12-06")
+    assert (found["since"], found["until"]) == ("2026-12-05", "2026-12-05")
     total = found["total"]
     assert total["sessions"] == 2 and total["turns"] == 4 and total["tool_calls"] == 2
     assert total["tool_errors"] == 1
@@ -92,7 +92,7 @@ def test_today_by_default_with_cache_reads_apart_and_an_estimated_cost(spent: Te
 
 
 def test_grouped_by_day_project_and_model(spent: TestClient) -> None:
-    week = {"since": "2026-11-29", "until": "2026-12-06"}
+    week = {"since": "2026-11-29", "until": "2026-12-05"}  # the last day counted too
     days = spent.get("/v1/stats", params={**week, "group": "day"}).json()["groups"]
     assert [(g["key"], g["turns"]) for g in days] == [("2026-12-04", 1), ("2026-12-05", 4)]
     assert days[0]["cost_usd"] == pytest.approx((10_000 * 15 + 1_000 * 75) / 1e6)
@@ -121,12 +121,18 @@ def test_prices_are_overridden_by_the_setting(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "params",
-    [{"since": "yesterday"}, {"group": "week"}, {"since": "2026-12-05", "until": "2026-12-01"}],
+    "params", [{"since": "yesterday"}, {"until": "0"}, {"since": "2026-1-5"}, {"group": "week"}]
 )
-def test_bad_spans_and_groups_are_refused(spent: TestClient, params: dict[str, str]) -> None:
+def test_bad_days_and_groups_are_refused(spent: TestClient, params: dict[str, str]) -> None:
     r = spent.get("/v1/stats", params=params)
     assert r.status_code == 422 and r.headers["content-type"].startswith("application/problem")
+
+
+def test_a_span_that_ends_before_it_starts_counts_nothing(spent: TestClient) -> None:
+    found = spent.get("/v1/stats", params={"since": "2026-12-05", "until": "2026-12-04"}).json()
+    assert found["total"]["sessions"] == 0 and found["total"]["cost_usd"] is None
+    edge = spent.get("/v1/stats", params={"since": "2026-12-05", "until": "9999-12-31"}).json()
+    assert edge["total"]["turns"] == 4
 
 
 @pytest.mark.parametrize(

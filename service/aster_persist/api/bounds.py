@@ -51,3 +51,22 @@ def time_bound(value: str | None, name: str, *, end: bool = False) -> str | None
         return format_ts(moment.astimezone(UTC))
     except OverflowError:  # a valid time whose UTC is before year 1 or after 9999
         return FIRST if moment.year == 1 else LAST
+
+
+# A query parameter holding a day (UTC): stats count whole days.
+DayBound = Annotated[
+    str | None,
+    Query(max_length=10, json_schema_extra={"format": "date"}, description="A day: 2026-12-01."),
+]
+
+
+def day_bound(value: str | None, name: str) -> date | None:
+    """``value`` as a day; anything but ``YYYY-MM-DD`` is a 422 naming ``name``."""
+    if value is None:
+        return None
+    try:
+        if len(value) != 10:
+            raise ValueError(value)
+        return date.fromisoformat(value)
+    except ValueError:
+        raise Invalid(f"{name} must be a day (2026-12-01), not {value[:40]!r}") from None

@@ -4,16 +4,16 @@ read the catalog only."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from ..errors import Invalid
 from ..schemas.sessions import Activity, SessionFacets
 from ..schemas.stats import Stats
 from . import body as strict
+from .bounds import DayBound, day_bound
 from .plumbing import ERRORS, json_response, running
 
 router = APIRouter(prefix="/v1", route_class=strict.StrictRoute)
@@ -63,17 +63,17 @@ async def activity(
 )
 async def stats(
     request: Request,
-    since: date | None = None,
-    until: date | None = None,
+    since: DayBound = None,
+    until: DayBound = None,
     group: Literal["day", "project", "model"] | None = None,
     repo_root: str | None = None,
 ) -> Response:
     """Sessions, turns, tool calls, tool errors and tokens (cache reads apart) from the day
-    `since` (UTC; today by default) to before `until` (the day after the last by default),
-    with an estimated cost from the price table (`prices` says where it comes from);
-    `group` splits them by day, project or model. A model without a price is counted and
-    named in `unpriced_models`, never priced."""
-    if since is not None and until is not None and until <= since:
-        raise Invalid("until must be after since")
+    `since` through the day `until` (UTC, by each event's own time; both today by
+    default), with an estimated cost from the price table (`prices` says where it comes
+    from); `group` splits them by day, project or model. A model without a price is
+    counted and named in `unpriced_models`, never priced; a span that ends before it
+    starts counts nothing."""
+    first, last = day_bound(since, "since"), day_bound(until, "until")
     spending = running(request).spending
-    return json_response(await spending.report(since, until, group, repo_root))
+    return json_response(await spending.report(first, last, group, repo_root))

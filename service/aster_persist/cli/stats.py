@@ -46,7 +46,7 @@ def stats_command(
         rows=rows,
     )
     prices = found["prices"]
-    typer.echo(f"{found['since']} to {found['until']} (UTC, the last day not counted)")
+    typer.echo(f"{found['since']} to {found['until']} (UTC)")
     typer.echo(f"prices: {prices['source']} (read {prices['date']})", err=True)
     if unpriced := found["total"]["unpriced_models"]:
         typer.echo(f"no price for {', '.join(unpriced)}: tokens counted, not priced", err=True)

@@ -57,7 +57,7 @@ class Endpoints(SessionEndpoints, MemoryEndpoints):
         repo_root: str | None = None,
     ) -> Call[dict[str, Any]]:
         """``GET /v1/stats``: sessions, turns, tool calls and errors, tokens and an
-        estimated cost from ``since`` (a UTC day; today by default) to before ``until``,
+        estimated cost from the day ``since`` through ``until`` (UTC; today by default),
         in total and by day, project or model."""
         params = {"since": since, "until": until, "group": group, "repo_root": repo_root}
         return Call("GET", "/v1/stats", read_json, params=params)

@@ -24,8 +24,8 @@ GROUPS = ("day", "project", "model")
 
 
 def _rows(db: sqlite3.Connection, since: str, until: str, root: str | None) -> list[Any]:
-    """(session, repository root, "<day>|<model>", counts) from ``since`` to before
-    ``until`` (ledger keys begin with their day, so they compare as days)."""
+    """(session, repository root, "<day>|<model>", counts) from the day ``since`` to
+    before the key ``until`` (ledger keys begin with their day, so they compare as days)."""
     sql = (
         "SELECT s.id, s.repo_root, e.key, e.value FROM sessions s, "
         "json_each(s.stats, '$.ledger') e WHERE e.key >= ? AND e.key < ?"
@@ -48,12 +48,11 @@ class Spending:
         self, since: date | None, until: date | None, group: str | None, repo_root: str | None
     ) -> dict[str, Any]:
         today = self._sessions.now().date()
-        first = since or today
-        end = until or (max(first, today) + timedelta(days=1))
+        first, last = since or today, until or today
+        # the first key after the last day's (a key is "<day>|<model>")
+        end = "9999-12-32" if last == date.max else (last + timedelta(days=1)).isoformat()
         root = await self._sessions.repo_root(repo_root) if repo_root is not None else None
-        rows = await self._sessions.in_catalog(
-            lambda c: _rows(c.db, first.isoformat(), end.isoformat(), root)
-        )
+        rows = await self._sessions.in_catalog(lambda c: _rows(c.db, first.isoformat(), end, root))
         total = _Sum()
         groups: dict[str, _Sum] = defaultdict(_Sum)
         for sid, repo, key, value in rows:
@@ -66,7 +65,7 @@ class Spending:
                 groups[name].add(sid, model, counts, cost)
         return {
             "since": first.isoformat(),
-            "until": end.isoformat(),
+            "until": last.isoformat(),
             "repo_root": root,
             "group": group,
             "prices": self.prices.about(),

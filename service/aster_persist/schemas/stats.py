@@ -34,7 +34,7 @@ class PriceTable(BaseModel):
 
 class Stats(BaseModel):
     since: str = Field(description="The first day counted (UTC).")
-    until: str = Field(description="The day after the last one counted.")
+    until: str = Field(description="The last day counted (UTC).")
     repo_root: str | None
     group: str | None
     prices: PriceTable

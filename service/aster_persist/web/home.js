@@ -39,7 +39,7 @@ const FIGURES = [["sessions", "Sessions"], ["turns", "Turns"], ["tool_calls", "T
 
 async function drawTotals(box) {
   const today = await api("/v1/stats");
-  const start = new Date(`${today.since}T00:00:00Z`);
+  const start = new Date(`${today.until}T00:00:00Z`);
   start.setUTCDate(start.getUTCDate() - 6);
   const week = await api(`/v1/stats?${q({ since: start.toISOString().slice(0, 10), until: today.until })}`);
   box.replaceChildren(...[["Today", "today", today], ["Last 7 days", "week", week]].map(([label, key, found]) => {

@@ -359,3 +359,23 @@ def test_a_machine_stopped_catches_up_and_sends_what_was_edited_by_hand_meanwhil
     wait_until(lambda: body_of(a, "runbook") == "restart the broker first")
     assert block(a, "runbook") == block(b, "runbook")
     assert journal(a, "memory.conflict") == journal(b, "memory.conflict") == []
+
+
+def test_a_secret_pasted_by_hand_stays_on_its_machine(machines: Callable[..., Daemon]) -> None:
+    a, b = machines("laptop"), machines("workstation")
+    assert write(a, "deploy-key", "the key is in the vault").status_code == 200
+    wait_until(lambda: body_of(b, "deploy-key") == "the key is in the vault")
+    found = httpx.get(
+        f"{a.url}/v1/memory/blocks/deploy-key", params={"repo_root": SHARED, "track": "false"}
+    ).json()
+    path = a.home / "memory" / "projects" / found["scope"].split(":", 1)[1] / "deploy-key.md"
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    original = path.read_text()
+    path.write_text(original.replace("in the vault", f"{secret}"))  # pasted by hand
+    problems = wait_until(lambda: team(a)["memory"]["problems"])
+    assert "holds a secret" in problems[0] and team(a)["memory"]["pending"] == 0
+    assert secret in path.read_text()  # kept here, whole
+    assert body_of(b, "deploy-key") == "the key is in the vault"  # never sent
+    path.write_text(original.replace("in the vault", "in the team vault"))  # taken out again
+    wait_until(lambda: body_of(b, "deploy-key") == "the key is in the team vault")
+    assert team(a)["memory"]["problems"] == []

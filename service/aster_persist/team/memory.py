@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import AsterError, PreconditionFailed
+from ..secrets import found_in
 from ..storage import fs
 from ..storage.memory import CORE
 from ..storage.memory.sharing import ARCHIVED, Version
@@ -192,6 +193,8 @@ class MemoryShare:
         with contextlib.suppress(RuntimeError):
             if asyncio.get_running_loop() is loop:
                 return None  # never wait on the loop from the loop
+        if _secret(version):  # a file edited by hand with a secret: never sent
+            return None
         if last is None:
             last = self._agreed_at.get(key, (0, ""))[0]
         call = self._publish(key, scope, name, version, last)
@@ -341,6 +344,11 @@ class MemoryShare:
         scope, name = where
         here = versions.of(scope, name)
         revision, token = self._agreed_at.get(key, (0, ""))
+        if here.token != token and _secret(here):  # edited by hand: it stays here, whole
+            self.problems[key] = f"{name} of {scope} holds a secret: kept here, not shared"
+            with self._lock:
+                self.pending.discard(key)
+            return None
         if not remote.readable and remote.revision > revision:  # not ours: written over
             if here.token != token:
                 return here, remote.revision
@@ -380,6 +388,10 @@ class MemoryShare:
             "applied": self.applied,
             "problems": sorted(self.problems.values()),
         }
+
+
+def _secret(version: Version) -> bool:
+    return version.data is not None and bool(found_in(version.data))
 
 
 def _op(here: Version, there: Version) -> str:

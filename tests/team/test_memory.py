@@ -52,6 +52,14 @@ def block(daemon: Daemon, name: str, root: str | None = SHARED) -> tuple[str, st
     return (str(r.json()["body"]).strip(), r.headers["ETag"]) if r.status_code == 200 else None
 
 
+def block_file(daemon: Daemon, name: str) -> Path:
+    """Where a shared block of ``SHARED`` lives in ``daemon``'s home."""
+    found = httpx.get(
+        f"{daemon.url}/v1/memory/blocks/{name}", params={"repo_root": SHARED, "track": "false"}
+    ).json()
+    return daemon.home / "memory" / "projects" / found["scope"].split(":", 1)[1] / f"{name}.md"
+
+
 def body_of(daemon: Daemon, name: str, root: str | None = SHARED) -> str | None:
     found = block(daemon, name, root)
     return None if found is None else found[0]
@@ -228,11 +236,7 @@ def test_a_hand_edit_is_shared_and_global_memory_stays_home(
     assert write(a, "editor", "use vim").status_code == 200
     assert write(a, "private", "my own", root=None).status_code == 200  # global memory
     wait_until(lambda: body_of(b, "editor") == "use vim")
-    found = httpx.get(
-        f"{a.url}/v1/memory/blocks/editor", params={"repo_root": SHARED, "track": "false"}
-    ).json()
-    folder = a.home / "memory" / "projects" / found["scope"].split(":", 1)[1]
-    path = folder / "editor.md"
+    path = block_file(a, "editor")
     path.write_text(path.read_text().replace("use vim", "use helix"))  # by hand
     wait_until(lambda: body_of(b, "editor") == "use helix")
     assert block(a, "editor") == block(b, "editor")
@@ -347,10 +351,7 @@ def test_a_machine_stopped_catches_up_and_sends_what_was_edited_by_hand_meanwhil
     a, b = machines("laptop"), machines("workstation")
     assert write(a, "runbook", "restart the queue first").status_code == 200
     wait_until(lambda: body_of(b, "runbook") == "restart the queue first")
-    found = httpx.get(
-        f"{b.url}/v1/memory/blocks/runbook", params={"repo_root": SHARED, "track": "false"}
-    ).json()
-    path = b.home / "memory" / "projects" / found["scope"].split(":", 1)[1] / "runbook.md"
+    path = block_file(b, "runbook")
     b.stop()
     path.write_text(path.read_text().replace("the queue", "the broker"))  # while it is down
     assert write(a, "while-away", "written while b was stopped").status_code == 200
@@ -365,10 +366,7 @@ def test_a_secret_pasted_by_hand_stays_on_its_machine(machines: Callable[..., Da
     a, b = machines("laptop"), machines("workstation")
     assert write(a, "deploy-key", "the key is in the vault").status_code == 200
     wait_until(lambda: body_of(b, "deploy-key") == "the key is in the vault")
-    found = httpx.get(
-        f"{a.url}/v1/memory/blocks/deploy-key", params={"repo_root": SHARED, "track": "false"}
-    ).json()
-    path = a.home / "memory" / "projects" / found["scope"].split(":", 1)[1] / "deploy-key.md"
+    path = block_file(a, "deploy-key")
     secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     original = path.read_text()
     path.write_text(original.replace("in the vault", f"{secret}"))  # pasted by hand

@@ -1,6 +1,7 @@
 // The aster-persist dashboard: plain DOM, the daemon's own API, ES modules with no build
 // step. This entry wires the views to the router, starts the change feed, and holds the
-// colour scheme switch and the keyboard shortcuts (/ search, j and k between turns).
+// colour scheme switch and the keyboard shortcuts (/ search; in a session j and k between
+// turns, e and E between failed results, g and G to its first and last turn).
 
 import { homeView } from "./home.js";
 import { journalView } from "./journal.js";
@@ -9,7 +10,7 @@ import { memoryView } from "./memory.js";
 import { projectView } from "./project.js";
 import { listen, reload, route } from "./router.js";
 import { searchFrom, searchView } from "./search.js";
-import { sessionView, stepTurn, stepError } from "./session.js";
+import { sessionView, stepEnd, stepError, stepTurn } from "./session.js";
 
 const THEMES = ["system", "light", "dark"];
 const switcher = document.getElementById("theme-switch");
@@ -38,6 +39,8 @@ document.addEventListener("keydown", (event) => {
     if (stepTurn(event.key === "j" ? 1 : -1)) event.preventDefault();
   } else if (event.key === "e" || event.key === "E") {
     if (stepError(event.key === "e" ? 1 : -1)) event.preventDefault();
+  } else if (event.key === "g" || event.key === "G") {
+    if (stepEnd(event.key === "g" ? -1 : 1)) event.preventDefault();
   }
 });
 

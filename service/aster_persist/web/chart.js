@@ -34,21 +34,30 @@ export function activityChart(days, { span = 90, label = "Events per day", width
   return el("figure", { class: "chart" }, el("figcaption", { text: `${label}: ${total} events in the ${span} days to ${series.at(-1)[0]}` }), chart);
 }
 
+const LANES = 24;  // calls at once drawn apart; more share the lane free soonest
+
 // calls: [{name, start, end (ms or null), error, seq}], from the first event to the last.
+// Its marks are not tab stops: the turns they lead to are (j/k, e/E).
 export function timeline(calls, first, last, hrefOf) {
   const width = 600;
-  const lane = 10;
   const lanes = [];
   const span = Math.max(1, last - first);
   const x = (t) => ((t - first) / span) * width;
-  const marks = calls.map((call) => {
+  const rows = calls.map((call) => {  // the first lane free, or the one free soonest
     const end = call.end ?? call.start;
     let row = lanes.findIndex((free) => free <= call.start);
-    if (row < 0) { row = lanes.length; lanes.push(0); }
-    lanes[row] = end + span / 300;
+    if (row < 0 && lanes.length < LANES) { row = lanes.length; lanes.push(0); }
+    if (row < 0) row = lanes.indexOf(Math.min(...lanes));
+    lanes[row] = Math.max(lanes[row], end + span / 300);
+    return row;
+  });
+  const lane = lanes.length > 8 ? 80 / lanes.length : 10;  // a bounded height, however many
+  const marks = calls.map((call, i) => {
+    const row = rows[i];
+    const end = call.end ?? call.start;
     const took = call.end !== null ? `${((call.end - call.start) / 1000).toFixed(1)} s` : "no result";
-    return svg("a", { href: hrefOf(call.seq), "data-seq": call.seq, class: "call-link" },
-      svg("rect", { x: x(call.start).toFixed(1), y: row * lane + 2, width: Math.max(2, x(end) - x(call.start)).toFixed(1), height: lane - 3,
+    return svg("a", { href: hrefOf(call.seq), "data-seq": call.seq, class: "call-link", tabindex: "-1" },
+      svg("rect", { x: x(call.start).toFixed(1), y: (row * lane + 2).toFixed(1), width: Math.max(2, x(end) - x(call.start)).toFixed(1), height: Math.max(1, lane - 3).toFixed(1),
         class: call.error ? "bar error" : "bar" }, svg("title", { text: `#${call.seq} ${call.name}: ${took}${call.error ? ", failed" : ""}` })));
   });
   const height = Math.max(1, lanes.length) * lane + 16;

@@ -10,11 +10,11 @@ import { timeline } from "./chart.js";
 import { count, duration, el, inProject, main, navigate as navigateTo, q, say, throttle, titled, when } from "./dom.js";
 import { follow } from "./live.js";
 import { route } from "./router.js";
-import { mark, Transcript } from "./transcript.js";
+import { PAGE, Transcript } from "./transcript.js";
 
 const FIRST = 60;  // events in the first, quick page
-const CHUNK = 250;  // events drawn a frame after that
 const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+let shown = null;  // the transcript in view, for the keys
 
 function story(detail) {
   const item = (term, ...value) => el("div", {}, el("dt", { text: term }), el("dd", {}, ...value));
@@ -34,6 +34,15 @@ function story(detail) {
     detail.secrets ? item("Secrets", el("span", { class: "bad", text: String(detail.secrets) })) : null,
     detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_id)) : null,
     detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", {}, link(c.id, c.title || c.id)))) : null);
+}
+
+// The story in one line: where it came from, its turns, errors, tokens and time.
+function gistOf(detail) {
+  const parts = [detail.source_tool || "api", `${detail.turns} turns`, `${detail.tool_calls} tool calls`];
+  if (detail.tool_errors) parts.push(`${detail.tool_errors} tool error${detail.tool_errors > 1 ? "s" : ""}`);
+  if (detail.tokens_in + detail.tokens_out) parts.push(`${count(detail.tokens_in + detail.tokens_out)} tokens`);
+  parts.push(duration(detail.duration_ms));
+  return parts.join(" · ");
 }
 
 export async function sessionView(signal, params, id) {
@@ -91,12 +100,17 @@ export async function sessionView(signal, params, id) {
   const chart = el("div", { id: "timeline" });
   const list = el("div", { id: "events" });
   const fresh = el("button", { id: "new-turns", class: "floating", hidden: true, text: "New turns ↓" });
-  main.replaceChildren(el("section", { class: "session" }, heading, header,
+  const pagers = [el("nav", { class: "pager", "aria-label": "Pages of events, above" }), el("nav", { class: "pager", "aria-label": "Pages of events, below" })];
+  // On a phone the story, the tools and the timeline fold under one line, so the first
+  // turn is on the first screen; on wider screens they start open.
+  const gist = el("summary", { text: gistOf(detail) });
+  const about = el("details", { class: "about", open: !matchMedia("(max-width: 40rem)").matches }, gist, header,
     el("div", { class: "toolbar" }, rename, remove,
       el("button", { type: "button", class: "plain", text: "Download JSONL", onclick: () => download(id, revealed) })),
-    secrets, chart, list, fresh));
+    chart);
+  main.replaceChildren(el("section", { class: "session" }, heading, about, secrets, pagers[0], list, pagers[1], fresh));
   heading.focus();
-  const transcript = new Transcript(list, id, detail.children || []);
+  const transcript = shown = new Transcript(list, id, detail.children || [], { paged: () => drawPagers(pagers, transcript) });
   const hrefOf = (seq) => `#/session/${id}?${q({ seq })}`;
   const drawTimeline = () => {
     const calls = transcript.timed();
@@ -107,25 +121,22 @@ export async function sessionView(signal, params, id) {
     if (!link) return;
     event.preventDefault();
     history.replaceState(null, "", hrefOf(link.dataset.seq));
-    mark(link.dataset.seq)?.scrollIntoView({ block: "center" });
+    transcript.reveal(link.dataset.seq)?.scrollIntoView({ block: "center" });
   });
 
   let last = 0;
   let after = 0;
   let limit = FIRST;
-  let firstShown = false;
   for (;;) {
     const page = await api(`/v1/sessions/${id}/events?${q({ after, limit, inline: false, raw: false, ...redact })}`);
     if (signal.aborted) return;
-    for (let at = 0; at < page.events.length; at += CHUNK) {
-      transcript.add(page.events.slice(at, at + CHUNK));
-      if (!firstShown) {
-        firstShown = true;
-        await frame();
-        document.body.dataset.firstTurnMs = String(Math.round(performance.now() - started));
-        performance.mark("aster:first-turn");
-      } else if (at + CHUNK < page.events.length) await frame();
-    }
+    const drawing = transcript.to < PAGE;
+    transcript.add(page.events);
+    if (limit === FIRST) {
+      await frame();
+      document.body.dataset.firstTurnMs = String(Math.round(performance.now() - started));
+      performance.mark("aster:first-turn");
+    } else if (drawing) await frame();
     if (page.events.length) last = page.events.at(-1).seq;
     if (!page.next_cursor) break;
     after = Number(page.next_cursor);
@@ -137,17 +148,23 @@ export async function sessionView(signal, params, id) {
   performance.mark("aster:all-turns");
   const target = params.get("seq");
   if (target) {
-    const turn = mark(target);
+    const turn = transcript.reveal(target);
     if (turn) { turn.scrollIntoView({ block: "center" }); turn.focus(); }
   }
   const atBottom = () => window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 120;
   let unseen = 0;
-  fresh.addEventListener("click", () => { list.lastElementChild?.scrollIntoView({ block: "end" }); unseen = 0; fresh.hidden = true; });
+  fresh.addEventListener("click", () => {
+    if (!transcript.atEnd) transcript.page(transcript.events.length - 1);
+    list.lastElementChild?.scrollIntoView({ block: "end" });
+    unseen = 0;
+    fresh.hidden = true;
+  });
   window.addEventListener("scroll", () => { if (atBottom()) { unseen = 0; fresh.hidden = true; } }, { signal });
   const refresh = throttle(async () => {
     try {
       detail = await api(`/v1/sessions/${id}`);
       header.replaceChildren(story(detail));
+      gist.textContent = gistOf(detail);
       if (detail.title) heading.textContent = detail.title;
       drawTimeline();
     } catch { /* the feed says when the daemon is away */ }
@@ -158,8 +175,8 @@ export async function sessionView(signal, params, id) {
     onEvent: (kind, event) => {
       if (kind !== "event" || event.seq <= last) return;
       last = event.seq;
-      const following = atBottom();
-      transcript.add([event]);
+      const following = atBottom() && transcript.atEnd;
+      transcript.add([event], { live: true });
       if (following) list.lastElementChild?.scrollIntoView({ block: "end" });
       else { unseen += 1; fresh.textContent = `${unseen} new turn${unseen > 1 ? "s" : ""} ↓`; fresh.hidden = false; }
       refresh();
@@ -179,10 +196,34 @@ async function download(id, revealed) {
   } catch (error) { say(`Could not download it: ${error.message}`); }
 }
 
-// Move the focus to the next (1) or previous (-1) turn of a session; false elsewhere.
+// The pages of a long session: where the page drawn is, and the way to the others.
+function drawPagers(pagers, transcript) {
+  const total = transcript.events.length;
+  const whole = transcript.from === 0 && transcript.to >= total;
+  for (const pager of pagers) {
+    pager.hidden = whole;
+    if (whole) { pager.replaceChildren(); continue; }
+    const go = (label, from, off, key) => el("button", { type: "button", class: "plain", disabled: off, text: label,
+      title: key ? `${label} (${key})` : label, onclick: () => { transcript.page(from); const turns = list(); if (turns.length) land(turns[0]); } });
+    pager.replaceChildren(
+      el("span", { class: "muted", text: `Events ${transcript.from + 1}–${transcript.to} of ${total.toLocaleString("en-US")}` }),
+      go("First", 0, transcript.from === 0, "g"), go("Earlier", transcript.from - PAGE, transcript.from === 0),
+      go("Later", transcript.to, transcript.atEnd), go("Last", total - 1, transcript.atEnd, "G"));
+  }
+}
+
+const list = () => [...document.querySelectorAll("#events [data-turn]")].filter((t) => t.offsetParent !== null);
+
+function land(turn, block = "start") {
+  turn.focus({ preventScroll: true });
+  turn.scrollIntoView({ block });
+}
+
+// Move the focus to the next (1) or previous (-1) turn of a session, to the next page
+// from the last turn of one; false elsewhere.
 export function stepTurn(direction) {
-  const turns = [...document.querySelectorAll("#events [data-turn]")].filter((t) => t.offsetParent !== null);
-  if (!turns.length) return false;
+  let turns = list();
+  if (!turns.length || !shown) return false;
   const focused = turns.indexOf(document.activeElement);
   let index;
   if (focused >= 0) index = focused + direction;
@@ -190,28 +231,41 @@ export function stepTurn(direction) {
     const below = turns.findIndex((t) => t.getBoundingClientRect().top >= 0);
     index = direction > 0 ? Math.max(0, below) : Math.max(0, below - 1);
   }
-  const turn = turns[Math.min(turns.length - 1, Math.max(0, index))];
-  turn.focus();
-  turn.scrollIntoView({ block: "start" });
+  if (index >= turns.length && !shown.atEnd) { shown.page(shown.to); turns = list(); index = 0; }
+  else if (index < 0 && shown.from > 0) { shown.page(shown.from - PAGE); turns = list(); index = turns.length - 1; }
+  land(turns[Math.min(turns.length - 1, Math.max(0, index))]);
   return true;
 }
 
-// e / E: the next (previous) failed tool result, in the order of the transcript; folded
-// runs and outputs around it are opened first. False when there is none.
+// g / G: the session's first (last) turn, its page drawn.
+export function stepEnd(direction) {
+  if (!shown || !document.getElementById("events")) return false;
+  if (direction < 0 ? shown.from > 0 : !shown.atEnd) shown.page(direction < 0 ? 0 : shown.events.length - 1);
+  const turns = list();
+  if (!turns.length) return false;
+  land(direction < 0 ? turns[0] : turns.at(-1), direction < 0 ? "start" : "end");
+  return true;
+}
+
+// e / E: the next (previous) failed tool result, in the order of the session, its page
+// drawn and the folds around it opened. False when there is none.
 export function stepError(direction) {
-  const errors = [...document.querySelectorAll("#events .result.failed")];
-  if (!errors.length) return false;
-  const at = errors.findIndex((e) => e === document.activeElement || e.contains(document.activeElement));
+  const failures = shown?.failures || [];
+  if (!failures.length || !document.getElementById("events")) return false;
+  const here = document.activeElement?.closest?.("#events [data-seq]");
+  const at = here ? failures.indexOf(Number(here.dataset.seq)) : -1;
   let index;
-  if (at >= 0) index = (at + direction + errors.length) % errors.length;
-  else {
-    const below = errors.findIndex((e) => e.getBoundingClientRect().top > 1);
-    index = direction > 0 ? (below < 0 ? 0 : below) : (below <= 0 ? errors.length - 1 : below - 1);
+  if (at >= 0) index = (at + direction + failures.length) % failures.length;
+  else {  // from where the reader is: the first one below the top of the window
+    const drawn = failures.map((seq) => document.getElementById(`turn-${seq}`));
+    const below = drawn.findIndex((e, i) => (e ? e.getBoundingClientRect().top > 1 : shown.at.get(failures[i]) >= shown.to));
+    index = direction > 0 ? (below < 0 ? 0 : below) : (below <= 0 ? failures.length - 1 : below - 1);
   }
-  const target = errors[index];
+  const turn = shown.reveal(failures[index]);
+  if (!turn) return false;
+  const target = turn.classList.contains("result") ? turn : turn.querySelector(".result.failed") || turn;
   for (let fold = target.closest("details"); fold; fold = fold.parentElement.closest("details")) fold.open = true;
   if (!target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
-  target.focus();
-  target.scrollIntoView({ block: "start" });
+  land(target);
   return true;
 }

@@ -22,7 +22,7 @@ export function sessionRow(s, { project = true } = {}) {
     s.machine ? el("span", { class: "badge muted", title: "A read-only copy: the session lives on that machine", text: `on ${s.machine}` }) : null);
   const cells = {
     title,
-    project: el("td", {}, el("a", { href: `#/project?${q({ repo_root: s.repo_root })}`, text: s.repo_root.split("/").filter(Boolean).pop() || s.repo_root, title: s.repo_root })),
+    project: el("td", { class: "project" }, el("a", { href: `#/project?${q({ repo_root: s.repo_root })}`, text: s.repo_root.split("/").filter(Boolean).pop() || s.repo_root, title: s.repo_root })),
     source: el("td", { text: s.source_tool || "api" }),
     models: el("td", { class: "models", text: (s.models || []).join(", ") || "—" }),
     turns: el("td", { class: "num", text: s.turns }),

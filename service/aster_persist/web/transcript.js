@@ -121,27 +121,107 @@ export function mark(seq) {
   return turn;
 }
 
+export const PAGE = 200;  // events drawn at a time: a page, however long the session
+
+// A session's events, all of them held, a page of them drawn (`from` to `to`): a long
+// session stays a short page. Its tool calls are timed over every event, for the
+// timeline; its failed results are known over every event, for e/E.
 export class Transcript {
-  constructor(root, sessionId, children) {
+  constructor(root, sessionId, children, { paged = () => {} } = {}) {
     this.root = root;
     this.sessionId = sessionId;
     this.children = new Map(children.filter((c) => c.tool_call_id).map((c) => [c.tool_call_id, c.id]));
-    this.calls = new Map();  // tool_call_id -> { box, name, start, end, error, seq }
+    this.paged = paged;  // told whenever what is drawn or held changes
+    this.events = [];
+    this.at = new Map();  // seq -> index in events
+    this.timing = new Map();  // tool_call_id -> { name, start, end, error, seq }, every event
+    this.failures = [];  // the seqs of failed results, in order
+    this.calls = new Map();  // tool_call_id -> { box, name }, of the page drawn
     this.run = null;  // the sub-agent run being added to
+    this.from = 0;
+    this.to = 0;
     this.first = null;
     this.last = null;
+    root.addEventListener("focusin", (event) => this.enter(event.target.closest(".turn")));
   }
 
-  add(events) {
+  // Events held: read (drawn while the first page is not full) or appended live (drawn
+  // when the page drawn is the session's end).
+  add(events, { live = false } = {}) {
+    const following = live && this.atEnd;
+    for (const event of events) this.hold(event);
+    this.extend(following ? this.events.length : this.from + PAGE);
+  }
+
+  hold(event) {
+    this.at.set(event.seq, this.events.length);
+    this.events.push(event);
+    const t = Date.parse(event.ts);
+    if (!isNaN(t)) { this.first ??= t; this.last = Math.max(this.last ?? t, t); }
+    if (event.type === "message") {
+      for (const call of event.tool_calls || []) {
+        this.timing.set(call.id, { name: call.function?.name, start: t, end: null, error: false, seq: event.seq });
+      }
+      const failed = Boolean(event.is_error || event.x_is_error);
+      if (event.role === "tool" && failed) this.failures.push(event.seq);
+      const call = event.role === "tool" && this.timing.get(event.tool_call_id);
+      if (call) { call.end = t; call.error = failed; }
+    }
+  }
+
+  // Draw the events after the page's last, up to index `limit`.
+  extend(limit) {
+    const upto = Math.min(this.events.length, limit);
+    if (upto <= this.to) { this.paged(); return; }
     const fragment = document.createDocumentFragment();
-    for (const event of events) this.place(event, fragment);
+    const drawn = this.events.slice(this.to, upto);
+    for (const event of drawn) this.place(event, fragment);
     this.root.append(fragment);
-    for (const event of events) if (event.type === "retraction") this.retract(event);
+    this.quiet(this.root);
+    this.to = upto;
+    for (const event of drawn) if (event.type === "retraction") this.retract(event);
+    this.paged();
+  }
+
+  // Draw the page that starts at event index `from` (clamped, page-aligned).
+  page(from) {
+    const last = Math.max(0, Math.ceil(this.events.length / PAGE) - 1) * PAGE;
+    this.from = Math.min(last, Math.max(0, Math.floor(from / PAGE) * PAGE));
+    this.to = this.from;
+    this.calls = new Map();
+    this.run = null;
+    this.root.replaceChildren();
+    this.extend(this.from + PAGE);
+  }
+
+  // Make sure the event with this seq is drawn (its page drawn if need be); its element.
+  reveal(seq) {
+    const index = this.at.get(Number(seq));
+    if (index === undefined) return null;
+    if (index < this.from || index >= this.to) this.page(index);
+    return mark(seq);
+  }
+
+  get atEnd() { return this.to >= this.events.length; }
+
+  // One tab stop per turn: what is inside a turn is reached from it (tabbable while the
+  // focus is in that turn), so a long session is not hundreds of stops.
+  quiet(scope) {
+    for (const inner of scope.querySelectorAll(".turn a[href], .turn button, .turn summary")) {
+      if (inner === this.active || this.active?.contains(inner)) continue;
+      inner.setAttribute("tabindex", "-1");
+    }
+  }
+
+  enter(turn) {
+    if (turn === this.active) return;
+    const before = this.active;
+    this.active = turn;
+    if (before) this.quiet(before);
+    if (turn) for (const inner of turn.querySelectorAll("a[href], button, summary")) inner.removeAttribute("tabindex");
   }
 
   place(event, fragment) {
-    const t = Date.parse(event.ts);
-    if (!isNaN(t)) { this.first ??= t; this.last = Math.max(this.last ?? t, t); }
     if (!event.x_sidechain) this.run = null;  // the main thread again: a run ends
     if (event.type === "message" && event.role === "tool" && this.calls.has(event.tool_call_id)) {
       this.result(event, this.calls.get(event.tool_call_id));
@@ -164,7 +244,7 @@ export class Transcript {
 
   card(event) {
     const seq = event.seq;
-    const base = { id: `turn-${seq}`, tabindex: "-1", "data-turn": seq, "data-seq": seq };
+    const base = { id: `turn-${seq}`, tabindex: "0", "data-turn": seq, "data-seq": seq };
     const head = (label, ...rest) => el("h3", {}, el("span", { class: "who", text: label }), ...rest,
       event.ts ? el("time", { datetime: event.ts, text: when(event.ts) }) : null, linkButton(this.sessionId, seq));
     if (event.type === "summary") {
@@ -212,7 +292,7 @@ export class Transcript {
       el("div", { class: "call-head" }, el("strong", { text: fn.name || "tool" }), el("span", { class: "muted id", text: ` ${call.id}` }),
         child ? el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }) : null),
       argumentsView(fn.name, fn.arguments));
-    this.calls.set(call.id, { box, name: fn.name, start: Date.parse(event.ts), end: null, error: false, seq: event.seq });
+    this.calls.set(call.id, { box, name: fn.name });
     return box;
   }
 
@@ -228,8 +308,6 @@ export class Transcript {
     const child = event.x_subagent && this.children.get(event.tool_call_id);
     if (child && !call.box.querySelector(".child-link")) block.append(el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }));
     call.box.append(block);
-    call.end = Date.parse(event.ts);
-    call.error = failed;
     if (failed) {
       call.box.classList.add("failed");
       const run = call.box.closest("details.subagent-run");  // its errors said on the fold
@@ -256,8 +334,8 @@ export class Transcript {
     if (target) { target.classList.add("retracted"); target.title = `Taken back by #${event.seq}`; }
   }
 
-  // The tool calls with their times, for the timeline.
+  // The tool calls of every event with their times, for the timeline.
   timed() {
-    return [...this.calls.values()].filter((c) => !isNaN(c.start)).map((c) => ({ ...c, end: isNaN(c.end) ? null : c.end }));
+    return [...this.timing.values()].filter((c) => !isNaN(c.start)).map((c) => ({ ...c, end: isNaN(c.end) ? null : c.end }));
   }
 }

@@ -199,6 +199,63 @@ def test_a_transcript_reads_as_what_happened(page: Page, daemon: Daemon) -> None
     expect(page.locator("#search-box")).to_be_focused()
 
 
+def test_prompts_arguments_and_commands_read_as_text(page: Page, daemon: Daemon) -> None:
+    sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Reading"})["id"]
+    task = {"description": "Look at the tests", "prompt": "Read the tests.\nSay which fail.",
+            "subagent_type": "general-purpose"}  # fmt: skip
+    post(
+        daemon,
+        f"/v1/sessions/{sid}/events",
+        [
+            user(
+                "<command-name>/review</command-name>\n<command-message>review</command-message>"
+                "\n<command-args>src/app.py</command-args>"
+            ),
+            user("<local-command-stdout>Compacted \x1b[2m(ctrl+o)\x1b[22m</local-command-stdout>"),
+            assistant(
+                calls=[
+                    call("toolu_01Abc", "Task", json.dumps(task)),
+                    call("c2", "Bash", json.dumps({"command": "pytest"})),
+                    call("c3", "exec_command", json.dumps({"cmd": "ls"})),
+                ]
+            ),
+            {**tool("c2", "Exit code 1\nFAILED test_app.py"), "is_error": True},
+            tool("c3", "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 0\nok"),
+            tool("toolu_01Abc", "two fail"),
+        ],
+    )
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    slash = page.locator("#turn-1")
+    expect(slash.locator(".slash code")).to_have_text("/review src/app.py")
+    expect(slash.locator(".slash .badge")).to_have_text("slash command")
+    expect(slash).not_to_contain_text("<command")
+    expect(page.locator("#turn-2 pre.output")).to_have_text("Compacted (ctrl+o)")
+    expect(page.locator("#turn-2")).not_to_contain_text("local-command")
+    spawn = page.locator('.tool-call[data-call="toolu_01Abc"]')
+    expect(spawn.locator(".call-head")).to_have_text("Task")  # the id only on hover
+    expect(spawn.locator(".call-head strong")).to_have_attribute("title", "call toolu_01Abc")
+    fields = spawn.locator("dl.fields")
+    expect(fields.locator("dt")).to_have_text(["description", "prompt", "subagent_type"])
+    prompt = fields.locator("dd").nth(1)
+    assert prompt.inner_text() == "Read the tests.\nSay which fail."  # lines, not \n
+    expect(spawn.locator("pre.args")).to_have_count(0)
+    spawn.locator("button.json-toggle").click()  # JSON only when asked
+    expect(spawn.locator("pre.args")).to_contain_text('"prompt": "Read the tests.\\nSay')
+    expect(fields).to_be_hidden()
+    spawn.locator("button.json-toggle").click()
+    expect(spawn.locator("pre.args")).to_have_count(0)
+    expect(fields).to_be_visible()
+    bash = page.locator('.tool-call[data-call="c2"] .result-head .exit')
+    expect(bash).to_have_text("exit 1")
+    expect(bash).to_have_class(re.compile(r"\bbad\b"))
+    codex = page.locator('.tool-call[data-call="c3"] .result-head .exit')
+    expect(codex).to_have_text("exit 0")
+    expect(codex).not_to_have_class(re.compile(r"\bbad\b"))
+    expect(page.locator('.tool-call[data-call="toolu_01Abc"] .exit')).to_have_count(0)
+    fits(page)
+
+
 def test_a_sub_agent_links_to_its_own_session(page: Page, daemon: Daemon) -> None:
     parent = imported(daemon, PARENT)
     child = imported(daemon, CHILD)

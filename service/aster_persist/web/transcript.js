@@ -87,8 +87,60 @@ function argumentsView(name, raw) {
   } else if (/^(\*\*\* Begin Patch|diff --git)/.test(text)) {
     return fileChange("patch", patchRows(text), "patch");
   }
-  const pretty = args && typeof args === "object" ? JSON.stringify(args, null, 2) : text;
-  return folded("arguments", pretty, { cls: "args", mono: true });
+  if (args && typeof args === "object" && !Array.isArray(args) && Object.keys(args).length) return fieldsView(args);
+  return folded("arguments", text, { cls: "args", mono: true });
+}
+
+// Arguments as what they say: each field by its name, text as text (a prompt's lines as
+// lines), other values as compact JSON; the whole as JSON only when asked.
+function fieldsView(args) {
+  const rows = Object.entries(args).map(([key, value]) => {
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    return el("div", {}, el("dt", { text: key }),
+      el("dd", {}, folded(key, plain(text), typeof value === "string" ? {} : { cls: "args-value", mono: true })));
+  });
+  const fields = el("dl", { class: "fields" }, rows);
+  const json = el("button", { type: "button", class: "plain json-toggle", "aria-pressed": "false", text: "JSON",
+    title: "Show the arguments as JSON", onclick: () => {
+      const shown = json.getAttribute("aria-pressed") === "true";
+      json.setAttribute("aria-pressed", String(!shown));
+      if (shown) box.querySelector("pre.args")?.remove();
+      else box.append(el("pre", { class: "args", text: JSON.stringify(args, null, 2) }));
+      fields.hidden = !shown;
+    } });
+  const box = el("div", { class: "arguments" }, fields, json);
+  return box;
+}
+
+// What Claude Code writes into a user's turn for a slash command or its output, as
+// what it is: the command as typed, its output as output, a caveat muted.
+const TAGGED = /<(command-name|command-message|command-args|local-command-stdout|local-command-stderr|local-command-caveat)>([\s\S]*?)<\/\1>/g;
+
+export function commandView(text) {
+  const parts = Object.fromEntries([...text.matchAll(TAGGED)].map((m) => [m[1], m[2].trim()]));
+  if (!Object.keys(parts).length || text.replace(TAGGED, "").trim()) return null;
+  const out = [];
+  if (parts["command-name"] !== undefined) {
+    const typed = [parts["command-name"], parts["command-args"]].filter(Boolean).join(" ");
+    out.push(el("p", { class: "slash" }, el("code", { text: typed }), el("span", { class: "badge", text: "slash command" })));
+  }
+  for (const kind of ["local-command-stdout", "local-command-stderr"]) {
+    if (parts[kind] !== undefined) out.push(folded("output", plain(parts[kind]) || "(no output)", { cls: "content output", mono: true }));
+  }
+  if (parts["local-command-caveat"]) out.push(el("p", { class: "muted", text: parts["local-command-caveat"] }));
+  return el("div", { class: "command-turn" }, out);
+}
+
+// The exit code a result says it ended with (Claude Code's "Exit code N", Codex's
+// "Process exited with code N" or its metadata), or null.
+export function exitCode(event, text) {
+  if (Number.isInteger(event.x_exit_code)) return event.x_exit_code;
+  const said = /^Exit code (-?\d+)/.exec(text) || /^Process exited with code (-?\d+)$/m.exec(text.slice(0, 400));
+  if (said) return Number(said[1]);
+  if (text.startsWith("{")) {
+    try { const code = JSON.parse(text).metadata?.exit_code; if (Number.isInteger(code)) return code; } catch { /* not JSON */ }
+  }
+  return null;
 }
 
 function fileChange(file, rows, what) {
@@ -278,7 +330,9 @@ export class Transcript {
     if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) card.append(this.blob(event));
     else {
       const text = plain(textOf(content));
-      if (text.trim()) card.append(role === "system" ? el("details", { class: "fold" }, el("summary", { text: `System prompt (${size(text.length)})` }), el("p", { class: "content", text }))
+      const command = role === "user" && text.includes("<") && commandView(text);
+      if (command) card.append(command);
+      else if (text.trim()) card.append(role === "system" ? el("details", { class: "fold" }, el("summary", { text: `System prompt (${size(text.length)})` }), el("p", { class: "content", text }))
         : folded(role === "user" ? "message" : "answer", text));
     }
     for (const call of event.tool_calls || []) card.append(this.call(call, event));
@@ -289,7 +343,7 @@ export class Transcript {
     const fn = call.function || {};
     const child = this.children.get(call.id);
     const box = el("div", { class: "tool-call", "data-call": call.id },
-      el("div", { class: "call-head" }, el("strong", { text: fn.name || "tool" }), el("span", { class: "muted id", text: ` ${call.id}` }),
+      el("div", { class: "call-head" }, el("strong", { text: fn.name || "tool", title: `call ${call.id}` }),
         child ? el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }) : null),
       argumentsView(fn.name, fn.arguments));
     this.calls.set(call.id, { box, name: fn.name });
@@ -300,11 +354,15 @@ export class Transcript {
   result(event, call, own = true) {
     const failed = Boolean(event.is_error || event.x_is_error);
     const content = event.content;
+    const text = typeof content === "object" && content?.content_ref ? "" : plain(textOf(content));
+    const code = exitCode(event, text);
     const block = el("div", { class: `result${failed ? " failed" : ""}`, id: own ? `turn-${event.seq}` : null, tabindex: own ? "-1" : null, "data-seq": event.seq },
       el("div", { class: "result-head" }, el("span", { text: `${failed ? "Failed: " : "Result of "}${call.name || "the call"}` }),
-        failed ? el("span", { class: "badge bad", text: "error" }) : null, linkButton(this.sessionId, event.seq)));
+        failed ? el("span", { class: "badge bad", text: "error" }) : null,
+        code !== null ? el("span", { class: `badge exit${code ? " bad" : ""}`, title: "The exit code the source records", text: `exit ${code}` }) : null,
+        linkButton(this.sessionId, event.seq)));
     if (content && typeof content === "object" && !Array.isArray(content) && content.content_ref) block.append(this.blob(event));
-    else block.append(folded("output", plain(textOf(content)), { cls: "content output", mono: true, open: failed }));
+    else block.append(folded("output", text, { cls: "content output", mono: true, open: failed }));
     const child = event.x_subagent && this.children.get(event.tool_call_id);
     if (child && !call.box.querySelector(".child-link")) block.append(el("a", { href: `#/session/${child}`, class: "child-link", text: "Open the sub-agent's session" }));
     call.box.append(block);

@@ -45,7 +45,7 @@ from .live.watcher import watch
 from .mcp.lazy import LazyMcp
 from .schemas.clock import Clock, utc_now
 from .services.memory import Memory
-from .services.sessions import Parts, Sessions
+from .services.sessions import Activity, Parts, Sessions
 from .settings import Settings
 from .storage import fs
 from .storage.blobs import BlobStore
@@ -158,6 +158,8 @@ def create_app(
             heartbeat=settings.heartbeat_seconds,
         )
         store.listeners.append(feed.appended)
+        activity = Activity(settings.running_seconds, clock)
+        store.listeners.append(activity.appended)
         journal.listeners.append(feed.journaled)
         etags = await memory.load()
         journal.listeners.append(built.catalog.journaled)
@@ -215,6 +217,7 @@ def create_app(
             watching=watching,
             team=team,
             spending=Spending(store, Prices(settings.prices)),
+            activity=activity,
         )
         try:
             yield

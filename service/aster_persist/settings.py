@@ -106,6 +106,13 @@ class Settings(BaseSettings):
     max_subscribers: int = Field(
         default=256, ge=1, description="Open event streams at once (503 past it)."
     )
+    running_seconds: float = Field(
+        default=300.0,
+        ge=1,
+        le=86400,
+        description="A session is shown as running for this long after an append of "
+        "the present (`GET /v1/sessions/running`).",
+    )
     heartbeat_seconds: float = Field(
         default=15.0,
         ge=0.1,

@@ -121,6 +121,7 @@ async def test_a_session_from_creation_to_restore(
     listed = await run(aster.list_sessions(root))
     assert [s.id for s in listed.items] == [sid]
     assert (await run(aster.latest_session(root))).id == sid
+    assert sid in [s.id for s in (await run(aster.running_sessions())).items]  # just written
     projects = await run(aster.projects())
     assert any(p.repo_root == root and p.sessions == 1 for p in projects.items)
 

@@ -199,6 +199,46 @@ def test_a_transcript_reads_as_what_happened(page: Page, daemon: Daemon) -> None
     expect(page.locator("#search-box")).to_be_focused()
 
 
+def test_a_session_being_written_is_marked_running_and_first_then_not(
+    browser: Browser, tmp_path: Path
+) -> None:
+    short = Daemon(tmp_path / "short", env={"ASTER_RUNNING_SECONDS": "3"}).start()
+    try:
+        old = imported(short, SPOTTER / "tool_heavy.jsonl")  # old history: not running
+        sid = post(short, "/v1/sessions", {"repo_root": ROOT, "title": "Busy"})["id"]
+        context = browser.new_context(viewport={"width": 1440, "height": 900})
+        tab = context.new_page()
+        tab.goto(f"{short.url}/#/")
+        ready(tab, "/")
+        running = tab.locator(".running-now li")
+        marked = tab.locator("table.sessions tr .badge.running")
+        expect(running).to_have_count(0, timeout=8_000)  # the session's creation ran out
+        expect(tab.locator(".running-now")).to_contain_text("Nothing is being written now.")
+        for n in range(6):  # appends keep arriving: marked, first, while they do
+            post(short, f"/v1/sessions/{sid}/events", user(f"step {n}"))
+            expect(running).to_have_count(1)
+            expect(running.first).to_have_attribute("data-id", sid)
+            expect(running.first).to_contain_text("Busy")
+            expect(marked).to_have_count(1)
+            expect(tab.locator(f'tr[data-id="{sid}"] .badge.running')).to_have_count(1)
+            tab.wait_for_timeout(700)
+        assert tab.locator(f'tr[data-id="{old}"] .badge.running').count() == 0
+        fits(tab)
+        shot(tab, "running-now")
+        expect(running).to_have_count(0, timeout=10_000)  # then, the window passed: not
+        expect(marked).to_have_count(0)
+        tab.goto(f"{short.url}/#/session/{sid}")  # the session's own page says so too
+        ready(tab, f"/session/{sid}")
+        badge = tab.locator("#session-title + .badge.running")
+        expect(badge).to_be_hidden()
+        post(short, f"/v1/sessions/{sid}/events", user("one more"))
+        expect(badge).to_be_visible()
+        expect(badge).to_be_hidden(timeout=10_000)
+        context.close()
+    finally:
+        short.kill()
+
+
 def test_prompts_arguments_and_commands_read_as_text(page: Page, daemon: Daemon) -> None:
     sid = post(daemon, "/v1/sessions", {"repo_root": ROOT, "title": "Reading"})["id"]
     task = {"description": "Look at the tests", "prompt": "Read the tests.\nSay which fail.",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..live.feed import Feed
     from ..live.follow import Following
     from ..services.memory import Memory
-    from ..services.sessions import Sessions
+    from ..services.sessions import Activity, Sessions
     from ..settings import Settings
     from ..storage.home import Home
     from ..storage.journal import Journal
@@ -59,6 +59,7 @@ class Running:
     watching: asyncio.Event  # set once the watcher of hand edits is watching
     team: Team
     spending: Spending
+    activity: Activity
 
 
 def _state(holder: Any) -> Any:

@@ -12,6 +12,7 @@ from starlette.responses import Response
 from ..errors import InsufficientStorage, Invalid, PayloadTooLarge
 from ..importers import CHOICES
 from ..index.catalog import Listing
+from ..schemas.clock import format_ts
 from ..schemas.names import check_session_id
 from ..schemas.sessions import MAX_ALIAS
 from ..schemas.validation import SessionHeader
@@ -31,6 +32,7 @@ from .models import (
     PruneIn,
     PruneOut,
     RenameIn,
+    RunningSessions,
     SessionDetail,
     SessionIn,
     SessionPage,
@@ -159,6 +161,29 @@ async def latest_session(request: Request, repo_root: str) -> Response:
     """The session of a repository with the most recent activity (`--continue`)."""
     sessions = running(request).sessions
     return json_response(await _linked(sessions, await sessions.latest(repo_root)))
+
+
+@router.get(
+    "/sessions/running",
+    operation_id="sessions-running",
+    response_model=RunningSessions,
+    responses=ERRORS,
+)
+async def running_sessions(request: Request) -> Response:
+    """The sessions being written now: an append of the present came within the last
+    `window_seconds` (written here, through the API or into the home, or lines of now
+    from a followed tool or a team's machine; an import of old history is not). Kept in
+    memory: after a restart, a session runs again at its next append."""
+    services = running(request)
+    last = services.activity.running()
+    infos = await services.sessions.in_catalog(lambda c: [c.get(sid) for sid in last])
+    items = [
+        {**_summary(info), "last_append": format_ts(last[info.id])}
+        for info in infos
+        if info is not None
+    ]
+    window = services.activity.window.total_seconds()
+    return json_response({"window_seconds": window, "items": items})
 
 
 @router.get(

@@ -17,6 +17,7 @@ from ..schemas.sessions import (
     KnownFilesOut,
     ProjectList,
     PruneOut,
+    RunningSessions,
     SessionDetail,
     SessionFacets,
     SessionPage,
@@ -84,6 +85,11 @@ class SessionEndpoints:
             read_model(SessionSummary),
             params={"repo_root": repo_root},
         )
+
+    @endpoint
+    def running_sessions() -> Call[RunningSessions]:
+        """``GET /v1/sessions/running``: the sessions being written now, the latest first."""
+        return Call("GET", "/v1/sessions/running", read_model(RunningSessions))
 
     @endpoint
     def projects(*, limit: int | None = None, cursor: str | None = None) -> Call[ProjectList]:

@@ -163,6 +163,18 @@ class SessionPage(BaseModel):
     next_cursor: str | None
 
 
+class RunningSession(SessionSummary):
+    last_append: str = Field(description="When the last append of the present came.")
+
+
+class RunningSessions(BaseModel):
+    window_seconds: float = Field(
+        description="How long a session stays running after such an append "
+        "(`ASTER_RUNNING_SECONDS`)."
+    )
+    items: list[RunningSession] = Field(description="The sessions running now, latest first.")
+
+
 class EventPage(BaseModel):
     events: list[dict[str, Any]]
     next_cursor: str | None

@@ -1,4 +1,4 @@
-// The landing view (#/?…): what today and the last 7 days came to (sessions, turns, tool
+// The landing view (#/?…): the sessions running now, what today and the last 7 days came to (sessions, turns, tool
 // calls and errors, tokens with cache reads apart, the estimated cost, from /v1/stats),
 // then the most recently active sessions of every project, filtered and sorted, with the
 // projects beside them and the activity of all of them per day.
@@ -7,22 +7,37 @@ import { api } from "./api.js";
 import { activityChart } from "./chart.js";
 import { ago, el, main, q, throttle, titled, when } from "./dom.js";
 import { subscribe } from "./live.js";
+import { markRows, runningBadge, watchRunning } from "./running.js";
 import { sessionTable } from "./sessions.js";
 
 export async function homeView(signal, params) {
   const heading = titled("Recent sessions");
   const projectsBox = el("aside", { class: "projects", "aria-labelledby": "projects-title" });
   const totalsBox = el("section", { class: "totals", "aria-label": "Totals" });
+  const runningBox = el("section", { class: "running-now", "aria-labelledby": "running-title" });
   const [table] = await Promise.all([
     sessionTable(signal, params, { address: (p) => `#/?${q(p)}` }),
     drawProjects(projectsBox),
     drawTotals(totalsBox),
   ]);
   if (signal.aborted) return;
-  main.replaceChildren(totalsBox, el("div", { class: "home" }, el("section", { class: "recent" }, heading, table), projectsBox));
+  main.replaceChildren(runningBox, totalsBox, el("div", { class: "home" }, el("section", { class: "recent" }, heading, table), projectsBox));
+  watchRunning(signal, (state) => { drawRunning(runningBox, state); markRows(main); });
   const redraw = throttle(() => { drawProjects(projectsBox); drawTotals(totalsBox); }, 1000);
   subscribe((kind, data) => { if (kind === "session.appended" || String(data.op || "").startsWith("session.")) redraw(); }, signal);
 }
+
+// The sessions being written now, first: each with its project, when its last append
+// came and how far it has got.
+function drawRunning(box, state) {
+  const list = el("ul", { class: "running-list" }, state.items.map((s) => el("li", { "data-id": s.id },
+    el("a", { href: `#/session/${s.id}`, title: s.id, text: s.title || "(untitled)" }), runningBadge(),
+    el("span", { class: "muted", title: s.repo_root, text: ` ${projectName(s.repo_root)} · ${s.turns} turns · ${s.tool_calls} tool calls · last append ${ago(s.last_append)}` }))));
+  box.replaceChildren(el("h2", { id: "running-title", class: "h3", text: `Running now (${state.items.length})` }),
+    state.items.length ? list : el("p", { class: "muted", text: "Nothing is being written now." }));
+}
+
+const projectName = (root) => root.split("/").filter(Boolean).pop() || root;
 
 async function drawProjects(box) {
   const [projects, activity] = await Promise.all([api("/v1/projects"), api("/v1/projects/activity?days=3660")]);

@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { activityChart } from "./chart.js";
 import { el, main, navigate, q, titled } from "./dom.js";
+import { markRows, watchRunning } from "./running.js";
 import { sessionTable } from "./sessions.js";
 
 export async function projectView(signal, params) {
@@ -24,4 +25,5 @@ export async function projectView(signal, params) {
   ]);
   if (signal.aborted) return;
   main.replaceChildren(el("section", {}, heading, search, activityChart(activity.days, { label: "Events per day" }), table));
+  watchRunning(signal, () => markRows(main));
 }

@@ -10,6 +10,7 @@ import { timeline } from "./chart.js";
 import { count, duration, el, inProject, main, navigate as navigateTo, q, say, throttle, titled, when } from "./dom.js";
 import { follow } from "./live.js";
 import { route } from "./router.js";
+import { isRunning, watchRunning } from "./running.js";
 import { PAGE, Transcript } from "./transcript.js";
 
 const FIRST = 60;  // events in the first, quick page
@@ -110,6 +111,9 @@ export async function sessionView(signal, params, id) {
     chart);
   main.replaceChildren(el("section", { class: "session" }, heading, about, secrets, pagers[0], list, pagers[1], fresh));
   heading.focus();
+  const mark = el("span", { class: "badge running", title: "Being written now", text: "running", hidden: true });
+  heading.after(mark);
+  watchRunning(signal, () => { mark.hidden = !isRunning(id); });
   const transcript = shown = new Transcript(list, id, detail.children || [], { paged: () => drawPagers(pagers, transcript) });
   const hrefOf = (seq) => `#/session/${id}?${q({ seq })}`;
   const drawTimeline = () => {

@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { ago, count, duration, el, navigate, q, throttle, when, wrap } from "./dom.js";
 import { subscribe } from "./live.js";
+import { isRunning, runningBadge } from "./running.js";
 
 const COLUMNS = [
   ["title", "Session"], ["project", "Project"], ["source", "Source"], ["models", "Model"],
@@ -17,6 +18,7 @@ const FILTERS = ["repo_root", "source_tool", "model", "since", "until", "errors"
 export function sessionRow(s, { project = true } = {}) {
   const title = el("td", { class: "title" },
     el("a", { href: `#/session/${s.id}`, title: s.id, text: s.title || "(untitled)" }),
+    isRunning(s.id) ? runningBadge() : null,
     s.parent_id ? el("span", { class: "badge", title: "Started by another session", text: "sub-agent" }) : null,
     s.alias ? el("span", { class: "badge muted", text: s.alias }) : null,
     s.machine ? el("span", { class: "badge muted", title: "A read-only copy: the session lives on that machine", text: `on ${s.machine}` }) : null);

@@ -12,9 +12,11 @@
                  at start with no journal entry
     prune.py     trashing old sessions and purging old trash
     tails.py     what session tails read from a transcript (worker threads)
+    activity.py  Activity: which sessions are being written now
 """
 
+from .activity import Activity
 from .parts import Appended, Listener, Parts
 from .service import Page, Sessions
 
-__all__ = ["Appended", "Listener", "Page", "Parts", "Sessions"]
+__all__ = ["Activity", "Appended", "Listener", "Page", "Parts", "Sessions"]

@@ -1,0 +1,42 @@
+"""Which sessions are being written now: a session is running while appends of the
+present come to it, and for ``window`` after the last one. An append is of the present
+when it was written here (through the API, or by another program into the home), or
+when its events carry a time within the window (a followed tool's file being written, a
+team's copy); an import of old history, or of lines with no time, is not. Kept in
+memory only: after a restart, a session is running again at its next append."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from ...storage.summary import moment_of
+from .parts import Appended
+
+
+class Activity:
+    """Told of every durable append (a listener of the sessions service); says which
+    sessions had one within the window, and when."""
+
+    def __init__(self, window_seconds: float, clock: Callable[[], datetime]) -> None:
+        self.window = timedelta(seconds=window_seconds)
+        self._clock = clock
+        self._last: dict[str, datetime] = {}
+
+    def appended(self, notice: Appended) -> None:
+        now = self._clock()
+        if (notice.source is None and notice.machine is None) or self._of_now(notice.events, now):
+            self._last[notice.session_id] = now
+
+    def running(self) -> dict[str, datetime]:
+        """Each running session's last append, the latest first; the others forgotten."""
+        since = self._clock() - self.window
+        for sid in [sid for sid, at in self._last.items() if at < since]:
+            del self._last[sid]
+        return dict(sorted(self._last.items(), key=lambda item: item[1], reverse=True))
+
+    def _of_now(self, events: list[dict[str, Any]] | None, now: datetime) -> bool:
+        times = (moment_of(str(e["ts"])) for e in events or () if e.get("ts"))
+        latest = max((t for t in times if t is not None), default=None)
+        return latest is not None and abs(now - latest) <= self.window

@@ -5,6 +5,7 @@ by PATCH, frontmatter of the wrong kind refused, and who made a change."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, get_args
 
@@ -18,7 +19,7 @@ from ..conftest import FIXTURES, REPO, FakeClock, assistant, call, snapshot, too
 
 OTHER = "/srv/other"
 KEY = {  # each sort's value, as a summary shows it
-    "updated": lambda s: s["updated_at"],
+    "updated": lambda s: s["updated_at"] if s["timed"] else "",  # no times: after the rest
     "created": lambda s: s["created_at"],
     "events": lambda s: s["events"],
     "turns": lambda s: s["turns"],
@@ -71,6 +72,15 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
     data = (FIXTURES / "claude-code" / "spotter" / "tool_heavy.jsonl").read_bytes()
     imported = client.post("/v1/sessions/import", content=data, params={"repo_root": REPO})
     clauded = imported.json()["sessions"][0]["id"]
+    tau = json.loads((FIXTURES / "openai-chat" / "tau-bench" / "gpt-4o-airline.json").read_text())
+    untimed = client.post(  # chats with no times, imported last: listed after the rest
+        "/v1/sessions/import", content=json.dumps(tau[:2]), params={"repo_root": REPO}
+    )
+    undated = sorted(s["id"] for s in untimed.json()["sessions"])
+    newest = client.get("/v1/sessions").json()["items"]
+    assert sorted(s["id"] for s in newest[-2:]) == undated
+    assert [s["timed"] for s in newest] == [True] * 4 + [False] * 2
+    assert sorted(ids(client, repo_root=REPO)[-2:]) == undated  # in a project too
 
     assert ids(client, source_tool="claude-code") == [clauded]
     assert set(ids(client, source_tool="api")) == {quiet, busy, other}
@@ -86,7 +96,8 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
     assert set(ids(client, until="9999-12-31")) == every
     assert ids(client, sort="duration", source_tool="api")[0] == busy
     assert ids(client, sort="tokens", source_tool="api")[0] == busy
-    assert ids(client, sort="created", order="asc")[:3] == [quiet, busy, other]
+    created = [s for s in ids(client, sort="created", order="asc") if s not in undated]
+    assert created[:3] == [quiet, busy, other]
 
     for sort in SORTS:  # every order pages through every session once, in order
         for order in ("asc", "desc"):
@@ -100,7 +111,7 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
                 cursor = page.json()["next_cursor"]
                 if not cursor:
                     break
-            assert sorted(seen) == sorted([quiet, busy, other, clauded]), (sort, order)
+            assert sorted(seen) == sorted([quiet, busy, other, clauded, *undated]), (sort, order)
             assert seen == ids(client, sort=sort, order=order), (sort, order)
             listed = client.get("/v1/sessions", params={"sort": sort, "order": order}).json()
             keys = [KEY[sort](s) for s in listed["items"]]  # in the order asked for
@@ -109,11 +120,12 @@ def test_sessions_filter_sort_and_page_in_their_order(client: TestClient) -> Non
     for cursor in ("~0", "--5~01J", "123456789012345678901234~01J", "2026-01-01T00:00:00.000Z~0"):
         # in a number order a value that is no number is text: after every number
         desc = client.get("/v1/sessions", params={"sort": "turns", "cursor": cursor})
-        assert desc.status_code == 200 and len(desc.json()["items"]) == 4
+        assert desc.status_code == 200 and len(desc.json()["items"]) == 6
         asc = client.get("/v1/sessions", params={"sort": "turns", "order": "asc", "cursor": cursor})
         assert asc.status_code == 200 and asc.json()["items"] == []
     facets = client.get("/v1/sessions/facets").json()
     assert {"value": "api", "sessions": 3} in facets["source_tools"]
+    assert {"value": "openai-chat", "sessions": 2} in facets["source_tools"]
     assert {"value": "claude-code", "sessions": 1} in facets["source_tools"]
     assert {"value": "gpt-5", "sessions": 1} in facets["models"]
 

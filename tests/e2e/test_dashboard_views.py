@@ -647,6 +647,14 @@ def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
         tool("c1", "boom") | {"is_error": True},
     ]
     post(daemon, f"/v1/sessions/{sid}/events", turns)
+    tau = json.loads((FIXTURES / "openai-chat" / "tau-bench" / "gpt-4o-airline.json").read_text())
+    undated = httpx.post(  # chats with no times of their own, imported after it
+        f"{daemon.url}/v1/sessions/import",
+        content=json.dumps(tau[:2]),
+        params={"repo_root": ROOT},
+        timeout=60,
+    )
+    assert undated.status_code == 201, undated.text
     for width, height in ((1440, 900), (390, 844)):
         context = browser.new_context(viewport={"width": width, "height": height})
         tab = context.new_page()
@@ -682,6 +690,15 @@ def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
             )
             expect(card.locator(".unpriced")).to_contain_text("no price for house-model")
         assert today["total"]["tool_errors"] >= 1 and today["total"]["cached_in"] >= 1_000_000
+        rows = tab.locator("table.sessions tbody tr")
+        expect(rows).to_have_count(3)
+        expect(rows.first).to_contain_text("Costly")  # the undated chats are not on top
+        for n in (1, 2):
+            expect(rows.nth(n).locator("td").nth(9)).to_have_text("no time")
+        for column, name in ((4, "turns"), (5, "tool_calls"), (6, "tool_errors")):
+            cells = rows.locator(f"td:nth-child({column + 1})").all_inner_texts()
+            total = sum(int(re.sub(r"\D", "", cell)) for cell in cells)  # the sessions shown
+            assert total == week["total"][name], (name, cells)
         fits(tab)  # no sideways scroll at either width
         shot(tab, f"home-totals-{width}")
         context.close()

@@ -50,7 +50,11 @@ def test_messages_are_kept_as_written_and_the_rest_is_the_source() -> None:
             expected.append(event)
         assert conversation.events == expected
         extra = {k: v for k, v in record.items() if k != "traj"}
-        assert conversation.source == {"tool": "openai-chat", "record": extra}
+        assert conversation.source == {
+            "tool": "openai-chat",
+            "record": extra,
+            "undated": True,
+        }  # no times
         assert set(extra) == {"task_id", "reward", "info", "trial"}
         assert conversation.model is None and conversation.cwd is None
 

@@ -115,7 +115,7 @@ def test_the_run_is_the_header_and_info_the_source() -> None:
     assert new.model == "gpt-4o" and new.title == "SWE-agent__test-repo-i1"
     assert new.cwd == "/SWE-agent__test-repo"  # the first step's working folder
     extra = {k: v for k, v in record.items() if k not in ("history", "trajectory")}
-    assert new.source == {"tool": "swe-agent", "record": extra}
+    assert new.source == {"tool": "swe-agent", "record": extra, "undated": True}  # no times
     assert set(extra) == {"environment", "info", "replay_config"}
     assert new.source["record"]["info"]["exit_status"] == "submitted"
     old = conversation(OLD.read_bytes())

@@ -103,6 +103,7 @@ def summary_of(info: SessionInfo, parent: tuple[str, str | None] | None = None) 
         tokens_out=stats.tokens_out,
         models=stats.models,
         duration_ms=info.duration_ms,
+        timed=not info.undated,
         alias=info.alias,
         secrets=info.secrets,
         machine=info.machine,

@@ -168,6 +168,8 @@ def read(
     for conversation in conversations:
         conversation.created_at = conversation.created_at or modified_at
         fill_times(conversation.events, conversation.created_at)
+        if conversation.events and not any(e.get("ts") for e in conversation.events):
+            conversation.source["undated"] = True  # its times will be the import's
         try:
             conversation.events = validate_events(conversation.events)
         except Invalid as exc:

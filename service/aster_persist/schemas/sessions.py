@@ -120,6 +120,12 @@ class SessionSummary(BaseModel):
     tokens_out: int
     models: list[str] = Field(description="The models that wrote its turns, first used first.")
     duration_ms: int = Field(description="From its first time to its last activity.")
+    timed: bool = Field(
+        default=True,
+        description="Its times are its own. False for an import of a source without "
+        "times sent with no `modified_at` (its times are then the import's): listed after "
+        "every session with times.",
+    )
     alias: str | None = Field(default=None, description="The caller's own name for it.")
     secrets: int = Field(
         default=0,

@@ -207,6 +207,7 @@ class SessionInfo:
     source_key: str | None = None
     parent_source: str | None = None
     alias: str | None = None  # the caller's own name for it (an agent framework's id)
+    undated: bool = False  # imported from a source without times: they are the import's
     stats: Stats = field(default_factory=lambda: Stats())
     secrets: int = 0  # the secrets its text holds, as the catalog counted them
     base: str | None = None  # the session whose leading events it refers to (a copy's)
@@ -273,6 +274,7 @@ class SessionInfo:
         self.git_branch = text.get("git_branch")
         key = text.get("fingerprint", "")
         self.source_key = key if ":source:" in key else None
+        self.undated = found.get("undated") is True
         parent = found.get("parent")
         source = parent.get("source") if isinstance(parent, dict) else None
         self.parent_source = source if isinstance(source, str) else None

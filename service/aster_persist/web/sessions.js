@@ -31,8 +31,10 @@ export function sessionRow(s, { project = true } = {}) {
     tool_calls: el("td", { class: "num", text: s.tool_calls }),
     tool_errors: el("td", { class: s.tool_errors ? "num bad" : "num", text: s.tool_errors }),
     tokens: el("td", { class: "num", title: `${s.tokens_in} in, ${s.tokens_out} out`, text: s.tokens_in + s.tokens_out ? count(s.tokens_in + s.tokens_out) : "—" }),
-    duration: el("td", { class: "num", text: duration(s.duration_ms) }),
-    updated: el("td", { title: when(s.updated_at), text: ago(s.updated_at) }),
+    duration: el("td", { class: "num", text: s.timed === false ? "—" : duration(s.duration_ms) }),
+    updated: s.timed === false  // a source without times: not "just now"
+      ? el("td", { class: "muted undated", title: `No times of its own; imported ${when(s.updated_at)}`, text: "no time" })
+      : el("td", { title: when(s.updated_at), text: ago(s.updated_at) }),
     state: el("td", { class: `state-${s.state}`, text: s.state }),
   };
   for (const [key, label] of COLUMNS) cells[key].dataset.label = label;

@@ -12,7 +12,7 @@ from ..ranking import NUMBER_OF
 # Each sort key's SQL over a catalog row; numbers except the two times.
 _STAT = "json_extract(stats, '$.{}')"
 SORTS: dict[str, str] = {
-    "updated": "updated_at",
+    "updated": "activity_at",  # a session with no times of its own after every other
     "created": "created_at",
     "events": "events",
     "turns": _STAT.format("turns"),

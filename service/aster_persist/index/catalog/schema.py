@@ -15,7 +15,7 @@ from .. import search
 from ..ranking import NUMBER_OF
 from ..sqlite import sqlite3
 
-SCHEMA_VERSION = 13  # 13: what the turns cost by day and model; 12: the machine a team's copy belongs to, and its project; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
+SCHEMA_VERSION = 14  # 14: sessions with no times of their own listed after those with; 13: what the turns cost by day and model; 12: the machine a team's copy belongs to, and its project; 11: the session a copy refers to, the files imported; 10: no copy of the text, where each line is, sessions by number; 9: each document's secrets, redacted; 5: where a session came from, what it is made of; 6: its alias, and where its title came from; 7: its events by day; 8: document numbers never reused
 COLUMNS = (
     "id",
     "slug",
@@ -44,7 +44,9 @@ COLUMNS = (
     "base",
     "machine",
     "project_key",
+    "undated",
     "stats",
+    "activity_at",
 )
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS sessions (
@@ -75,10 +77,14 @@ CREATE TABLE IF NOT EXISTS sessions (
     base TEXT,
     machine TEXT,
     project_key TEXT,
-    stats TEXT NOT NULL
+    undated INTEGER NOT NULL,
+    stats TEXT NOT NULL,
+    -- the last activity as listings sort it: '' for a session with no times of its own
+    -- (an import from a source without them), so it is not on top as "just now"
+    activity_at TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (updated_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, updated_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_activity ON sessions (activity_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS sessions_repo ON sessions (repo_root, activity_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS sessions_source ON sessions (source_key) WHERE source_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS sessions_parent ON sessions (parent_source)
     WHERE parent_source IS NOT NULL;
@@ -142,7 +148,9 @@ def row_of(info: SessionInfo) -> tuple[Any, ...]:
         info.base,
         info.machine,
         info.project_key,
+        info.undated,
         orjson.dumps(asdict(info.stats)).decode(),
+        "" if info.undated else info.updated_at,
     )
 
 
@@ -152,5 +160,7 @@ def info_of(row: sqlite3.Row | tuple[Any, ...]) -> SessionInfo:
     values = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
     values["bad_lines"] = orjson.loads(values["bad_lines"])
     values.pop("first_record")  # kept in the stats too
+    values.pop("activity_at")  # worked out from the others
     values["stats"] = Stats(**orjson.loads(values["stats"]))
+    values["undated"] = bool(values["undated"])
     return SessionInfo(**values, secrets=secrets)

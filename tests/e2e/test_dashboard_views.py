@@ -21,6 +21,7 @@ from ..conftest import Daemon, assistant, call, tool, user
 from .dashboard import ARTIFACTS, FIXTURES, ROOT, browser, fits, page, post, ready, shot
 
 __all__ = ["browser", "page"]  # fixtures
+NO_PRICE = "\u2013"  # the page's dash where no price is known
 SPOTTER = FIXTURES / "claude-code" / "spotter"
 PARENT = SPOTTER / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 CHILD = SPOTTER / "ae4a77f8-aedd-4bc1-888f-c94edc91af04" / "subagents" / "agent-aac57f5.jsonl"
@@ -101,7 +102,16 @@ def test_recent_sessions_are_the_landing_view_filtered_sorted_and_paged(
     expect(page.locator("#view-title")).to_be_focused()
     assert page.title().startswith("Recent sessions")
     expect(page.locator(".projects")).to_contain_text(ROOT)
-    expect(page.locator(".projects svg.activity-chart rect.bar").first).to_be_attached()
+    chart = page.locator(".activity svg.stacked-chart")  # the last 30 days, by project
+    expect(chart.locator("rect.part").first).to_be_attached()
+    expect(page.locator(".activity .legend li")).to_have_count(2)  # both projects apart
+    all_days = httpx.get(f"{daemon.url}/v1/projects/activity", params={"days": 30}).json()
+    today = all_days["days"][-1]
+    drawn = chart.locator(f'rect.part[data-day="{today["day"]}"]')
+    assert (
+        sum(int(n) for n in drawn.evaluate_all("rs => rs.map(r => r.dataset.events)"))
+        == (today["events"])
+    )
     assert page.locator("table.sessions tbody tr").count() == 50  # a page, newest first
     page.get_by_role("button", name="More sessions").click()
     expect(page.locator("table.sessions tbody tr")).to_have_count(53)
@@ -690,6 +700,24 @@ def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
             )
             expect(card.locator(".unpriced")).to_contain_text("no price for house-model")
         assert today["total"]["tool_errors"] >= 1 and today["total"]["cached_in"] >= 1_000_000
+        card = tab.locator('.totals [data-span="week"]')
+        for group in ("model", "project"):  # the span split on a click, as the API splits it
+            card.locator(f'button[data-group="{group}"]').click()
+            split = tab.locator(f'.split table[data-group="{group}"] tbody tr')
+            wanted = httpx.get(
+                f"{daemon.url}/v1/stats",
+                params={**{"since": week["since"]}, "until": week["until"], "group": group},
+            ).json()["groups"]
+            expect(split).to_have_count(len(wanted))
+            assert split.evaluate_all("rs => rs.map(r => r.dataset.key)") == [
+                g["key"] or "" for g in wanted
+            ]
+            for row, g in zip(split.all(), wanted, strict=True):
+                assert row.locator('td[data-stat="turns"]').inner_text() == f"{g['turns']:,}"
+                cost = row.locator('td[data-stat="cost_usd"]').inner_text()
+                assert cost == (NO_PRICE if g["cost_usd"] is None else f"${g['cost_usd']:.2f}")
+            if group == "model":  # a model without a price: its tokens, no cost
+                assert "house-model" in split.evaluate_all("rs => rs.map(r => r.dataset.key)")
         rows = tab.locator("table.sessions tbody tr")
         expect(rows).to_have_count(3)
         expect(rows.first).to_contain_text("Costly")  # the undated chats are not on top

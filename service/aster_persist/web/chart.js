@@ -1,4 +1,5 @@
-// Charts drawn as SVG with no library: events per day (a bar per day, empty days too),
+// Charts drawn as SVG with no library: events per day (a bar per day, empty days too;
+// or stacked by project),
 // and a session's timeline of tool calls (a bar from each call to its result, errors in
 // the error colour). Every mark has a <title>, so hovering (or a screen reader) says it.
 
@@ -32,6 +33,44 @@ export function activityChart(days, { span = 90, label = "Events per day", width
     svg("text", { x: width, y: height + 12, class: "tick", "text-anchor": "end", text: series.at(-1)[0] }),
     svg("text", { x: 2, y: 10, class: "tick", text: `${top}/day` }));
   return el("figure", { class: "chart" }, el("figcaption", { text: `${label}: ${total} events in the ${span} days to ${series.at(-1)[0]}` }), chart);
+}
+
+const COLOURS = 6;  // series drawn in their own colour (CSS .s0 to .s5); the rest as "other"
+
+// Events per day of several series (projects), stacked: a bar per day with a part per
+// series, each part titled; a legend names the series with their totals. `series` is
+// [{ name, title, days: [{day, events}] }]; the last `span` days to `end` (YYYY-MM-DD).
+export function stackedChart(series, { span = 30, end, label = "Events per day" } = {}) {
+  const width = 900;
+  const height = 150;
+  const last = new Date(end).getTime();
+  const days = Array.from({ length: span }, (_, i) => new Date(last - (span - 1 - i) * DAY).toISOString().slice(0, 10));
+  const counts = series.map((s) => new Map(s.days.map((d) => [d.day, d.events])));
+  const totals = days.map((day) => counts.reduce((sum, c) => sum + (c.get(day) || 0), 0));
+  const top = Math.max(1, ...totals);
+  const bar = width / span;
+  const chart = svg("svg", { class: "stacked-chart", viewBox: `0 0 ${width} ${height + 18}`, role: "img",
+    "aria-label": `${label}: ${totals.reduce((a, b) => a + b, 0)} events in the ${span} days to ${days.at(-1)}, at most ${top} in a day` });
+  days.forEach((day, i) => {
+    let y = height;
+    series.forEach((s, k) => {
+      const n = counts[k].get(day) || 0;
+      if (!n) return;
+      const h = Math.max(1.5, (n / top) * height);
+      y -= h;
+      chart.append(svg("rect", { x: (i * bar + 1).toFixed(1), y: y.toFixed(1), width: Math.max(1, bar - 2).toFixed(1), height: h.toFixed(1),
+        class: `part s${Math.min(k, COLOURS - 1)}`, "data-day": day, "data-series": s.name, "data-events": n }, svg("title", { text: `${day} · ${s.title}: ${n} events` })));
+    });
+  });
+  chart.append(svg("line", { x1: 0, x2: width, y1: height, y2: height, class: "axis" }),
+    svg("text", { x: 0, y: height + 14, class: "tick", text: days[0] }),
+    svg("text", { x: width / 2, y: height + 14, class: "tick", "text-anchor": "middle", text: days[Math.floor(span / 2)] }),
+    svg("text", { x: width, y: height + 14, class: "tick", "text-anchor": "end", text: days.at(-1) }),
+    svg("text", { x: 2, y: 11, class: "tick", text: `${top} events a day at most` }));
+  const legend = el("ul", { class: "legend" }, series.map((s, k) => el("li", { "data-series": s.name },
+    el("span", { class: `swatch s${Math.min(k, COLOURS - 1)}`, "aria-hidden": "true" }),
+    el("span", { title: s.name, text: `${s.title} (${s.days.filter((d) => days.includes(d.day)).reduce((sum, d) => sum + d.events, 0)})` }))));
+  return el("figure", { class: "chart stacked" }, el("figcaption", { text: `${label}, the last ${span} days` }), chart, legend);
 }
 
 const LANES = 24;  // calls at once drawn apart; more share the lane free soonest

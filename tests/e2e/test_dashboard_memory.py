@@ -274,3 +274,47 @@ def test_an_editor_opened_while_the_blocks_are_drawn_again_stays_open(
     form.locator('textarea[name="body"]').fill("Use tabs, width 8.")
     form.get_by_role("button", name="Save block").click()
     expect(page.locator("#notice")).to_have_text("Saved style.")
+
+
+def test_a_new_block_is_added_from_the_page_and_a_name_taken_is_refused_where_typed(
+    page: Page, daemon: Daemon
+) -> None:
+    post(daemon, "/v1/sessions", {"repo_root": ROOT})
+    post(
+        daemon,
+        "/v1/memory/blocks",
+        {"name": "deploy", "content": "Deploy on Fridays."},
+        repo_root=ROOT,
+    )
+    page.goto(f"{daemon.url}/#/memory?repo_root={ROOT}")
+    ready(page, "/memory")
+    page.get_by_role("button", name="New block").click()
+    form = page.locator("#new-block form")
+    expect(form.locator('input[name="name"]')).to_be_focused()
+    form.locator('input[name="name"]').fill("release")
+    form.locator('input[name="description"]').fill("how to release")
+    form.locator('input[name="tags"]').fill("ci, release")
+    form.locator('input[name="importance"]').fill("0.8")
+    form.locator("textarea").fill("Tag the commit, then run make release.")
+    form.get_by_role("button", name="Add block").click()
+    expect(page.locator("#block-release")).to_contain_text("how to release")
+    expect(page.locator("#new-block form")).to_have_count(0)
+    made = httpx.get(f"{daemon.url}/v1/memory/blocks/release", params={"repo_root": ROOT}).json()
+    assert made["body"].strip() == "Tag the commit, then run make release."
+    assert made["tags"] == ["ci", "release"] and made["importance"] == 0.8
+    journal = httpx.get(f"{daemon.url}/v1/journal", params={"name": "release"}).json()
+    assert [e["actor"] for e in journal["items"] if e["op"] == "memory.write"] == ["dashboard"]
+
+    page.get_by_role("button", name="New block").click()  # a name taken: refused, kept
+    form.locator('input[name="name"]').fill("deploy")
+    form.locator("textarea").fill("Deploy any day.")
+    form.get_by_role("button", name="Add block").click()
+    expect(form.locator(".form-error")).to_contain_text("deploy")
+    kept = httpx.get(f"{daemon.url}/v1/memory/blocks/deploy", params={"repo_root": ROOT}).json()
+    assert kept["body"].strip() == "Deploy on Fridays."
+    form.locator('input[name="name"]').fill("Not A Name")  # the page refuses it first
+    form.get_by_role("button", name="Add block").click()
+    assert form.locator('input[name="name"]').evaluate("i => i.validity.patternMismatch")
+    expect(page.locator("#block-not-a-name")).to_have_count(0)
+    form.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#new-block form")).to_have_count(0)

@@ -2,7 +2,8 @@
 // bodies shown; a block edited through fields that refuse what the daemon would refuse
 // (saved with PATCH and If-Match, so keys of its own stay); a newer version met on save
 // shown as a diff, to keep yours, take theirs or merge; each block's history as diffs;
-// and the context an agent gets, in its labelled parts with their sizes.
+// a new block added through the same fields; and the context an agent gets, in its
+// labelled parts with their sizes.
 
 import { api } from "./api.js";
 import { el, main, navigate, q, say, size, throttle, titled, when } from "./dom.js";
@@ -95,11 +96,40 @@ export async function memoryView(signal, params) {
   coreSave.addEventListener("click", saveCore);
 
   const blocksBox = el("section", { id: "blocks" }, el("h3", { text: "Blocks" }));
+  const addBox = el("div", { id: "new-block" });
+  const addButton = el("button", { type: "button", class: "plain", text: "New block", onclick: () => openNew() });
+  // A new block through the same fields (and a name, or none: the daemon makes one from
+  // its start); a name taken is refused where you typed it, nothing written.
+  const openNew = () => {
+    if (addBox.firstChild) { addBox.querySelector("input")?.focus(); return; }
+    const form = fieldsForm({ type: "semantic", importance: 0.5, confidence: 0.5, body: "" }, async (values) => {
+      const error = form.querySelector(".form-error");
+      error.hidden = true;
+      const { body, description, ...keys } = values;
+      const name = form.elements.name.value.trim();
+      const sent = { ...keys, content: body };
+      if (name) sent.name = name;
+      if (description) sent.description = description;
+      try {
+        const made = await api(`/v1/memory/blocks?${q(scopeParam)}`, { method: "POST", body: sent });
+        addBox.replaceChildren();
+        say(`Added ${made.name}.`, true);
+        await refresh();
+        document.getElementById(`block-${made.name}`)?.scrollIntoView({ block: "center" });
+      } catch (failure) { error.textContent = failure.message; error.hidden = false; }
+    });
+    form.prepend(el("label", { class: "field" }, el("span", { text: "Name (lowercase letters, digits and -; left empty, made from the body)" }),
+      el("input", { name: "name", maxlength: 64, pattern: "[a-z0-9][a-z0-9\\-]{0,63}", autocomplete: "off" })));
+    form.querySelector("button[type=submit]").textContent = "Add block";
+    form.querySelector(".cancel").addEventListener("click", () => addBox.replaceChildren());
+    addBox.replaceChildren(form);
+    form.elements.name.focus();
+  };
   const contextBox = el("div", { id: "context-box" });
   main.replaceChildren(el("section", {}, heading,
     el("div", { class: "toolbar" }, el("label", { for: "scope-picker", text: "Scope" }), picker),
     el("div", { class: "grid" },
-      el("div", {}, coreBox, blocksBox),
+      el("div", {}, coreBox, el("div", { class: "toolbar" }, addButton), addBox, blocksBox),
       el("section", {}, el("h3", { text: "The context an agent gets" }), contextBox))));
 
   const editing = new Set();  // blocks with an editor open

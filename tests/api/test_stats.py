@@ -91,6 +91,27 @@ def test_today_by_default_with_cache_reads_apart_and_an_estimated_cost(spent: Te
     assert found["prices"]["source"].startswith("https://") and found["prices"]["date"]
 
 
+def test_a_session_says_what_it_cost_and_the_prices_of_its_models(spent: TestClient) -> None:
+    everything = {"since": "2026-01-01", "until": "2026-12-31", "group": "project"}
+    groups = {g["key"]: g for g in spent.get("/v1/stats", params=everything).json()["groups"]}
+    for item in spent.get("/v1/sessions").json()["items"]:
+        cost = spent.get(f"/v1/sessions/{item['id']}").json()["cost"]
+        found = groups[item["repo_root"]]  # one session per project: the same sums
+        assert cost["cost_usd"] == (
+            None if found["cost_usd"] is None else pytest.approx(found["cost_usd"])
+        )
+        assert cost["unpriced_models"] == found["unpriced_models"]
+        if item["repo_root"] == "/srv/app":  # sonnet today, opus yesterday
+            assert cost["cost_usd"] == pytest.approx(
+                0.6 + 0.24 + 1.5 + (10_000 * 15 + 1_000 * 75) / 1e6
+            )
+            sonnet = cost["prices"]["claude-sonnet-4-20250514"]
+            assert (sonnet["input"], sonnet["cached_input"], sonnet["output"]) == (3, 0.3, 15)
+            assert set(cost["prices"]) == {"claude-sonnet-4-20250514", "claude-opus-4-1-20250805"}
+        else:  # a model without a price: named, never priced
+            assert cost == {"cost_usd": None, "unpriced_models": ["mystery-model"], "prices": {}}
+
+
 def test_grouped_by_day_project_and_model(spent: TestClient) -> None:
     week = {"since": "2026-11-29", "until": "2026-12-05"}  # the last day counted too
     days = spent.get("/v1/stats", params={**week, "group": "day"}).json()["groups"]

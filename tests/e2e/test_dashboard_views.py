@@ -312,6 +312,11 @@ def test_a_sub_agent_links_to_its_own_session(page: Page, daemon: Daemon) -> Non
     page.goto(f"{daemon.url}/#/session/{parent}")
     ready(page, f"/session/{parent}")
     expect(page.locator(".story")).to_contain_text("Sub-agents")
+    started = httpx.get(f"{daemon.url}/v1/sessions/{child}").json()
+    row = page.locator(f'.story .child[data-id="{child}"]')  # with its turns and errors
+    expect(row).to_contain_text(f"{started['turns']} turns")
+    if started["tool_errors"]:
+        expect(row.locator(".bad")).to_contain_text(f"{started['tool_errors']} tool error")
     link = page.locator(f'.tool-call a.child-link[href="#/session/{child}"]')
     expect(link).to_have_count(1)
     link.click()
@@ -730,6 +735,23 @@ def test_the_landing_view_totals_today_and_the_last_7_days_as_the_api_does(
         fits(tab)  # no sideways scroll at either width
         shot(tab, f"home-totals-{width}")
         context.close()
+    # the session's own cost, and each turn's, as estimates (a model without a price says so)
+    page = browser.new_page()
+    page.goto(f"{daemon.url}/#/session/{sid}")
+    ready(page, f"/session/{sid}")
+    cost = httpx.get(f"{daemon.url}/v1/sessions/{sid}").json()["cost"]
+    expect(page.locator("#session-cost")).to_have_text(f"${cost['cost_usd']:.2f}")
+    expect(page.locator("#session-cost")).to_have_attribute("title", re.compile("house-model"))
+    sonnet = cost["prices"]["claude-sonnet-4-20250514"]
+    usd = (
+        200_000 * sonnet["input"] + 1_000_000 * sonnet["cached_input"] + 30_000 * sonnet["output"]
+    ) / 1e6
+    expect(page.locator("#turn-2 .spent")).to_have_text(
+        f"1.2M in (1.0M cached) · 30k out · \u2248 ${usd:.2f}"
+    )
+    expect(page.locator("#turn-3 .spent")).to_have_text("10 in · 5 out · no price")
+    expect(page.locator("#turn-1 .spent")).to_have_count(0)  # a user's turn: nothing spent
+    page.close()
 
 
 def test_errors_first_counted_on_folded_runs_open_and_reached_with_e(

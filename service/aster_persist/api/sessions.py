@@ -226,10 +226,12 @@ async def get_session(
         return Response(status_code=304, headers={"ETag": tag})
     header = lines[0] if lines and lines[0].get("type") == "session" else {}
     parent, children = await running(request).sessions.links(info)
+    cost = running(request).spending.of_session(info.stats.ledger, info.stats.models)
     body = _summary(info, parent) | {
         "header": header,
         "bad_lines": info.bad_lines,
         "children": children,
+        "cost": cost,
     }
     return json_response(body, headers={"ETag": tag})
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from dataclasses import asdict
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,20 @@ class Spending:
                 {"key": name or None, **found.shown()}
                 for name, found in sorted(groups.items(), key=_order(group))
             ],
+        }
+
+    def of_session(self, ledger: dict[str, list[int]], models: list[str]) -> dict[str, Any]:
+        """What one session's turns cost (its ledger), and the prices of its models."""
+        found = _Sum()
+        for key, counts in ledger.items():
+            model = key.partition("|")[2]
+            found.add("", model, counts, self._cost(model, counts))
+        prices = {m: price for m in models if (price := self.prices.of(m)) is not None}
+        shown = found.shown()
+        return {
+            "cost_usd": shown["cost_usd"],
+            "unpriced_models": shown["unpriced_models"],
+            "prices": {m: asdict(p) for m, p in prices.items()},
         }
 
     def _cost(self, model: str, counts: list[int]) -> float | None:

@@ -154,6 +154,29 @@ class ChildSession(BaseModel):
     id: str
     title: str | None
     tool_call_id: str | None = Field(description="The call of the parent that started it.")
+    turns: int = 0
+    tool_errors: int = Field(default=0, description="Its tool results that were errors.")
+
+
+class ModelPrice(BaseModel):
+    """US dollars per million tokens of each kind."""
+
+    input: float
+    cached_input: float
+    output: float
+
+
+class SessionCost(BaseModel):
+    cost_usd: float | None = Field(
+        description="The estimate for its turns, from the price table (`GET /v1/stats` "
+        "names its source and date); None when no model of it has a price."
+    )
+    unpriced_models: list[str] = Field(
+        description="Models whose tokens it counted but could not price."
+    )
+    prices: dict[str, ModelPrice] = Field(
+        description="The price of each of its models that has one, for an estimate per turn."
+    )
 
 
 class SessionDetail(SessionSummary):
@@ -162,6 +185,7 @@ class SessionDetail(SessionSummary):
     children: list[ChildSession] = Field(
         default_factory=list, description="The sessions it started (sub-agents), oldest first."
     )
+    cost: SessionCost | None = Field(default=None, description="What its turns cost, estimated.")
 
 
 class SessionPage(BaseModel):

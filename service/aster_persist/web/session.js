@@ -29,12 +29,16 @@ function story(detail) {
     item("Tool calls", String(detail.tool_calls)),
     item("Tool errors", el("span", { class: detail.tool_errors ? "bad" : "", text: String(detail.tool_errors) })),
     item("Tokens", detail.tokens_in + detail.tokens_out ? `${count(detail.tokens_in)} in · ${count(detail.tokens_out)} out` : "—"),
+    item("Cost (estimate)", el("span", { id: "session-cost", title: detail.cost?.unpriced_models.length ? `no price for ${detail.cost.unpriced_models.join(", ")}: tokens counted, not priced` : "",
+      text: detail.cost?.cost_usd == null ? (detail.cost?.unpriced_models.length ? "no price" : "—") : `$${detail.cost.cost_usd.toFixed(2)}` })),
     item("Duration", detail.timed === false ? "—" : duration(detail.duration_ms)),
     item("Last activity", detail.timed === false ? `no times of its own (imported ${when(detail.updated_at)})` : when(detail.updated_at)),
     item("State", el("span", { class: `state-${detail.state}`, text: detail.state }), ` · ${detail.events} events`),
     detail.secrets ? item("Secrets", el("span", { class: "bad", text: String(detail.secrets) })) : null,
     detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_id)) : null,
-    detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", {}, link(c.id, c.title || c.id)))) : null);
+    detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", { class: "child", "data-id": c.id }, link(c.id, c.title || c.id),
+      el("span", { class: "muted", text: ` · ${c.turns} turns` }),
+      c.tool_errors ? el("span", { class: "bad", text: ` · ${c.tool_errors} tool error${c.tool_errors > 1 ? "s" : ""}` }) : null))) : null);
 }
 
 // The story in one line: where it came from, its turns, errors, tokens and time.
@@ -114,7 +118,7 @@ export async function sessionView(signal, params, id) {
   const mark = el("span", { class: "badge running", title: "Being written now", text: "running", hidden: true });
   heading.after(mark);
   watchRunning(signal, () => { mark.hidden = !isRunning(id); });
-  const transcript = shown = new Transcript(list, id, detail.children || [], { paged: () => drawPagers(pagers, transcript) });
+  const transcript = shown = new Transcript(list, id, detail.children || [], { paged: () => drawPagers(pagers, transcript), prices: detail.cost?.prices || {} });
   const hrefOf = (seq) => `#/session/${id}?${q({ seq })}`;
   const drawTimeline = () => {
     const calls = transcript.timed();

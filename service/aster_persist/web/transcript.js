@@ -6,7 +6,7 @@
 // retraction took back is struck through.
 
 import { api } from "./api.js";
-import { el, q, say, size, when } from "./dom.js";
+import { count, el, q, say, size, when } from "./dom.js";
 import { diffView, lineDiff, patchRows } from "./diff.js";
 
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
@@ -179,8 +179,9 @@ export const PAGE = 200;  // events drawn at a time: a page, however long the se
 // session stays a short page. Its tool calls are timed over every event, for the
 // timeline; its failed results are known over every event, for e/E.
 export class Transcript {
-  constructor(root, sessionId, children, { paged = () => {} } = {}) {
+  constructor(root, sessionId, children, { paged = () => {}, prices = {} } = {}) {
     this.root = root;
+    this.prices = prices;  // model -> USD per million tokens, for an estimate per turn
     this.sessionId = sessionId;
     this.children = new Map(children.filter((c) => c.tool_call_id).map((c) => [c.tool_call_id, c.id]));
     this.paged = paged;  // told whenever what is drawn or held changes
@@ -319,6 +320,7 @@ export class Transcript {
     const card = el("article", { ...base, class: `turn ${role}${event.x_sidechain ? " sidechain" : ""}` },
       head(who, event.name ? el("span", { class: "muted", text: event.name }) : null,
         event.model ? el("span", { class: "model muted", text: event.model }) : null,
+        role === "assistant" ? this.spent(event) : null,
         event.x_sidechain ? el("span", { class: "badge", text: "sub-agent" }) : null));
     const thinking = thinkingOf(event);
     if (thinking || (Array.isArray(event.thinking) && event.thinking.length)) card.append(thinkingBox(thinking));
@@ -337,6 +339,19 @@ export class Transcript {
     }
     for (const call of event.tool_calls || []) card.append(this.call(call, event));
     return card;
+  }
+
+  // A turn's tokens and, where its model has a price, what they cost (an estimate).
+  spent(event) {
+    const usage = event.usage;
+    if (!usage || typeof usage !== "object") return null;
+    const [tokensIn, tokensOut, cached] = [usage.input_tokens, usage.output_tokens, usage.cached_input_tokens].map((n) => (Number.isInteger(n) && n > 0 ? n : 0));
+    if (!tokensIn && !tokensOut) return null;
+    const tokens = `${count(tokensIn)} in${cached ? ` (${count(cached)} cached)` : ""} · ${count(tokensOut)} out`;
+    const price = this.prices[event.model];
+    const usd = price && (Math.max(tokensIn - cached, 0) * price.input + cached * price.cached_input + tokensOut * price.output) / 1e6;
+    return el("span", { class: "spent muted", title: price ? `${tokens} tokens, priced as ${event.model} (an estimate)` : `${tokens} tokens; no price for ${event.model || "its model"}`,
+      text: price ? `${tokens} · ≈ $${usd < 0.01 ? usd.toFixed(4) : usd.toFixed(2)}` : `${tokens} · no price` });
   }
 
   call(call, event) {

@@ -435,6 +435,8 @@ class Catalog:
                 "id": child.id,
                 "title": child.title,
                 "tool_call_id": info.stats.spawned.get(child.source_key or "") or None,
+                "turns": child.stats.turns,
+                "tool_errors": child.stats.tool_errors,
             }
             for child in map(info_of, rows)
         ]

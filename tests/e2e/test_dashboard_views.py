@@ -322,6 +322,8 @@ def test_a_sub_agent_links_to_its_own_session(page: Page, daemon: Daemon) -> Non
     link.click()
     ready(page, f"/session/{child}")
     expect(page.locator(".story")).to_contain_text("Started by")
+    parent_title = httpx.get(f"{daemon.url}/v1/sessions/{parent}").json()["title"]
+    expect(page.locator(f'.story a[href="#/session/{parent}"]')).to_have_text(parent_title)
 
 
 def test_the_tail_is_followed_at_the_bottom_and_offered_above_it(
@@ -389,7 +391,8 @@ def test_a_2000_event_session_is_a_page_at_a_time_its_ends_a_key_away(
             if n % 4 == 1:
                 batch.append(assistant(calls=[call(f"c{n}", "Bash", '{"command": "ls"}')]))
             elif n % 4 == 2:
-                batch.append(tool(f"c{n - 1}", f"output {n}\n" * 3))
+                failed = {"is_error": True} if n % 500 == 102 else {}  # seqs 103, 603, 1103, 1603
+                batch.append(tool(f"c{n - 1}", f"output {n}\n" * 3) | failed)
             else:
                 batch.append(user(f"question {n}") if n % 4 == 0 else assistant(f"answer {n}"))
         post(daemon, f"/v1/sessions/{sid}/events", batch)
@@ -429,6 +432,13 @@ def test_a_2000_event_session_is_a_page_at_a_time_its_ends_a_key_away(
     expect(page.locator("#turn-201")).to_be_focused()
     page.keyboard.press("k")
     expect(page.locator("#turn-200")).to_be_focused()
+    page.keyboard.press("g")
+    for seq in (103, 603, 1103, 1603, 103):  # e: each failed result in order, across pages
+        page.keyboard.press("e")
+        expect(page.locator(f"#turn-{seq}")).to_be_focused()
+    page.keyboard.press("E")
+    expect(page.locator("#turn-1603")).to_be_focused()
+    expect(page.locator(".pager").first).to_contain_text("Events 1601\u20131800 of 2,000")
     page.goto(f"{daemon.url}/#/session/{sid}?seq=1501")  # a link into a later page
     ready(page, f"/session/{sid}")
     expect(page.locator("#turn-1501")).to_be_focused()

@@ -35,7 +35,7 @@ function story(detail) {
     item("Last activity", detail.timed === false ? `no times of its own (imported ${when(detail.updated_at)})` : when(detail.updated_at)),
     item("State", el("span", { class: `state-${detail.state}`, text: detail.state }), ` · ${detail.events} events`),
     detail.secrets ? item("Secrets", el("span", { class: "bad", text: String(detail.secrets) })) : null,
-    detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_id)) : null,
+    detail.parent_id ? item("Started by", link(detail.parent_id, detail.parent_title || detail.parent_id)) : null,
     detail.children?.length ? item("Sub-agents", ...detail.children.map((c) => el("div", { class: "child", "data-id": c.id }, link(c.id, c.title || c.id),
       el("span", { class: "muted", text: ` · ${c.turns} turns` }),
       c.tool_errors ? el("span", { class: "bad", text: ` · ${c.tool_errors} tool error${c.tool_errors > 1 ? "s" : ""}` }) : null))) : null);
@@ -65,6 +65,9 @@ export async function sessionView(signal, params, id) {
     main.replaceChildren(el("section", {}, titled("Session not found"),
       el("p", { text: `No live session ${id}. If it was deleted, it may be in the trash.` }), restore));
     return;
+  }
+  if (detail.parent_id) {  // named by its title, not its id
+    try { detail.parent_title = (await api(`/v1/sessions/${detail.parent_id}`)).title; } catch { /* gone: its id */ }
   }
   if (signal.aborted) return;
   inProject(detail.repo_root);
@@ -170,7 +173,7 @@ export async function sessionView(signal, params, id) {
   window.addEventListener("scroll", () => { if (atBottom()) { unseen = 0; fresh.hidden = true; } }, { signal });
   const refresh = throttle(async () => {
     try {
-      detail = await api(`/v1/sessions/${id}`);
+      detail = { ...await api(`/v1/sessions/${id}`), parent_title: detail.parent_title };
       header.replaceChildren(story(detail));
       gist.textContent = gistOf(detail);
       if (detail.title) heading.textContent = detail.title;

@@ -185,3 +185,27 @@ def test_every_name_cursor_and_if_match_carries_the_pattern_the_server_checks() 
     assert relation["pattern"] == rules.BLOCK_NAME
     assert schemas["UserMessage"]["properties"]["ts"]["anyOf"][0]["format"] == "date-time"
     assert schemas["JsonValue"]["anyOf"][3]["maximum"] == 2**64 - 1
+
+
+def test_every_literal_path_beside_a_session_is_kept_out_of_the_session_routes(
+    client: TestClient,
+) -> None:
+    """/v1/sessions/<word> routes are siblings of /v1/sessions/{session_id}: each is named
+    in SESSION_SIBLINGS, so a method it does not serve is a 405, never a session's 422."""
+    import json
+
+    from aster_persist.api.rules import SESSION_SIBLINGS
+
+    doc = json.loads(openapi_text())
+    words = {
+        path.split("/")[3]
+        for path in doc["paths"]
+        if path.startswith("/v1/sessions/") and not path.split("/")[3].startswith("{")
+    }
+    assert words == set(SESSION_SIBLINGS)
+    for word in sorted(words):
+        served = {m.upper() for m in doc["paths"].get(f"/v1/sessions/{word}", {})}
+        for method in ("GET", "PATCH", "DELETE"):
+            if method not in served:
+                r = client.request(method, f"/v1/sessions/{word}")
+                assert r.status_code == 405, (method, word, r.status_code)

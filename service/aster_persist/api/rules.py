@@ -41,7 +41,7 @@ _SEQ = re.compile(r"[0-9]{1,18}")
 # The literal paths beside /v1/sessions/{session_id}: a session id never matches them
 # (it is a ULID, in upper case), and with them kept out of the session routes, a method
 # those paths do not serve is a 405 that lists the ones they do.
-SESSION_SIBLINGS = ("import", "latest", "prune", "compress", "facets")
+SESSION_SIBLINGS = ("import", "latest", "prune", "compress", "facets", "running")
 
 
 class SessionSegment(Convertor[str]):

@@ -1,9 +1,11 @@
 // The session view (#/session/<id>?seq=…): a header that tells the story (source tool,
-// models, turns, tool calls and errors, tokens, duration, last activity, state, the
-// sessions it started), a timeline of its tool calls, then the transcript: the first
-// turns drawn at once, the rest a chunk a frame, then its live appends (followed when
-// the reader is at the bottom, else a "new turns" button). Rename, delete to the trash,
-// restore. body[data-first-turn-ms] and body[data-render-ms] report the draw.
+// models, turns, tool calls and errors, tokens, cost, duration, last activity, state,
+// the sessions it started), a timeline of its tool calls, then the transcript a page of
+// events at a time: the first turns drawn at once, the rest of the page a frame later,
+// then its live appends (followed when the reader is at the bottom of the last page,
+// else a "new turns" button). Rename, delete to the trash, restore; the keys that move
+// between turns, errors and ends. body[data-first-turn-ms] and body[data-render-ms]
+// report the draw.
 
 import { api, headers } from "./api.js";
 import { timeline } from "./chart.js";

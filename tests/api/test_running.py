@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from aster_persist.services.sessions import Activity, Appended
+from aster_persist.services.sessions.activity import FORGET_PAST
+
 from ..conftest import CLAUDE_SMALL, FakeClock, make_client
 
 NOW = datetime(2026, 12, 5, 12, tzinfo=UTC)
@@ -85,3 +88,13 @@ def test_a_deleted_session_is_not_running(client: TestClient) -> None:
     kept, gone = written(client), written(client)
     assert client.delete(f"/v1/sessions/{gone}").status_code == 204
     assert running(client) == [kept]
+
+
+def test_what_ran_before_is_forgotten_even_when_no_one_asks(clock: FakeClock) -> None:
+    activity = Activity(60, clock)
+    for n in range(FORGET_PAST):
+        activity.appended(Appended(f"old-{n}", "project:x", 1, 1))
+    clock.advance(seconds=61)
+    activity.appended(Appended("new", "project:x", 1, 1))  # past the bound: the old go
+    assert len(activity) == 1
+    assert list(activity.running()) == ["new"]

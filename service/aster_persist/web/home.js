@@ -1,7 +1,8 @@
-// The landing view (#/?…): the sessions running now, what today and the last 7 days came to (sessions, turns, tool
-// calls and errors, tokens with cache reads apart, the estimated cost, from /v1/stats),
-// then the most recently active sessions of every project, filtered and sorted, with the
-// projects beside them and the activity of all of them per day.
+// The landing view (#/?…): the sessions running now; what today and the last 7 days came
+// to (sessions, turns, tool calls and errors, tokens with cache reads apart, the
+// estimated cost, from /v1/stats), split by project, model or day on a click; the last
+// 30 days' events stacked by project; then the most recently active sessions of every
+// project, filtered and sorted, with the projects beside them.
 
 import { api } from "./api.js";
 import { stackedChart } from "./chart.js";

@@ -14,6 +14,8 @@ from typing import Any
 from ...storage.summary import moment_of
 from .parts import Appended
 
+FORGET_PAST = 1024  # sessions remembered before those past their window are forgotten
+
 
 class Activity:
     """Told of every durable append (a listener of the sessions service); says which
@@ -28,13 +30,22 @@ class Activity:
         now = self._clock()
         if (notice.source is None and notice.machine is None) or self._of_now(notice.events, now):
             self._last[notice.session_id] = now
+            if len(self._last) > FORGET_PAST:  # never asked: what ran before goes
+                self._forget(now)
 
     def running(self) -> dict[str, datetime]:
         """Each running session's last append, the latest first; the others forgotten."""
-        since = self._clock() - self.window
+        self._forget(self._clock())
+        return dict(sorted(self._last.items(), key=lambda item: item[1], reverse=True))
+
+    def __len__(self) -> int:
+        """How many sessions it remembers (running, or not yet forgotten)."""
+        return len(self._last)
+
+    def _forget(self, now: datetime) -> None:
+        since = now - self.window
         for sid in [sid for sid, at in self._last.items() if at < since]:
             del self._last[sid]
-        return dict(sorted(self._last.items(), key=lambda item: item[1], reverse=True))
 
     def _of_now(self, events: list[dict[str, Any]] | None, now: datetime) -> bool:
         times = (moment_of(str(e["ts"])) for e in events or () if e.get("ts"))

@@ -152,17 +152,38 @@ class Daemon:
     """aster-persist serve in a subprocess on a loopback port."""
 
     home: Path
-    port: int = field(default_factory=free_port)
+    port: int = 0  # 0: a free one, picked now (and again if another process takes it first)
     env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
     logs: Path = field(default_factory=_log_folder)
+
+    def __post_init__(self) -> None:
+        self.picked = not self.port
+        self.port = self.port or free_port()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, wait: bool = True) -> Daemon:
+        for attempt in range(3):
+            self._spawn()
+            if not wait:
+                return self
+            try:
+                self.wait_ready()
+                return self
+            except BaseException:
+                self.kill()  # never left running behind a test that could not use it
+                # a port picked here and taken by another process before the daemon bound it
+                if self.picked and attempt < 2 and "is in use" in self.output():
+                    self.port = free_port()
+                    continue
+                raise
+        raise AssertionError("unreachable")
+
+    def _spawn(self) -> None:
         env = {**os.environ, "ASTER_HOME": str(self.home), "ASTER_PORT": str(self.port), **self.env}
         self.log = self.logs / f"daemon-{self.port}.log"
         handle = open(self.log, "ab")  # noqa: SIM115 - kept open for the child
@@ -173,13 +194,6 @@ class Daemon:
             stderr=subprocess.STDOUT,
         )
         handle.close()
-        if wait:
-            try:
-                self.wait_ready()
-            except BaseException:
-                self.kill()  # never left running behind a test that could not use it
-                raise
-        return self
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout

@@ -490,7 +490,7 @@ def test_the_token_dialog_handles_escape_and_a_wrong_token(
         secured.kill()
 
 
-LONG = "/home/someone/work/clients/a-very-long-organisation-name/a-long-repository-name-for-a-phone"
+LONG = "/srv/clients/a-very-long-organisation-name/workspaces/a-long-repository-name-for-a-phone"
 VIEWS = [
     ("home", "#/", "/"),
     ("project", f"#/project?repo_root={ROOT}", "/project"),

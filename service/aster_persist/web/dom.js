@@ -81,6 +81,9 @@ export function titled(text) {
   return el("h2", { id: "view-title", tabindex: "-1", text });
 }
 
+// A project as lists show it: its folder's name (global memory has none).
+export const projectName = (root) => root ? root.split("/").filter(Boolean).pop() || root : "global";
+
 // A table that scrolls sideways within itself rather than the page (phones).
 export const wrap = (table) => el("div", { class: "table-wrap" }, table);
 

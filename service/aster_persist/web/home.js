@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { stackedChart } from "./chart.js";
-import { ago, el, main, q, throttle, titled, when, wrap } from "./dom.js";
+import { ago, el, main, projectName, q, throttle, titled, when, wrap } from "./dom.js";
 import { subscribe } from "./live.js";
 import { markRows, runningBadge, watchRunning } from "./running.js";
 import { sessionTable } from "./sessions.js";
@@ -39,8 +39,6 @@ function drawRunning(box, state) {
   box.replaceChildren(el("h2", { id: "running-title", class: "h3", text: `Running now (${state.items.length})` }),
     state.items.length ? list : el("p", { class: "muted", text: "Nothing is being written now." }));
 }
-
-const projectName = (root) => root.split("/").filter(Boolean).pop() || root;
 
 const SHOWN_PROJECTS = 5;  // projects charted apart; the rest together
 
@@ -95,7 +93,7 @@ async function drawSplit(box, label, params) {
   const head = el("tr", {}, el("th", { scope: "col", text: params.group }), ...FIGURES.map(([, title]) => el("th", { scope: "col", class: "num", text: title })),
     el("th", { scope: "col", class: "num", text: "Cost (estimate)" }));
   const rows = found.groups.map((g) => el("tr", { "data-key": g.key ?? "" },
-    el("th", { scope: "row", class: "key", title: g.key ?? "", text: params.group === "project" ? projectName(g.key || "") : (g.key ?? "(none)") }),
+    el("th", { scope: "row", class: "key", title: g.key ?? "", text: params.group === "project" ? projectName(g.key) : (g.key ?? "(none)") }),
     ...FIGURES.map(([name]) => el("td", { class: "num", "data-stat": name, text: g[name].toLocaleString("en-US") })),
     el("td", { class: "num", "data-stat": "cost_usd", title: g.unpriced_models.length ? `no price for ${g.unpriced_models.join(", ")}` : "", text: money(g.cost_usd) })));
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: FIGURES.length + 2, text: "Nothing in this span." })));

@@ -4,7 +4,7 @@
 // Also the header's search form.
 
 import { api } from "./api.js";
-import { amended, el, main, navigate, q, titled, when } from "./dom.js";
+import { amended, el, main, navigate, projectName, q, titled, when } from "./dom.js";
 
 const FILTERS = ["q", "kind", "role", "repo_root", "since", "until"];
 const SHOWN = 3;  // hits shown under a session; the rest folded
@@ -20,7 +20,6 @@ function highlighted(text, spans) {
   return out;
 }
 
-const projectName = (root) => root ? root.split("/").filter(Boolean).pop() || root : "global";
 
 export async function searchView(signal, params) {
   const wanted = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || undefined]));

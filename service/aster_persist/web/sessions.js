@@ -4,7 +4,7 @@
 // view (every project) and by a project's view (its own sessions).
 
 import { api } from "./api.js";
-import { ago, count, duration, el, navigate, q, throttle, when, wrap } from "./dom.js";
+import { ago, count, duration, el, navigate, projectName, q, throttle, when, wrap } from "./dom.js";
 import { subscribe } from "./live.js";
 import { isRunning, runningBadge } from "./running.js";
 
@@ -24,7 +24,7 @@ export function sessionRow(s, { project = true } = {}) {
     s.machine ? el("span", { class: "badge muted", title: "A read-only copy: the session lives on that machine", text: `on ${s.machine}` }) : null);
   const cells = {
     title,
-    project: el("td", { class: "project" }, el("a", { href: `#/project?${q({ repo_root: s.repo_root })}`, text: s.repo_root.split("/").filter(Boolean).pop() || s.repo_root, title: s.repo_root })),
+    project: el("td", { class: "project" }, el("a", { href: `#/project?${q({ repo_root: s.repo_root })}`, text: projectName(s.repo_root), title: s.repo_root })),
     source: el("td", { text: s.source_tool || "api" }),
     models: el("td", { class: "models", text: (s.models || []).join(", ") || "—" }),
     turns: el("td", { class: "num", text: s.turns }),

@@ -48,6 +48,7 @@ class Activity:
             del self._last[sid]
 
     def _of_now(self, events: list[dict[str, Any]] | None, now: datetime) -> bool:
-        times = (moment_of(str(e["ts"])) for e in events or () if e.get("ts"))
-        latest = max((t for t in times if t is not None), default=None)
+        # the latest as text (the importers write UTC with milliseconds): one parse, not
+        # one per event of a large import
+        latest = moment_of(max((str(e["ts"]) for e in events or () if e.get("ts")), default=""))
         return latest is not None and abs(now - latest) <= self.window

@@ -387,6 +387,12 @@ class Settings(BaseSettings):
                     f"ASTER_SEMANTIC_MODEL={self.semantic_model} has no {name} (a folder with "
                     "a BERT-family model's config.json, model.safetensors and tokenizer.json)"
                 )
+        from .index.recipe import Recipe, RecipeError
+
+        try:
+            Recipe.of(self.semantic_model)
+        except RecipeError as exc:
+            raise ValueError(f"ASTER_SEMANTIC_MODEL={self.semantic_model}: {exc}") from None
 
     @property
     def own_origins(self) -> list[str]:

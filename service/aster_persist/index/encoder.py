@@ -7,7 +7,8 @@ dimensions, mean of the token vectors, normalised. Its files ship in the
 bring torch); the weights are checked against the upstream model's digest before they
 are used (see ``bench/datasets/MODELS.md``). Another model of the BERT family can be named by
 the path of a folder holding its ``config.json``, ``model.safetensors`` and
-``tokenizer.json``.
+``tokenizer.json``, and the files that say how it pools and what it puts before a
+question or a text (``recipe.py``: bge's [CLS], e5's "query: " and "passage: ").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import orjson
 
 from ..settings import SEMANTIC_INSTALL as INSTALL
 from ..settings import SEMANTIC_PACKAGE as PACKAGE
+from .recipe import Recipe
 
 # sha256 of the upstream model's files (huggingface.co/sentence-transformers/all-MiniLM-L6-v2)
 UPSTREAM = {
@@ -40,7 +42,7 @@ log = logging.getLogger("aster_persist")
 # this when it is first imported, which is below, from this module only).
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
 
-TOKENS = 256  # of a text read: what the model was trained to read at most
+TOKENS = 256  # of a text read, when the model's folder does not say
 BATCH = 16  # texts run at once: similar lengths, little padding
 
 
@@ -101,18 +103,25 @@ class Encoder:
             weights = load_file(str(files["model.safetensors"]))
             model = bert.encoder(weights, config).SerializeToString()
             self.tokenizer = Tokenizer.from_file(str(files["tokenizer.json"]))
+            self.recipe = Recipe.of(folder)
         except Exception as exc:  # whatever the files hold, said plainly
             raise SemanticUnavailable(
                 f"the embedding model in {folder} cannot be read: {exc}"
             ) from None
-        # what the vectors kept beside the catalog were made with: its files' digests
-        self.identity = hashlib.sha256(
-            "".join(digests[name] for name in sorted(digests)).encode()
-        ).hexdigest()[:24]
-        del weights
-        self.tokenizer.enable_truncation(
-            max_length=min(TOKENS, int(config.get("max_position_embeddings", 512)))
+        recipe = self.recipe
+        # of a text read: what the model was trained to read at most
+        self.read = min(
+            recipe.max_tokens or TOKENS, int(config.get("max_position_embeddings", 512))
         )
+        plain = (recipe.pooling, self.read, recipe.query_prompt, recipe.document_prompt)
+        # what the vectors kept beside the catalog were made with: its files' digests, and
+        # how it was read when not as all-MiniLM-L6-v2 is (so its vectors stay as made)
+        made = "".join(digests[name] for name in sorted(digests))
+        if plain != ("mean", TOKENS, "", ""):
+            made += orjson.dumps(plain).decode()
+        self.identity = hashlib.sha256(made.encode()).hexdigest()[:24]
+        del weights
+        self.tokenizer.enable_truncation(max_length=self.read)
         self.tokenizer.no_padding()  # padded here, to each batch's longest
         self.pad = int(config.get("pad_token_id", 0))
         self.dim = int(config["hidden_size"])
@@ -160,10 +169,11 @@ class Encoder:
             return self.quick
 
     def _run(
-        self, texts: Sequence[str], tokens: int = TOKENS, session: Any = None
+        self, texts: Sequence[str], tokens: int | None = None, session: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """The model's output for a batch of texts, each read up to ``tokens`` tokens (its
         last one, [SEP], kept), and which of them are the texts' (the rest: padding)."""
+        tokens = tokens or self.read
         rows = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
         rows = [r if len(r) <= tokens else [*r[: tokens - 1], r[-1]] for r in rows]
         ids = np.full((len(rows), max(map(len, rows))), self.pad, dtype=np.int64)
@@ -183,12 +193,24 @@ class Encoder:
             yield [int(i) for i in order[start : start + BATCH]]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector a text (zeros for an empty one), in the order given."""
+        """One unit vector a text kept for search (zeros for an empty one), in the order
+        given, each after the model's prompt for such texts if it has one."""
+        return self._vectors(texts, self.recipe.document_prompt)
+
+    def ask(self, question: str) -> np.ndarray:
+        """The unit vector of a question (zeros for an empty one), after the model's
+        prompt for questions if it has one."""
+        vector: np.ndarray = self._vectors([question], self.recipe.query_prompt)[0]
+        return vector
+
+    def _vectors(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for chosen in self._batches(texts):
-            hidden, mask = self._run([texts[i] for i in chosen])
-            weights = mask[..., None].astype(np.float32)
-            sums = (hidden * weights).sum(axis=1)
+            hidden, mask = self._run([prompt + texts[i] for i in chosen])
+            if self.recipe.pooling == "cls":
+                sums = hidden[:, 0]
+            else:  # the mean: the sum of the text's tokens, the same once normalised
+                sums = (hidden * mask[..., None].astype(np.float32)).sum(axis=1)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             out[chosen] = np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
         return out
@@ -199,7 +221,7 @@ class Encoder:
         return pieces[1:-1]  # without [CLS] and [SEP]
 
     def tokens(
-        self, texts: Sequence[str], tokens: int = TOKENS, *, quick: bool = False
+        self, texts: Sequence[str], tokens: int | None = None, *, quick: bool = False
     ) -> list[np.ndarray]:
         """Each text's token vectors, normalised (special tokens and padding left out),
         of its first ``tokens`` tokens; by the 8-bit session if ``quick``."""

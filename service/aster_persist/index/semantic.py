@@ -298,7 +298,7 @@ class Vectors:
         """The ``pool`` documents nearest ``text`` (at least ``MIN_SIMILARITY``) that
         ``keep`` keeps (it is asked for ``batch`` candidates at a time, best first), of
         ``only`` when given."""
-        query = self.embedder.embed([text])[0]
+        query = self.embedder.ask(text)
         if self.size == 0 or not query.any():
             return []
         if only is None and self.ann is not None and self.linked == self.size:
@@ -368,7 +368,7 @@ class Vectors:
         """Memory documents ``(key, etag, text)`` nearest ``text`` first (their keys);
         each document's vector is kept until its ETag changes, or until it is no longer
         ``present`` (asked once a thousand more are kept)."""
-        query = self.embedder.embed([text])[0]
+        query = self.embedder.ask(text)
         if not docs or not query.any():
             return []
         stale = [d for d in docs if self.memory.get(d[0], ("",))[0] != d[1]]

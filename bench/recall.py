@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import shutil
 import statistics
@@ -111,13 +112,18 @@ def load(raw: RawClient, records: list[dict[str, Any]]) -> dict[str, list[tuple[
     }
 
 
+# The model the daemons run: the packaged MiniLM, or the folder ASTER_SEMANTIC_MODEL names
+# (a stronger one, for whoever has its files: its rows say which).
+NAMED = os.environ.get("ASTER_SEMANTIC_MODEL")
+MODEL = Path(NAMED).name if NAMED else "MiniLM"
+
 # What is compared: (name, the daemon's settings, the search's extra parameters). Every
 # configuration tried is kept here, so each run reports them all.
 SEMANTIC = {"ASTER_SEMANTIC": "true"}
 FUSED = {"rerank": "false"}
 MODES: list[tuple[str, dict[str, str], dict[str, str]]] = [
     ("words alone (BM25)", {}, {}),
-    ("meaning alone (MiniLM)", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "1"}, FUSED),
+    (f"meaning alone ({MODEL})", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "1"}, FUSED),
     ("meaning alone, reranked", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "1"}, {}),
     ("fused, weight 0.5", SEMANTIC | {"ASTER_SEMANTIC_WEIGHT": "0.5"}, FUSED),
     ("fused, weight 0.3 (rerank=false)", SEMANTIC, FUSED),
@@ -148,7 +154,7 @@ def bench_recall(work: Path) -> None:
         d.stop()
     embedded = time.perf_counter() - started
     add(
-        f"embed {turns:,} LongMemEval turns in the daemon (MiniLM, ONNX Runtime, both cores)",
+        f"embed {turns:,} LongMemEval turns in the daemon ({MODEL}, ONNX Runtime, both cores)",
         f"{turns / embedded:,.0f} turns/s ({embedded:.0f} s, with the daemon's start)",
         "",
         "in the background, once: kept beside the catalog",
@@ -220,7 +226,7 @@ def embed_rate(texts: list[str]) -> None:
     """Turns embedded in process, in the daemon's batches."""
     from aster_persist.index import encoder
 
-    model = encoder.load()
+    model = encoder.load(Path(NAMED) if NAMED else None)
     started = time.perf_counter()
     for start in range(0, len(texts), 32):
         model.embed(texts[start : start + 32])

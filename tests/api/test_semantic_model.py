@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from aster_persist.index import encoder
 from aster_persist.index.encoder import Encoder, SemanticUnavailable
-from aster_persist.index.rerank import Reranker
+from aster_persist.index.rerank import Reranker, sentences
 
 from ..conftest import FakeClock, make_client, new_session, user, wait_until
 
@@ -206,6 +206,38 @@ def test_reranking_keeps_what_it_weighs_and_fuses_its_order() -> None:
     scores = reranker.scores("why did the production deploy fail", TURNS[:4])
     assert int(np.argmax(scores)) == 0  # the deploy that failed, word for word
     assert reranker.order("anything", ranked[:1]) == [0]
+
+
+def test_a_hit_is_read_sentence_by_sentence_from_its_start() -> None:
+    """Each sentence that starts in a hit's first 300 characters is read in its own
+    context, and a question's word is matched with its nearest token among them all."""
+    long = "x" * 280 + ". Then more."
+    assert sentences(long) == ["x" * 280 + ".", "Then more."]
+    assert sentences("y" * 700) == ["y" * 300]  # one sentence, cut
+    assert sentences("A. B. ok. Sure!\n\nThe build is red.") == ["Sure!", "The build is red."]
+    assert sentences("z" * 290 + ". " + "w" * 20 + ". Past it.") == [
+        "z" * 290 + ".",
+        "w" * 20 + ".",
+    ]
+    assert sentences("") == []
+
+    model = encoder.load()
+    reranker = Reranker(model)
+    text = (
+        "Can you suggest some healthy breakfast recipes to boost my energy? "
+        "By the way, I adopted a puppy from the shelter last week."
+    )
+    question = "when did I adopt the puppy"
+    asked = model.tokens([question], quick=True)[0][reranker.own_words(question)]
+
+    def maxsim(read: list[np.ndarray]) -> float:
+        return float((asked @ np.vstack(read).T).max(axis=1).mean())
+
+    apart = maxsim(model.tokens(sentences(text), quick=True))
+    whole = maxsim(model.tokens([text], quick=True))
+    assert reranker.scores(question, [text, ""])[0] == pytest.approx(apart, abs=1e-6)
+    assert reranker.scores(question, [text, ""])[1] == 0  # nothing read, nothing matched
+    assert apart != pytest.approx(whole, abs=1e-4)  # not the turn read whole
 
 
 def test_without_a_quick_session_reranking_uses_the_full_model(

@@ -4,7 +4,10 @@ model's token vectors (ColBERT's MaxSim, Khattab and Zaharia, 2020), from its qu
 8-bit session (``Encoder.tokens``). It reads what the
 question says word by word where one vector for the whole text has averaged it away.
 Only the question's own words count: its stop words and punctuation ("what", "did",
-"I", "?"), which every text shares, are read in context but not weighed.
+"I", "?"), which every text shares, are read in context but not weighed. A hit is read
+from its start, sentence by sentence, each sentence in its own context: what a turn
+says in passing ("by the way, I got a new bike") keeps its own token vectors instead of
+being read in the light of the turn's topic.
 
 The new order is fused with the one it reorders (reciprocal rank fusion), so a hit the
 first ranking was sure of is not lost to one the reranker alone likes; only the order of
@@ -13,6 +16,7 @@ those weighed changes, never which they are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
@@ -24,10 +28,11 @@ from .stopwords import is_stop_word
 Key = TypeVar("Key", bound=Hashable)
 DEPTH = 30  # hits weighed again
 K = 10  # the fusion's constant: steep, the top of each order counts most
-# of each hit read: its start says what it is about, and a long text's later tokens
-# mostly find a near match for any question (measured as good as 256, 4 times faster)
-TOKENS = 64
-MAX_CHARS = 600
+# of each hit read: its sentences that start in its first 300 characters (each at most
+# that long). Its start says what it is about, and a long text's later tokens mostly find
+# a near match for any question (300, 400 and 600 measured alike; 300 is the quickest)
+READ_CHARS = 300
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 class Reranker:
@@ -41,16 +46,18 @@ class Reranker:
         """MaxSim of each text against the question: the mean, over the question's tokens,
         of each one's best similarity in the text."""
         asked = self.encoder.tokens([question], quick=True)[0]
-        answers = self.encoder.tokens([t[:MAX_CHARS] for t in texts], TOKENS, quick=True)
         own = self.own_words(question)
         if len(own) == len(asked) and own.any():
             asked = asked[own]
-        if not len(asked):
-            return np.zeros(len(texts), dtype=np.float32)
-        return np.array(
-            [float((asked @ a.T).max(axis=1).mean()) if len(a) else 0.0 for a in answers],
-            dtype=np.float32,
-        )
+        read = [sentences(t) for t in texts]
+        vectors = iter(self.encoder.tokens([s for each in read for s in each], quick=True))
+        scores = np.zeros(len(texts), dtype=np.float32)
+        for n, each in enumerate(read):
+            tokens = [next(vectors) for _ in each]
+            answer = np.vstack(tokens) if tokens else np.zeros((0, asked.shape[1]))
+            if len(asked) and len(answer):
+                scores[n] = float((asked @ answer.T).max(axis=1).mean())
+        return scores
 
     def warm(self) -> None:
         """Make the model's quick session now (a second or two), not at the first search."""
@@ -80,3 +87,18 @@ class Reranker:
         fused[by_score] += 1.0 / (K + 1 + np.arange(len(head)))
         order = np.argsort(-fused, kind="stable")
         return [head[i][0] for i in order] + rest
+
+
+def sentences(text: str, chars: int = READ_CHARS) -> list[str]:
+    """The sentences of ``text`` that start in its first ``chars`` characters, each cut
+    at ``chars`` (pieces of three characters or fewer left out)."""
+    found: list[str] = []
+    start = 0
+    for sentence in _SENTENCE_END.split(text[: 2 * chars]):
+        if start >= chars:
+            break
+        sentence = sentence.strip()
+        if len(sentence) > 3:
+            found.append(sentence[:chars])
+            start += len(sentence) + 1
+    return found

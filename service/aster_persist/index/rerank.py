@@ -28,7 +28,7 @@ from .stopwords import is_stop_word
 Key = TypeVar("Key", bound=Hashable)
 DEPTH = 30  # hits weighed again
 K = 10  # the fusion's constant: steep, the top of each order counts most
-# of each hit read: its sentences that start in its first 300 characters (each at most
+# of each hit read: its first sentences, until they hold 300 characters (each at most
 # that long). Its start says what it is about, and a long text's later tokens mostly find
 # a near match for any question (300, 400 and 600 measured alike; 300 is the quickest)
 READ_CHARS = 300
@@ -90,8 +90,9 @@ class Reranker:
 
 
 def sentences(text: str, chars: int = READ_CHARS) -> list[str]:
-    """The sentences of ``text`` that start in its first ``chars`` characters, each cut
-    at ``chars`` (pieces of three characters or fewer left out)."""
+    """The sentences of ``text`` from its start until those taken hold ``chars``
+    characters (the last may run past that), each cut at ``chars``; pieces of three
+    characters or fewer are left out."""
     found: list[str] = []
     start = 0
     for sentence in _SENTENCE_END.split(text[: 2 * chars]):

@@ -112,6 +112,16 @@ def test_a_model_reads_as_many_tokens_as_its_folder_says(tmp_path: Path) -> None
         ({"1_Pooling__config.json": {"pooling_mode_max_tokens": True}}, "pools by max"),
         ({"1_Pooling__config.json": {"pooling_mode_lasttoken": True}}, "pools by lasttoken"),
         ({"config_sentence_transformers.json": {"prompts": {"query": 3}}}, "not texts"),
+        (
+            {
+                "1_Pooling__config.json": {
+                    "pooling_mode_mean_tokens": True,
+                    "include_prompt": False,
+                },
+                "config_sentence_transformers.json": {"prompts": {"query": "query: "}},
+            },
+            "leaves the prompt out",
+        ),
     ],
 )
 def test_what_the_encoder_cannot_do_is_refused_plainly(

@@ -54,13 +54,18 @@ class Recipe:
         for module in modules.get("modules", []):
             if isinstance(module, dict) and str(module.get("type", "")).endswith(".Pooling"):
                 pooling_file = f"{module.get('path') or '1_Pooling'}/config.json"
-        pooling = _pooling(load(pooling_file), folder / pooling_file)
+        pooling_config = load(pooling_file)
+        pooling = _pooling(pooling_config, folder / pooling_file)
         length = load(LENGTH) or {}
         tokens = length.get("max_seq_length")
         prompts = (load(PROMPTS) or {}).get("prompts") or {}
         if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
             raise RecipeError(f"{folder / PROMPTS}: its prompts are not texts by name")
         document = next((prompts[n] for n in DOCUMENT_PROMPTS if n in prompts), "")
+        if pooling_config and pooling_config.get("include_prompt") is False and prompts:
+            raise RecipeError(
+                f"{folder / pooling_file} leaves the prompt out of the pooling: not supported"
+            )
         return cls(
             pooling=pooling,
             max_tokens=int(tokens) if isinstance(tokens, int) and tokens > 2 else None,

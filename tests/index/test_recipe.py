@@ -16,8 +16,6 @@ from aster_persist.index import encoder
 from aster_persist.index.encoder import Encoder, SemanticUnavailable
 from aster_persist.index.recipe import Recipe
 
-pytest.importorskip("onnxruntime")
-
 TEXT = "The deploy to production failed because the database password had expired."
 
 
@@ -112,6 +110,8 @@ def test_a_model_reads_as_many_tokens_as_its_folder_says(tmp_path: Path) -> None
         ({"1_Pooling__config.json": {"pooling_mode_max_tokens": True}}, "pools by max"),
         ({"1_Pooling__config.json": {"pooling_mode_lasttoken": True}}, "pools by lasttoken"),
         ({"config_sentence_transformers.json": {"prompts": {"query": 3}}}, "not texts"),
+        ({"1_Pooling__config.json": ["pooling_mode_cls_token"]}, "holds no object"),
+        ({"modules.json": {"modules": []}}, "holds no list"),
         (
             {
                 "1_Pooling__config.json": {
@@ -138,15 +138,20 @@ def test_a_recipe_file_that_is_not_json_is_refused(tmp_path: Path) -> None:
         Encoder(folder, quick=False)
 
 
+@pytest.mark.parametrize(
+    ("pooling", "said"),
+    [
+        ({"pooling_mode_max_tokens": True}, "pools by max"),
+        (["pooling_mode_cls_token"], "holds no object"),  # a plain refusal, no traceback
+    ],
+)
 def test_a_model_folder_the_encoder_cannot_read_as_asked_is_refused_at_start(
-    tmp_path: Path,
+    tmp_path: Path, pooling: Any, said: str
 ) -> None:
     from aster_persist.app import create_app
     from aster_persist.settings import Settings
 
-    folder = folder_of(
-        tmp_path, "max", **{"1_Pooling__config.json": {"pooling_mode_max_tokens": True}}
-    )
-    with pytest.raises(ValueError, match=r"ASTER_SEMANTIC_MODEL=.*pools by max"):
+    folder = folder_of(tmp_path, "odd", **{"1_Pooling__config.json": pooling})
+    with pytest.raises(ValueError, match=rf"ASTER_SEMANTIC_MODEL=.*{said}"):
         create_app(Settings(home=tmp_path / "home", semantic=True, semantic_model=folder))
     assert not (tmp_path / "home").exists()  # nothing made of a start refused

@@ -37,7 +37,8 @@ class Recipe:
     def of(cls, folder: Path) -> Recipe:
         """The recipe of the model in ``folder``."""
 
-        def load(name: str) -> dict[str, Any] | None:
+        def load(name: str, kind: type = dict) -> Any:
+            """The JSON of the file ``name``, of type ``kind``; None when there is none."""
             path = folder / name
             if not path.is_file():  # (a link is read, as the weights' are: a hub's snapshot)
                 return None
@@ -45,38 +46,33 @@ class Recipe:
                 value = orjson.loads(path.read_bytes())
             except orjson.JSONDecodeError as exc:
                 raise RecipeError(f"{path} is not JSON: {exc}") from None
-            if not isinstance(value, dict | list):
-                raise RecipeError(f"{path} holds no object")
-            return value if isinstance(value, dict) else {"modules": value}
+            if not isinstance(value, kind):
+                raise RecipeError(f"{path} holds no {'list' if kind is list else 'object'}")
+            return value
 
-        modules = load(MODULES) or {}
         pooling_file = POOLING
-        for module in modules.get("modules", []):
+        for module in load(MODULES, list) or []:
             if isinstance(module, dict) and str(module.get("type", "")).endswith(".Pooling"):
                 pooling_file = f"{module.get('path') or '1_Pooling'}/config.json"
-        pooling_config = load(pooling_file)
+        pooling_config = load(pooling_file) or {}
         pooling = _pooling(pooling_config, folder / pooling_file)
-        length = load(LENGTH) or {}
-        tokens = length.get("max_seq_length")
+        tokens = (load(LENGTH) or {}).get("max_seq_length")
         prompts = (load(PROMPTS) or {}).get("prompts") or {}
         if not isinstance(prompts, dict) or not all(isinstance(v, str) for v in prompts.values()):
             raise RecipeError(f"{folder / PROMPTS}: its prompts are not texts by name")
-        document = next((prompts[n] for n in DOCUMENT_PROMPTS if n in prompts), "")
-        if pooling_config and pooling_config.get("include_prompt") is False and prompts:
+        if pooling_config.get("include_prompt") is False and prompts:
             raise RecipeError(
                 f"{folder / pooling_file} leaves the prompt out of the pooling: not supported"
             )
         return cls(
             pooling=pooling,
             max_tokens=int(tokens) if isinstance(tokens, int) and tokens > 2 else None,
-            query_prompt=str(prompts.get("query", "")),
-            document_prompt=document,
+            query_prompt=prompts.get("query", ""),
+            document_prompt=next((prompts[n] for n in DOCUMENT_PROMPTS if n in prompts), ""),
         )
 
 
-def _pooling(config: dict[str, Any] | None, path: Path) -> str:
-    if config is None:
-        return "mean"
+def _pooling(config: dict[str, Any], path: Path) -> str:
     modes = {
         key.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
         for key, on in config.items()

@@ -54,9 +54,8 @@ class Reranker:
         scores = np.zeros(len(texts), dtype=np.float32)
         for n, each in enumerate(read):
             tokens = [next(vectors) for _ in each]
-            answer = np.vstack(tokens) if tokens else np.zeros((0, asked.shape[1]))
-            if len(asked) and len(answer):
-                scores[n] = float((asked @ answer.T).max(axis=1).mean())
+            if len(asked) and tokens:
+                scores[n] = float((asked @ np.vstack(tokens).T).max(axis=1).mean())
         return scores
 
     def warm(self) -> None:

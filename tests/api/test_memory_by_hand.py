@@ -157,6 +157,8 @@ def test_the_watcher_sees_removals_before_it_started_and_whole_folders_moved_awa
     with make_client(home) as client:
         wait_for(lambda: client.get("/v1/info").json()["watching"])
         wait_for(lambda: names(client) == ["stays"])
+        gone = client.get("/v1/journal", params={"op": "memory.delete"}).json()["items"]
+        assert [(e["name"], e["actor"]) for e in gone] == [("early", "watcher")]  # at start
         client.post(
             "/v1/memory/blocks", params={"repo_root": REPO}, json={"name": "p1", "content": "x"}
         )

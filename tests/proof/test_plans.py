@@ -140,8 +140,14 @@ def test_a_whole_pass_is_journaled_as_one_plan_then_closed(learning: Daemon) -> 
 
 # Where the daemon is killed: before the first step (the plan journaled, nothing done),
 # after the first source is archived, after the last, after the target is rewritten,
-# and after the new block is written (every step made, the plan not closed).
+# and after the new block is written (every step made, the plan not closed); and within
+# a step, its file changed and its journal line not written: the first archive, the
+# rewrite, the new block.
+FILES = "aster_persist.storage.memory.files:MemoryFiles"
 KILLS = {
+    "first-archive-unjournaled": f"{FILES}.move_file:1:after",
+    "rewrite-unjournaled": f"{FILES}._swap_in:1:after",
+    "new-block-unjournaled": f"{FILES}._swap_in:2:after",
     "plan-journaled": "aster_persist.storage.memory.plans:Plans._run:1:before",
     "first-archive": "aster_persist.storage.memory:MemoryStore.move:1:after",
     "last-archive": "aster_persist.storage.memory:MemoryStore.move:11:after",

@@ -394,8 +394,10 @@ class Memory:
         return done
 
     async def load(self) -> dict[tuple[str, str], str]:
-        """Read every memory file, and complete (or undo) a plan a crash cut short; the
-        ETag of each live block, for the search index."""
+        """Journal what changed in memory unjournaled, read every memory file, and
+        complete (or undo) a plan a crash cut short; the ETag of each live block, for the
+        search index."""
+        await self._writer.call(self._store.catch_up)
         await self._writer.call(self._store.load)
         await self._writer.call(self._plans.finish)
         etags: dict[tuple[str, str], str] = await self._writer.call(self._store.index_etags)

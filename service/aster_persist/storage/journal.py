@@ -172,20 +172,24 @@ class Journal:
             "the daemon to open it again"
         )
 
-    def of_op(self, op: str) -> list[dict[str, Any]]:
-        """The published entries of ``op``, oldest first, as written (without whether
-        each was reverted); only their lines are parsed (a start reads the recalls out of
-        a journal of a hundred thousand sessions' entries)."""
+    def of_op(self, *ops: str) -> list[dict[str, Any]]:
+        """The published entries of any of ``ops``, oldest first, as written (without
+        whether each was reverted); only their lines are parsed (a start reads the
+        recalls out of a journal of a hundred thousand sessions' entries)."""
         try:
             data = read_bytes(self.path, 0, self._published if self._fd >= 0 else None)
         except FileNotFoundError:
             return []
-        wanted = op.encode()  # a line of that op holds its name (parsed, it is checked)
+        # a line of one of them holds the start of their names that the first and the
+        # last of them in order share (parsed, it is checked)
+        first, last = min(ops).encode(), max(ops).encode()
+        shared = next((n for n in range(len(first)) if first[n : n + 1] != last[n : n + 1]), None)
+        wanted = first[:shared]
         found = b"\n".join(line for line in data.split(b"\n") if wanted in line)
         return [
             line
             for line in parse(found + b"\n" if found else b"").lines
-            if isinstance(line.get("id"), str) and line.get("op") == op
+            if isinstance(line.get("id"), str) and line.get("op") in ops
         ]
 
     def entries(self) -> list[dict[str, Any]]:

@@ -6,12 +6,14 @@ journaled with the file's previous state, so any change can be reverted byte for
 A block's metadata is kept in memory (``BlockMeta``), so listing and the prompt context
 never read block files per request. Mutations run on the writer thread.
 
-``MemoryStore`` (store.py) holds three objects, and the rules they share are modules:
+``MemoryStore`` (store.py) holds three objects (and makes a fourth at start), and the rules they share are modules:
 
   blocks.py     BlockIndex: every block's metadata, duplicates, recalls (no I/O)
   files.py      MemoryFiles: paths, the swap-in write, moves, hand edits reconciled
   revert.py     Reverter: putting a journaled change back
   plans.py      Plans: many changes applied whole or not at all
+  catchup.py    Catchup: at start, what changed unjournaled (a kill between a change
+                and its journal line, an edit while stopped) journaled
   attempts.py   a write tried again after a hand edit; 507, 500, 412, 409
   names.py      block names, text folded for duplicate detection, ETags
   meta.py       BlockMeta, the one mapping of frontmatter to its fields, and the

@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import stat
 import threading
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -122,7 +121,7 @@ class MemoryFiles:
         for scope in ["global", *self.project_scopes()]:
             for archived in (False, True):
                 folder = self.folder(scope) / (ARCHIVE if archived else "")
-                for file_name in _md_names(folder):
+                for file_name in md_files(folder):
                     name = file_name[:-3]
                     if file_name != CORE and not NAME_RE.fullmatch(name):
                         continue
@@ -475,18 +474,11 @@ class MemoryFiles:
         return entries
 
 
-def _md_names(folder: Path) -> list[str]:
-    """The markdown files of a memory folder; a link among them is reported, not read."""
+def md_files(folder: Path) -> dict[str, os.stat_result]:
+    """The markdown files of a memory folder, each with its status; a link among them
+    is reported, not read."""
     try:
-        entries = fs.listdir(folder)
+        found = fs.statuses(folder, (".md",))
     except UnsafePath:
-        return []
-    out = []
-    for name, mode in entries:
-        if not name.endswith(".md") or name.startswith(TEMP_MARK):
-            continue
-        if stat.S_ISLNK(mode):
-            fs.refuse(folder / name)
-        elif stat.S_ISREG(mode):
-            out.append(name)
-    return out
+        return {}
+    return {name: st for name, st in found.items() if not name.startswith(TEMP_MARK)}

@@ -19,6 +19,7 @@ from .. import fs
 from ..home import fsync_dir
 from .attempts import disk
 from .blocks import BlockIndex, block_of
+from .catchup import held_beside
 from .files import MemoryFiles
 from .names import ARCHIVE, CORE
 
@@ -37,6 +38,12 @@ class Reverter:
         before, after = entry.get("before"), entry.get("after")
         if isinstance(before, dict):
             refuse_journaled(before)  # content withheld from the journal, or holding a secret
+            if not {"content", "content_base64"} & before.keys():
+                raise Conflict(
+                    f"the journal does not hold what {before.get('path')} held before this "
+                    f"{entry['op']} ({before.get('unkept', 'only its hash')}); nothing to "
+                    "put back"
+                )
         paths = {state["path"] for state in (before, after) if isinstance(state, dict)}
         targets = [self._inside(p) for p in sorted(paths)]
         current = {self._files.rel(p): self._files.state(p) for p in targets}
@@ -44,44 +51,45 @@ class Reverter:
             self._files.rel(p): fs.read_or_none(p) for p in targets
         }  # the state may withhold it
         now_state = next((s for s in current.values() if s is not None), None)
-        if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
-            if before is not None and current[before["path"]] is not None:
-                raise NameTaken(
-                    f"{before['path']} exists again; move it away to revert this {entry['op']}"
-                )
-            self._files.unlink(self._inside(after["path"]))
-        if before is None:
-            if isinstance(after, dict):
+        with held_beside(*targets):  # what a kill before the journal line replaced
+            if isinstance(after, dict) and after["path"] != (before or {}).get("path"):
+                if before is not None and current[before["path"]] is not None:
+                    raise NameTaken(
+                        f"{before['path']} exists again; move it away to revert this {entry['op']}"
+                    )
                 self._files.unlink(self._inside(after["path"]))
-            data = None
-        else:
-            data = _content_bytes(before)
-            self._files.write(self._inside(before["path"]), data)
-        for path in targets:
-            if fs.is_dir(path.parent):
-                fsync_dir(path.parent)
-        restored_path = self._inside(before["path"]) if before else None
-        with disk(f"could not journal the revert of {entry['id']}"):
-            try:
-                recorded = self._files.journal.record(
-                    "memory.revert",
-                    scope=entry["scope"],
-                    name=entry.get("name"),
-                    actor=actor,
-                    before=now_state,
-                    after=self._files.after(restored_path, data)
-                    if restored_path is not None and data is not None
-                    else None,
-                    detail={"reverted": entry["id"]},
-                )
-            except BaseException:
-                for rel, old in held.items():  # not journaled: put every file back
-                    if old is None:
-                        self._files.unlink(self._inside(rel))
-                    else:
-                        self._files.write(self._inside(rel), old)
-                self._reindex(targets)
-                raise
+            if before is None:
+                if isinstance(after, dict):
+                    self._files.unlink(self._inside(after["path"]))
+                data = None
+            else:
+                data = _content_bytes(before)
+                self._files.write(self._inside(before["path"]), data)
+            for path in targets:
+                if fs.is_dir(path.parent):
+                    fsync_dir(path.parent)
+            restored_path = self._inside(before["path"]) if before else None
+            with disk(f"could not journal the revert of {entry['id']}"):
+                try:
+                    recorded = self._files.journal.record(
+                        "memory.revert",
+                        scope=entry["scope"],
+                        name=entry.get("name"),
+                        actor=actor,
+                        before=now_state,
+                        after=self._files.after(restored_path, data)
+                        if restored_path is not None and data is not None
+                        else None,
+                        detail={"reverted": entry["id"]},
+                    )
+                except BaseException:
+                    for rel, old in held.items():  # not journaled: put every file back
+                        if old is None:
+                            self._files.unlink(self._inside(rel))
+                        else:
+                            self._files.write(self._inside(rel), old)
+                    self._reindex(targets)
+                    raise
         self._reindex(targets)
         if entry.get("name"):  # a team sets what it shares to what is here now
             self._files.share.changed(entry["scope"], str(entry["name"]))

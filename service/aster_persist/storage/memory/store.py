@@ -28,6 +28,7 @@ from ..home import Home
 from ..journal import Journal
 from .attempts import check_etag, retried
 from .blocks import BlockIndex, block_of, body_hash
+from .catchup import Catchup
 from .context import render_context
 from .documents import search_document
 from .files import MemoryFiles
@@ -69,6 +70,12 @@ class MemoryStore:
         self._files.share = sharing
 
     # -- loading and reading -----------------------------------------------------------
+
+    def catch_up(self) -> list[dict[str, Any]]:
+        """Journal every memory file the journal does not describe as it is (changed
+        while the daemon was stopped, or by a change a kill cut short before its journal
+        line); at start, before ``load``. The entries written."""
+        return Catchup(self._files, self.journal).run()
 
     def load(self) -> None:
         """Read every block's frontmatter once, and recall counts from the journal."""

@@ -18,6 +18,7 @@ from .. import fs
 from ..home import ensure_dir, fsync_dir
 from .attempts import disk
 from .blocks import BlockIndex, block_of
+from .catchup import held_beside
 from .files import MemoryFiles
 from .names import CORE
 from .sharing import ARCHIVED, LIVE, NONE, Version
@@ -76,20 +77,23 @@ class Versions:
         if now.state:
             before = self._files.content_state(where[now.state] or live, now.data or b"")
         target = where.get(version.state)
-        self._place(version, where, now, (live, archived))
-        try:
-            entry = self._files.journal.record(
-                op,
-                scope=scope,
-                name=name,
-                actor=actor,
-                before=before,
-                after=None if target is None else self._files.after(target, version.data or b""),
-                detail=detail,
-            )
-        except BaseException:  # nothing is on disk that is not in the journal
-            self._place(now, where, version, (live, archived))
-            raise
+        with held_beside(live, archived):  # what a kill before the journal line replaced
+            self._place(version, where, now, (live, archived))
+            try:
+                entry = self._files.journal.record(
+                    op,
+                    scope=scope,
+                    name=name,
+                    actor=actor,
+                    before=before,
+                    after=None
+                    if target is None
+                    else self._files.after(target, version.data or b""),
+                    detail=detail,
+                )
+            except BaseException:  # nothing is on disk that is not in the journal
+                self._place(now, where, version, (live, archived))
+                raise
         if name != CORE:
             if version.state and version.data is not None:
                 self._index.put(block_of(scope, name, version.state == ARCHIVED, version.data))

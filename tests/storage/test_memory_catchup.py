@@ -222,3 +222,25 @@ def test_a_step_of_a_plan_left_open_is_undone_with_the_plan(start: Start) -> Non
     assert step["detail"]["plan"] == plan["id"] and step["detail"]["step"] == 0
     assert Plans(store).finish() == [plan["id"]]
     assert path.read_bytes() == old  # the plan undone whole
+
+
+def test_a_link_in_a_files_place_is_left_as_it_is_not_journaled_gone(
+    start: Start, tmp_path: Path
+) -> None:
+    store = start()
+    write(store, "port", "The API listens on 5433.")
+    write(store, "keys", "Somewhere else.", PROJECT)
+    path = store.path("global", "port")
+    outside = tmp_path / "outside.md"
+    outside.write_text("not memory\n")
+    path.unlink()
+    path.symlink_to(outside)
+    folder = store.folder(PROJECT)
+    os.rename(folder, tmp_path / "project")
+    folder.symlink_to(tmp_path / "project")  # a project folder made a link
+    before = store.journal.entries()
+    store = start()
+    new = store.journal.entries()[len(before) :]
+    assert {e["op"] for e in new} <= {"home.symlink_refused"}  # no removal journaled
+    assert found(store) == []
+    assert path.is_symlink() and outside.read_text() == "not memory\n"

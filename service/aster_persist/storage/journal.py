@@ -185,7 +185,12 @@ class Journal:
         first, last = min(ops).encode(), max(ops).encode()
         shared = next((n for n in range(len(first)) if first[n : n + 1] != last[n : n + 1]), None)
         wanted = first[:shared]
-        found = b"\n".join(line for line in data.split(b"\n") if wanted in line)
+        names = [op.encode() for op in ops]
+        found = b"\n".join(
+            line
+            for line in data.split(b"\n")
+            if wanted in line and any(name in line for name in names)
+        )
         return [
             line
             for line in parse(found + b"\n" if found else b"").lines

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -153,6 +154,15 @@ class Catchup:
         except UnsafePath:
             return None  # a link: reported, left out
 
+    def _not_a_file(self, path: Path) -> bool:
+        """Whether something other than a file has the name, or a folder above it is a
+        link: never read, and left as it is (not journaled as a removal)."""
+        try:
+            st = fs.lstat(path)
+        except UnsafePath:
+            return True
+        return st is not None and not stat.S_ISREG(st.st_mode)
+
     # -- one block, live and archived ---------------------------------------------------
 
     def _block(
@@ -182,6 +192,7 @@ class Catchup:
             if (
                 moved is not None
                 and data[was] is None
+                and not self._not_a_file(pair[was])
                 and said.get(rels[was]) == hashes[now]
                 and said.get(rels[now]) != hashes[now]
             ):
@@ -202,6 +213,8 @@ class Catchup:
         data: bytes | None = None,
     ) -> list[dict[str, Any]]:
         path = self._path(place)
+        if self._not_a_file(path):
+            return []
         rel = self._files.rel(path)
         if data is None and rel in found:
             data = self._read(path)

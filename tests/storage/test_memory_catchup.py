@@ -57,7 +57,8 @@ def start(tmp_path: Path, clock: FakeClock) -> Iterator[Start]:
 
 def found(store: MemoryStore) -> list[dict[str, Any]]:
     """The entries journaled as found at start."""
-    return [e for e in store.journal.entries() if e["detail"].get("by") == FOUND]
+    entries = store.journal.entries()
+    return [e for e in entries if isinstance(e["detail"], dict) and e["detail"].get("by") == FOUND]
 
 
 def sha(data: bytes) -> str:
@@ -139,6 +140,8 @@ def test_removals_are_journaled_with_what_a_removal_left_beside_them(start: Star
     assert store.list_blocks("global") == []
     store.revert(entries["port"])
     assert path.read_bytes() == old
+    store.forget("global", "port")  # what the cut-short removal left is not in the way
+    assert not path.exists()
 
 
 def test_a_move_cut_short_between_link_and_unlink_keeps_the_journals_name(start: Start) -> None:
@@ -209,7 +212,7 @@ def test_a_step_of_a_plan_left_open_is_undone_with_the_plan(start: Start) -> Non
     store = start()
     old = write(store, "port", "The API listens on 5433.")
     steps = [
-        {"do": "write", "name": "port", "body": "Port 5434.", "meta": {}},
+        {"do": "write", "name": "port", "body": "The API listens on 5434.", "meta": {}},
         {"do": "create", "name": "style", "body": "Tabs.", "meta": {}},
     ]
     plan = store.journal.record("memory.plan", scope="global", detail={"steps": steps})
@@ -244,3 +247,21 @@ def test_a_link_in_a_files_place_is_left_as_it_is_not_journaled_gone(
     assert {e["op"] for e in new} <= {"home.symlink_refused"}  # no removal journaled
     assert found(store) == []
     assert path.is_symlink() and outside.read_text() == "not memory\n"
+
+
+def test_a_file_a_person_made_while_a_plan_was_open_is_kept(start: Start) -> None:
+    store = start()
+    write(store, "port", "The API listens on 5433.")
+    steps = [
+        {"do": "archive", "name": "port"},
+        {"do": "create", "name": "style", "body": "Tabs.", "meta": {}},
+    ]
+    store.journal.record("memory.plan", scope="global", detail={"steps": steps})
+    store.journal.record("memory.plan", scope="global", detail="not an object")
+    path = store.path("global", "style")
+    path.write_text("Spaces, by hand.\n")  # no step of the plan had been made
+    store = start()
+    [made] = found(store)
+    assert made["op"] == "memory.write" and "plan" not in made["detail"]
+    Plans(store).finish()
+    assert path.read_text() == "Spaces, by hand.\n"  # theirs, kept

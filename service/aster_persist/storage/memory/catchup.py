@@ -52,6 +52,7 @@ CHANGES = (
     "memory.revert",
     "memory.conflict",
 )
+WAYS = {"create": "memory.write", "write": "memory.edit"}  # a plan's step, as journaled
 FOUND = "found at start, not as the journal last had it"
 UNKEPT = (
     "not kept: the file changed while the daemon was stopped, or by a change cut short "
@@ -76,6 +77,7 @@ class Catchup:
     def __init__(self, files: MemoryFiles, journal: Journal) -> None:
         self._files = files
         self._journal = journal
+        self._steps: dict[str, int] | None = None  # steps journaled, by plan (read once)
 
     def run(self) -> list[dict[str, Any]]:
         """Journal every memory file that differs from the journal's last state of it;
@@ -248,7 +250,8 @@ class Catchup:
         after: dict[str, Any] | None,
         data: bytes | None,
     ) -> dict[str, Any]:
-        detail: dict[str, Any] = {"by": FOUND, **self._step_of(place), **flagged(data)}
+        step = self._step_of(place, op, data)
+        detail: dict[str, Any] = {"by": FOUND, **step, **flagged(data)}
         return self._journal.record(
             op,
             scope=place.scope,
@@ -259,17 +262,41 @@ class Catchup:
             detail=detail,
         )
 
-    def _step_of(self, place: Place) -> dict[str, Any]:
-        """``{"plan": id, "step": n}`` when a plan the journal holds open changes the
-        block, so that undoing the plan undoes this too."""
+    def _step_of(self, place: Place, op: str, data: bytes | None) -> dict[str, Any]:
+        """``{"plan": id, "step": n}`` when this change is the step a plan the journal
+        holds open was making when it was cut short: the first step not journaled,
+        changing this block in the step's way and, for a write, to the step's text. So
+        undoing the plan undoes it too; any other change (a file a person made while
+        the daemon was stopped) is theirs and kept."""
         for plan_id, entry in self._journal.open_plans.items():
-            if entry.get("scope") != place.scope:
+            detail = entry.get("detail")
+            steps = detail.get("steps") if isinstance(detail, dict) else None
+            if entry.get("scope") != place.scope or not isinstance(steps, list):
                 continue
-            steps = (entry.get("detail") or {}).get("steps") or []
-            for n, step in enumerate(steps):
-                if isinstance(step, dict) and step.get("name") == place.name:
-                    return {"plan": plan_id, "step": n}
+            made = self._made(plan_id)
+            step = steps[made] if made < len(steps) else None
+            if not isinstance(step, dict) or step.get("name") != place.name:
+                continue
+            body, kind = step.get("body"), step.get("do")
+            written = isinstance(body, str) and data is not None and body.strip() in _text(data)
+            if kind == "archive":
+                its_way = op == "memory.archive"
+            else:
+                its_way = WAYS.get(str(kind)) == op and not place.archived and written
+            if its_way:
+                return {"plan": plan_id, "step": made}
         return {}
+
+    def _made(self, plan_id: str) -> int:
+        """How many steps of a plan the journal holds."""
+        if self._steps is None:
+            self._steps = {}
+            for entry in self._journal.of_op(*CHANGES):
+                detail = entry.get("detail")
+                plan = detail.get("plan") if isinstance(detail, dict) else None
+                if isinstance(plan, str):
+                    self._steps[plan] = self._steps.get(plan, 0) + 1
+        return self._steps.get(plan_id, 0)
 
 
 @contextmanager
@@ -303,6 +330,10 @@ def last_states(entries: list[dict[str, Any]]) -> dict[str, str | None]:
             sha = after.get("sha256")
             said[after["path"]] = sha if isinstance(sha, str) else None
     return said
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _sha(data: bytes) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import secrets
 import threading
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -340,7 +341,8 @@ class MemoryFiles:
     def remove(self, path: Path, *, scope: str, name: str, actor: str, session: str | None) -> None:
         """Delete a live file, journaled with its content (so it can be reverted); a hand
         edit since the store read it is put back, journaled, and ``Changed`` raised."""
-        aside = path.parent / f"{TEMP_MARK}{path.name}.gone"
+        # a name of its own: one a kill left behind never stands in a later removal's way
+        aside = path.parent / f"{TEMP_MARK}{path.name}.gone-{secrets.token_hex(6)}"
         with self.share.writing(scope, name, Version(LIVE, self.known(path)), NONE):
             data = self.move_file(path, aside, expected=self.known(path))
             with disk(f"could not journal the removal of {self.rel(path)}"):
